@@ -1,0 +1,312 @@
+"""The storage contract every backend meets (SQLite, PostgreSQL).
+
+A :class:`Store` holds everything threadline persists, keyed by ``(app, session_id)``:
+messages (one row each, a tree via ``parent_id``), the persisted head, summary overlays,
+memory blocks, the cached system prompt, keyed entries for search/skill providers, scoped
+state and the session registry. Nothing above the store writes SQL; nothing in the store
+knows about builders or providers.
+
+Rules every implementation follows (the conformance suite checks them):
+
+* Each public write is one transaction; concurrent writers (threads or processes) never lose
+  or fork a message.
+* Every write to a session (messages, head, overlays, session-scoped blocks, state, usage)
+  creates its registry row if missing (with ``user_id`` when given) and moves ``updated_at``
+  (microsecond resolution, strictly increasing per session). Reads never write.
+* Messages are stored already normalised (``threadline.messages.normalize_message``) and after
+  ``enforce_row_size``; the store stores and returns them unchanged, as compact JSON.
+* Per session, every message gets a monotonically increasing ``seq``; all "oldest/newest"
+  decisions use it.
+
+>>> import threadline
+>>> store = threadline.connect(":memory:")
+>>> store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}], AUTO)[0]["id"]
+'m1'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from threadline.types import (
+    AUTO,
+    AutoType,
+    Compaction,
+    Message,
+    SearchHit,
+    SessionInfo,
+    SessionPage,
+)
+
+__all__ = ["AUTO", "Entry", "OwnerKind", "RecentPath", "SkillLoad", "Store", "UNSET"]
+
+OwnerKind = Literal["session", "user", "app"]
+"""Who a block or state key belongs to: one session, one user of the app, or the whole app."""
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+"""Marker for "leave this field unchanged" in :meth:`Store.update_session`."""
+
+
+@dataclass(frozen=True)
+class RecentPath:
+    """Newest contiguous suffix of the head path (root→leaf order) and the path's byte total."""
+
+    messages: list[Message]
+    truncated: bool
+    total_content_bytes: int
+
+
+@dataclass(frozen=True)
+class SkillLoad:
+    """A skill document loaded by a ``load_context`` tool result stored in a message."""
+
+    label: str
+    key: str
+    message_id: str
+    tool_call_id: str | None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A keyed document of a search or skill provider (shared by every session of an app)."""
+
+    key: str
+    content: str
+    description: str | None
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Storage contract. ``app`` and ``session_id`` scope every session-level call."""
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release connections. Idempotent."""
+
+    def __enter__(self) -> Store: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    # -- session registry --------------------------------------------------------------------
+    def create_session(
+        self,
+        app: str,
+        session_id: str,
+        *,
+        user_id: str | None = None,
+        name: str | None = None,
+        parent_session_id: str | None = None,
+        model: str | None = None,
+        source: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> SessionInfo:
+        """Insert a registry row; raises ``SessionExistsError`` if ``(app, session_id)`` exists."""
+
+    def get_session(self, app: str, session_id: str) -> SessionInfo | None:
+        """The registry row, or ``None``. ``message_count`` counts all stored messages."""
+
+    def list_sessions(
+        self, app: str, *, user_id: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> SessionPage:
+        """Newest ``updated_at`` first, ties by ``id`` descending; keyset pagination.
+
+        ``cursor`` is the opaque ``next_cursor`` of the previous page; ``next_cursor`` is
+        ``None`` exactly when no session follows. Uses an index, never sorts the table.
+        A malformed cursor raises ``InvalidArgumentError``; ``limit`` < 1 too.
+        """
+
+    def update_session(
+        self,
+        app: str,
+        session_id: str,
+        *,
+        name: Any = UNSET,
+        end_reason: Any = UNSET,
+        model: Any = UNSET,
+        source: Any = UNSET,
+        metadata: Any = UNSET,
+    ) -> SessionInfo:
+        """Set the given fields (``UNSET`` leaves one alone) and touch ``updated_at``.
+
+        Raises ``SessionNotFoundError`` if the row does not exist.
+        """
+
+    def touch_session(self, app: str, session_id: str, *, user_id: str | None = None) -> None:
+        """Create the registry row if missing and move ``updated_at``."""
+
+    def delete_session(self, app: str, session_id: str) -> bool:
+        """Delete the row and everything of the session: messages, search rows, overlays,
+        session-scoped blocks, prompt, session state, skill loads. ``False`` if nothing existed."""
+
+    def purge_sessions(self, app: str, *, before: datetime, user_id: str | None = None) -> int:
+        """Delete (as ``delete_session``) every session of ``app`` with ``updated_at < before``."""
+
+    def add_usage(
+        self, app: str, session_id: str, input_tokens: int, output_tokens: int, cost: float
+    ) -> None:
+        """Atomically increment the usage counters (creating the row if missing)."""
+
+    def count_sessions(self, app: str) -> int:
+        """Number of registry rows of ``app``."""
+
+    # -- messages and the tree ---------------------------------------------------------------
+    def append_messages(
+        self,
+        app: str,
+        session_id: str,
+        messages: Sequence[Message],
+        parent_id: str | None | AutoType = AUTO,
+        *,
+        user_id: str | None = None,
+        state_delta: Mapping[str, Any] | None = None,
+    ) -> list[Message]:
+        """Append already-normalised messages in one transaction; each parents the next.
+
+        ``parent_id``: ``AUTO`` = child of the head; ``None`` = new root; a string = that
+        message (``MessageNotFoundError`` if it is not in the session). A message whose id
+        already exists in the session is not written: the stored one is returned in its place,
+        the head is not moved for it, and it still parents the next message of the batch.
+        The head moves to the last newly written message. ``state_delta`` (only with a single
+        message, not ``temp:``-filtered here — the caller removes those) is applied in the same
+        transaction with ``user_id`` resolving ``user:`` keys, and the previous values are
+        recorded with the message so that :meth:`rewind` can undo it; it is not applied when
+        the message already existed. Skill loads found in the messages
+        (``threadline.messages.skill_loads_of``) are indexed.
+        """
+
+    def update_message(self, app: str, session_id: str, message: Message) -> Message:
+        """Replace ``role``/``parts``/``metadata``/``createdAt`` of an existing message (the
+        caller has merged ``createdAt``); search index and skill-load index follow.
+        ``MessageNotFoundError`` for an unknown id. Returns the stored message."""
+
+    def delete_messages(self, app: str, session_id: str, message_ids: Sequence[str]) -> int:
+        """Delete those messages (unknown ids are ignored); children of a deleted message become
+        roots. If the head was deleted, the head becomes the remaining leaf with the highest
+        ``seq`` (``None`` if none remain). Returns the number deleted."""
+
+    def clear_messages(self, app: str, session_id: str) -> None:
+        """Delete every message, search row, overlay and skill load of the session; head = None."""
+
+    def get_message(self, app: str, session_id: str, message_id: str) -> Message | None:
+        """One stored message, or ``None``."""
+
+    def get_head(self, app: str, session_id: str) -> Message | None:
+        """The head message (the active leaf), or ``None`` for an empty session."""
+
+    def set_head(self, app: str, session_id: str, message_id: str) -> None:
+        """Move the head to any message of the session (``MessageNotFoundError`` if unknown)."""
+
+    def get_path(self, app: str, session_id: str, leaf_id: str | None = None) -> list[Message]:
+        """Raw root→leaf path ending at ``leaf_id`` (default: head); ``[]`` for an empty session;
+        ``MessageNotFoundError`` for an unknown ``leaf_id``. Walks parent links only."""
+
+    def get_path_ids(self, app: str, session_id: str, leaf_id: str | None = None) -> list[str]:
+        """Ids of :meth:`get_path`, without loading message bodies."""
+
+    def get_recent_path(
+        self, app: str, session_id: str, max_bytes: int, min_messages: int = 1
+    ) -> RecentPath:
+        """Newest contiguous suffix of the head path whose stored JSON sizes sum to at most
+        ``max_bytes`` — but always at least ``min_messages`` (and at least the head) when the
+        path has them. Never loads message bodies outside the window. ``truncated`` is True
+        when older messages exist on the path; ``total_content_bytes`` is the byte total of the
+        whole head path (kept per message, not summed at read time)."""
+
+    def get_path_length(self, app: str, session_id: str, leaf_id: str | None = None) -> int:
+        """Raw number of messages on the path (0 for an empty session; unknown id raises)."""
+
+    def get_children(self, app: str, session_id: str, message_id: str) -> list[Message]:
+        """Children of that message, oldest first by ``seq``."""
+
+    def search_messages(
+        self,
+        app: str,
+        query: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        limit: int = 20,
+    ) -> list[SearchHit]:
+        """Full-text search (api.md §8) over one session or, with ``session_id=None``, every
+        session of ``app`` (optionally only ``user_id``'s). Never raises on any query text."""
+
+    # -- overlays ----------------------------------------------------------------------------
+    def add_compaction(
+        self, app: str, session_id: str, summary: str, from_message_id: str, to_message_id: str
+    ) -> Compaction:
+        """Store an overlay. Both ids must be in the session and ``from`` an ancestor-or-self of
+        ``to``, else ``InvalidArgumentError``."""
+
+    def get_compactions(self, app: str, session_id: str) -> list[Compaction]:
+        """Every overlay of the session, oldest first (superseded ones included)."""
+
+    # -- loaded skills -------------------------------------------------------------------------
+    def get_skill_loads(self, app: str, session_id: str) -> list[SkillLoad]:
+        """Indexed skill loads of the session, oldest message first."""
+
+    # -- memory blocks and the cached prompt -----------------------------------------------------
+    def get_block(self, app: str, owner: OwnerKind, owner_id: str, label: str) -> str | None:
+        """Stored content of a store-backed block (``owner_id`` = session id, user id or "")."""
+
+    def set_block(
+        self,
+        app: str,
+        owner: OwnerKind,
+        owner_id: str,
+        label: str,
+        content: str,
+        *,
+        user_id: str | None = None,
+    ) -> None:
+        """Upsert a block; a ``session``-owned write also touches that session's registry row."""
+
+    def get_prompt(self, app: str, session_id: str) -> str | None:
+        """The persisted frozen system prompt, if any."""
+
+    def set_prompt(self, app: str, session_id: str, prompt: str | None) -> None:
+        """Persist (or with ``None`` forget) the frozen system prompt. Not a registry write."""
+
+    # -- keyed entries (StoreSearchProvider / StoreSkillProvider), shared per (app, label) -------
+    def put_entry(
+        self, app: str, label: str, key: str, content: str, description: str | None = None
+    ) -> None:
+        """Insert or replace an entry (search index kept in step)."""
+
+    def get_entry(self, app: str, label: str, key: str) -> Entry | None: ...
+
+    def list_entries(self, app: str, label: str) -> list[Entry]:
+        """All entries of the label, ordered by key."""
+
+    def count_entries(self, app: str, label: str) -> int: ...
+
+    def delete_entry(self, app: str, label: str, key: str) -> bool: ...
+
+    def search_entries(self, app: str, label: str, query: str, limit: int = 10) -> list[Entry]:
+        """Same search rules as messages (§8), best first; never raises on query text."""
+
+    # -- scoped state (pure rules in threadline.state; keys carry their prefix) -----------------
+    def get_state(self, app: str, session_id: str, user_id: str | None) -> dict[str, Any]:
+        """Merged stored state: ``app:*`` keys, ``user:*`` keys of ``user_id`` (none if
+        ``user_id`` is None), and the session's own keys. Values are JSON values."""
+
+    def update_state(
+        self, app: str, session_id: str, user_id: str | None, delta: Mapping[str, Any]
+    ) -> None:
+        """Apply a delta atomically (``None`` deletes). Keys starting with ``temp:`` are never
+        stored (ignored). ``user:`` keys without ``user_id`` raise ``InvalidArgumentError``."""
+
+    def rewind(self, app: str, session_id: str, before_message_id: str) -> None:
+        """Move the head to the parent of ``before_message_id`` (None if it is a root) and
+        restore session-scoped state keys to their values before that message by undoing the
+        recorded deltas of that message's subtree (earliest record per key wins). ``app:`` and
+        ``user:`` keys are not rolled back; nothing is deleted. ``MessageNotFoundError`` if
+        unknown."""

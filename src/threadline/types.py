@@ -1,0 +1,169 @@
+"""Plain value objects shared by every layer (frozen dataclasses with ``to_dict()``).
+
+Timestamps on these objects are timezone-aware UTC datetimes; inside message dicts the
+``createdAt`` field stays an ISO 8601 string.
+
+>>> hit = SearchHit(id="m1", role="user", content="hi", created_at=None, session_id="s", score=1.0)
+>>> hit.to_dict()["id"]
+'m1'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final, Literal
+
+Message = dict[str, Any]
+"""A message in AI SDK ``UIMessage`` shape: ``{"id", "role", "parts", "createdAt"?, "metadata"?}``."""
+
+Scope = Literal["session", "user", "app"]
+
+
+class _Auto(enum.Enum):
+    AUTO = "AUTO"
+
+    def __repr__(self) -> str:
+        return "AUTO"
+
+
+AUTO: Final = _Auto.AUTO
+"""Default ``parent_id``: attach the new message as a child of the session head."""
+
+AutoType = Literal[_Auto.AUTO]
+
+
+def _to_dict(obj: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(value, datetime):
+            value = value.isoformat()
+        elif isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
+            value = [_to_dict(v) for v in value]
+        elif isinstance(value, list):
+            value = [_to_dict(v) if dataclasses.is_dataclass(v) else v for v in value]
+        elif isinstance(value, dict):
+            value = dict(value)
+        out[f.name] = value
+    return out
+
+
+class _DictMixin:
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields as a plain dict (datetimes as ISO 8601 strings)."""
+        return _to_dict(self)
+
+
+@dataclass(frozen=True)
+class SearchHit(_DictMixin):
+    """One full-text search result; ``score`` is higher for more relevant hits."""
+
+    id: str
+    role: str
+    content: str
+    created_at: datetime | None
+    session_id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class RecentHistory(_DictMixin):
+    """Result of ``get_recent_history``: the newest messages that fit a byte budget."""
+
+    messages: list[Message]
+    truncated: bool
+    total_content_bytes: int
+
+
+@dataclass(frozen=True)
+class Compaction(_DictMixin):
+    """A stored summary overlay replacing ``from_message_id``..``to_message_id`` at read time."""
+
+    id: str
+    summary: str
+    from_message_id: str
+    to_message_id: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class CompactResult(_DictMixin):
+    """What a compaction function returns: the range it summarised and the summary."""
+
+    from_message_id: str
+    to_message_id: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class CompactContext(_DictMixin):
+    """Passed to compaction functions; ``token_counter`` is the session's counter or ``None``."""
+
+    token_counter: Callable[..., int] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"token_counter": self.token_counter}
+
+
+@dataclass(frozen=True)
+class ContextBlock(_DictMixin):
+    """A memory block as currently loaded from its provider."""
+
+    label: str
+    description: str | None
+    content: str
+    tokens: int
+    max_tokens: int | None
+    writable: bool
+    is_skill: bool
+    is_searchable: bool
+    scope: Scope = "session"
+
+
+@dataclass(frozen=True)
+class SessionInfo(_DictMixin):
+    """One row of the session registry."""
+
+    id: str
+    app_name: str
+    user_id: str | None
+    name: str | None
+    parent_session_id: str | None
+    model: str | None
+    source: str | None
+    input_tokens: int
+    output_tokens: int
+    estimated_cost: float
+    end_reason: str | None
+    metadata: dict[str, Any]
+    message_count: int
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class SessionPage(_DictMixin):
+    """A page of ``SessionManager.list``; ``next_cursor`` is ``None`` on the last page."""
+
+    sessions: list[SessionInfo] = field(default_factory=list)
+    next_cursor: str | None = None
+
+
+__all__ = [
+    "AUTO",
+    "AutoType",
+    "CompactContext",
+    "CompactResult",
+    "Compaction",
+    "ContextBlock",
+    "Message",
+    "RecentHistory",
+    "Scope",
+    "SearchHit",
+    "SessionInfo",
+    "SessionPage",
+]

@@ -1,0 +1,397 @@
+"""Message helpers: ids, timestamps, normalisation, JSON encoding and part inspection.
+
+Messages are plain dicts in AI SDK ``UIMessage`` shape. Everything here is pure: no I/O,
+and no function mutates the dict it is given.
+
+>>> m = normalize_message({"role": "user", "content": "hi"}, now="2026-11-21T10:00:00.000Z")
+>>> m["parts"], m["createdAt"]
+([{'type': 'text', 'text': 'hi'}], '2026-11-21T10:00:00.000Z')
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import uuid
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from threadline.errors import InvalidMessageError
+from threadline.types import Message
+
+OVERLAY_ID_PREFIX = "compaction_"
+"""Ids with this prefix belong to compaction overlays and are refused for stored messages."""
+
+SKILL_LOAD_TOOL = "load_context"
+_UNLOADED_PREFIX = "[skill unloaded"
+_FIRST_KEYS = ("id", "role", "parts", "createdAt", "metadata")
+
+
+# --------------------------------------------------------------------------- ids and time
+
+
+def new_id() -> str:
+    """Return a new unique message id (32 lowercase hex characters).
+
+    >>> len(new_id())
+    32
+    """
+    return uuid.uuid4().hex
+
+
+def is_overlay_id(message_id: object) -> bool:
+    """True if ``message_id`` is a string using the reserved compaction-overlay prefix.
+
+    >>> is_overlay_id("compaction_abc"), is_overlay_id("m1")
+    (True, False)
+    """
+    return isinstance(message_id, str) and message_id.startswith(OVERLAY_ID_PREFIX)
+
+
+def validate_message_id(message_id: object) -> str:
+    """Return ``message_id`` if it is a usable stored-message id, else raise InvalidMessageError.
+
+    >>> validate_message_id("m1")
+    'm1'
+    """
+    if not isinstance(message_id, str):
+        raise InvalidMessageError(f"message id must be a string, got {type(message_id).__name__}")
+    if not message_id:
+        raise InvalidMessageError("message id must not be empty")
+    if is_overlay_id(message_id):
+        raise InvalidMessageError(
+            f"message id {message_id!r} uses the reserved prefix {OVERLAY_ID_PREFIX!r}"
+        )
+    return message_id
+
+
+def format_timestamp(dt: datetime) -> str:
+    """Format ``dt`` as canonical ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (naive means UTC).
+
+    >>> format_timestamp(datetime(2026, 11, 21, 10, 0, 0, 123456))
+    '2026-11-21T10:00:00.123Z'
+    """
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    dt = dt.astimezone(timezone.utc)
+    # Truncate (not round) to milliseconds so a timestamp never moves into the future.
+    return (
+        f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}"
+        f".{dt.microsecond // 1000:03d}Z"
+    )
+
+
+def now_iso() -> str:
+    """Return the current UTC time in canonical message form.
+
+    >>> now_iso().endswith("Z")
+    True
+    """
+    return format_timestamp(datetime.now(timezone.utc))
+
+
+_ISO_RE = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})"
+    r"(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?)?"
+    r"\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?"
+)
+
+
+def _parse_offset(text: str | None) -> timezone:
+    if text is None or text in ("Z", "z"):
+        return timezone.utc
+    sign = -1 if text[0] == "-" else 1
+    digits = text[1:].replace(":", "")
+    hours, minutes = int(digits[:2]), int(digits[2:4] or "0")
+    return timezone(sign * timedelta(hours=hours, minutes=minutes))
+
+
+def parse_timestamp(value: str | datetime) -> datetime:
+    """Parse an ISO 8601 string (``Z``, offsets, optional fraction) or datetime to aware UTC.
+
+    Naive inputs are taken as UTC. Anything unparseable raises ``InvalidMessageError``.
+
+    >>> parse_timestamp("2026-11-21T11:00:00+01:00").isoformat()
+    '2026-11-21T10:00:00+00:00'
+    """
+    if isinstance(value, datetime):
+        dt = value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+        try:
+            return dt.astimezone(timezone.utc)
+        except (ValueError, OverflowError) as exc:  # e.g. year 1 with a positive offset
+            raise InvalidMessageError(f"timestamp out of range: {value!r}") from exc
+    if not isinstance(value, str):
+        raise InvalidMessageError(
+            f"timestamp must be a string or datetime, got {type(value).__name__}"
+        )
+    match = _ISO_RE.fullmatch(value.strip())
+    if match is None:
+        raise InvalidMessageError(f"invalid ISO 8601 timestamp: {value!r}")
+    year, month, day, hour, minute, second, frac, offset = match.groups()
+    micro = int((frac or "0")[:6].ljust(6, "0"))
+    try:
+        dt = datetime(
+            int(year),
+            int(month),
+            int(day),
+            int(hour or 0),
+            int(minute or 0),
+            int(second or 0),
+            micro,
+            tzinfo=_parse_offset(offset),
+        )
+        return dt.astimezone(timezone.utc)
+    except (ValueError, OverflowError) as exc:  # month 13, offset +25:00, year overflow...
+        raise InvalidMessageError(f"invalid ISO 8601 timestamp: {value!r}") from exc
+
+
+# --------------------------------------------------------------------------- normalisation
+
+
+def _check_encodable(message: dict[str, Any]) -> None:
+    try:
+        json.dumps(message, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidMessageError(f"message contains text that is not valid UTF-8: {exc}") from exc
+    except (TypeError, ValueError) as exc:
+        raise InvalidMessageError(f"message is not JSON-serialisable: {exc}") from exc
+
+
+def _normalize_parts(message: dict[str, Any]) -> list[Any]:
+    if "parts" in message and message["parts"] is not None:
+        parts = message["parts"]
+        if not isinstance(parts, list):
+            raise InvalidMessageError(f"'parts' must be a list, got {type(parts).__name__}")
+        for i, part in enumerate(parts):
+            if not isinstance(part, dict):
+                raise InvalidMessageError(f"part {i} must be a dict, got {type(part).__name__}")
+            if not isinstance(part.get("type"), str):
+                raise InvalidMessageError(f"part {i} has no string 'type'")
+        return copy.deepcopy(parts)
+    if "content" not in message:
+        raise InvalidMessageError("message has neither 'parts' nor 'content'")
+    content = message["content"]
+    if not isinstance(content, str):
+        raise InvalidMessageError(f"'content' must be a string, got {type(content).__name__}")
+    return [{"type": "text", "text": content}]
+
+
+def _normalize_id(message: dict[str, Any]) -> str:
+    message_id = message.get("id")
+    return new_id() if message_id is None else validate_message_id(message_id)
+
+
+def _normalize_created_at(message: dict[str, Any], now: str | None) -> str:
+    value = message.get("createdAt")
+    if value is None:
+        return now if now is not None else now_iso()
+    if not isinstance(value, (str, datetime)):
+        raise InvalidMessageError(
+            f"'createdAt' must be an ISO 8601 string or datetime, got {value!r}"
+        )
+    return format_timestamp(parse_timestamp(value))
+
+
+def normalize_message(message: object, *, now: str | None = None) -> Message:
+    """Validate ``message`` and return a new, normalised copy (the input is never mutated).
+
+    Missing ``id`` gets :func:`new_id`; a ``content`` string becomes one text part; ``createdAt``
+    defaults to ``now`` (or the current time) and is rewritten in canonical form. Invalid input
+    raises ``InvalidMessageError`` naming the problem.
+
+    >>> normalize_message({"id": "m1", "role": "user", "content": "hi"})["parts"]
+    [{'type': 'text', 'text': 'hi'}]
+    """
+    if not isinstance(message, dict):
+        raise InvalidMessageError(f"message must be a dict, got {type(message).__name__}")
+    role = message.get("role")
+    if not isinstance(role, str) or not role:
+        raise InvalidMessageError("message 'role' must be a non-empty string")
+    metadata = message.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise InvalidMessageError(f"'metadata' must be a dict, got {type(metadata).__name__}")
+    out: dict[str, Any] = {
+        "id": _normalize_id(message),
+        "role": role,
+        "parts": _normalize_parts(message),
+        "createdAt": _normalize_created_at(message, now),
+    }
+    if metadata is not None:
+        out["metadata"] = copy.deepcopy(metadata)
+    for key, value in message.items():
+        if key not in _FIRST_KEYS and key != "content":
+            out[key] = copy.deepcopy(value)
+    _check_encodable(out)
+    return out
+
+
+def encode_message(message: Message) -> str:
+    """Encode a message as compact JSON (the stored form; UTF-8 size = stored byte size).
+
+    >>> encode_message({"id": "m1", "role": "user", "parts": []})
+    '{"id":"m1","role":"user","parts":[]}'
+    """
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+
+
+def decode_message(text: str) -> Message:
+    """Decode JSON produced by :func:`encode_message`.
+
+    >>> decode_message('{"id":"m1","role":"user","parts":[]}')["id"]
+    'm1'
+    """
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise InvalidMessageError("stored message JSON is not an object")
+    return value
+
+
+# --------------------------------------------------------------------------- builders
+
+
+def user(text: str, id: str | None = None) -> Message:
+    """Build a user message with one text part.
+
+    >>> user("hi", id="m1")["parts"]
+    [{'type': 'text', 'text': 'hi'}]
+    """
+    return {
+        "id": new_id() if id is None else id,
+        "role": "user",
+        "parts": [{"type": "text", "text": text}],
+    }
+
+
+def assistant(text: str, id: str | None = None) -> Message:
+    """Build an assistant message with one text part.
+
+    >>> assistant("hello")["role"]
+    'assistant'
+    """
+    return {
+        "id": new_id() if id is None else id,
+        "role": "assistant",
+        "parts": [{"type": "text", "text": text}],
+    }
+
+
+def tool_call(
+    tool_name: str, input: Any, output: Any = None, tool_call_id: str | None = None
+) -> Message:
+    """Build an assistant message holding one tool part (``output-available`` if output given).
+
+    >>> tool_call("weather", {"city": "Oslo"}, output="rain")["parts"][0]["state"]
+    'output-available'
+    """
+    part: dict[str, Any] = {
+        "type": f"tool-{tool_name}",
+        "toolCallId": tool_call_id or f"call_{new_id()}",
+        "toolName": tool_name,
+        "state": "output-available" if output is not None else "input-available",
+        "input": input,
+    }
+    if output is not None:
+        part["output"] = output
+    return {"id": new_id(), "role": "assistant", "parts": [part]}
+
+
+# --------------------------------------------------------------------------- inspection
+
+
+def _parts_of(message: object) -> list[dict[str, Any]]:
+    parts = message.get("parts") if isinstance(message, dict) else None
+    if not isinstance(parts, list):
+        return []
+    return [p for p in parts if isinstance(p, dict)]
+
+
+def text_of(message: object) -> str:
+    """Join the message's text parts with a single space; ignores everything else, never raises.
+
+    >>> text_of({"parts": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]})
+    'a b'
+    """
+    texts = [
+        p["text"]
+        for p in _parts_of(message)
+        if p.get("type") == "text" and isinstance(p.get("text"), str)
+    ]
+    # An un-normalised OpenAI-style message: its content string is its text.
+    if isinstance(message, dict) and "parts" not in message:
+        content = message.get("content")
+        return content if isinstance(content, str) else ""
+    return " ".join(texts)
+
+
+def is_tool_part(part: object) -> bool:
+    """True for tool parts: ``type`` starts with ``tool-`` or equals ``dynamic-tool``.
+
+    >>> is_tool_part({"type": "tool-search"}), is_tool_part({"type": "text"})
+    (True, False)
+    """
+    if not isinstance(part, dict):
+        return False
+    kind = part.get("type")
+    return isinstance(kind, str) and (kind.startswith("tool-") or kind == "dynamic-tool")
+
+
+def tool_name_of(part: object) -> str | None:
+    """Return a tool part's name (``toolName``, else the ``type`` suffix), or None.
+
+    >>> tool_name_of({"type": "tool-search"})
+    'search'
+    """
+    if not is_tool_part(part):
+        return None
+    assert isinstance(part, dict)
+    name = part.get("toolName")
+    if isinstance(name, str) and name:
+        return name
+    kind: str = part["type"]
+    return kind[len("tool-") :] if kind.startswith("tool-") else None
+
+
+def skill_loads_of(message: object) -> list[tuple[str, str, str | None]]:
+    """Return ``(label, key, toolCallId)`` for each completed, still-loaded ``load_context`` call.
+
+    >>> skill_loads_of(tool_call("load_context", {"label": "s", "key": "k"}, "doc", "c1"))
+    [('s', 'k', 'c1')]
+    """
+    found: list[tuple[str, str, str | None]] = []
+    for part in _parts_of(message):
+        if tool_name_of(part) != SKILL_LOAD_TOOL or part.get("state") != "output-available":
+            continue
+        args = part.get("input")
+        if not isinstance(args, dict):
+            continue
+        label, key = args.get("label"), args.get("key")
+        if not isinstance(label, str) or not isinstance(key, str):
+            continue
+        output = part.get("output")
+        if isinstance(output, str) and output.startswith(_UNLOADED_PREFIX):
+            continue
+        call_id = part.get("toolCallId")
+        found.append((label, key, call_id if isinstance(call_id, str) else None))
+    return found
+
+
+__all__ = [
+    "OVERLAY_ID_PREFIX",
+    "assistant",
+    "decode_message",
+    "encode_message",
+    "format_timestamp",
+    "is_overlay_id",
+    "is_tool_part",
+    "new_id",
+    "normalize_message",
+    "now_iso",
+    "parse_timestamp",
+    "skill_loads_of",
+    "text_of",
+    "tool_call",
+    "tool_name_of",
+    "user",
+    "validate_message_id",
+]

@@ -1,0 +1,318 @@
+"""Turn user search text into safe backend queries (SQLite FTS5 and PostgreSQL).
+
+User text is never parsed as query syntax: operators, ``*``, ``NEAR``, column filters and
+parentheses are just words or separators. Any string is accepted and yields a (possibly empty)
+list of terms; every backend expression built here is valid.
+
+Terms: double-quoted phrases (``"deploy friday"``; an unterminated quote is ignored) and
+whitespace-separated words. NUL, other control characters and lone surrogates count as
+whitespace. Only the first :data:`MAX_QUERY_CHARS` characters are read, at most
+:data:`MAX_TERMS` terms are kept and each is cut to :data:`MAX_TERM_CHARS` characters, so
+very long queries stay cheap.
+
+Backends should treat one term as matching a message when its FTS expression
+(:func:`fts5_term` / :func:`pg_tsquery_parts`) matches, **or** — for terms with
+``needs_substring`` — the lowercased message text contains ``term.substring``. "all" mode ANDs
+the terms, "any" mode ORs them.
+
+>>> [t.tokens for t in parse_query('"Deploy Friday" bob@example.com AND (')]
+[('deploy', 'friday'), ('bob', 'example', 'com'), ('and',)]
+>>> fts5_match(parse_query('"Deploy Friday" bob@example.com'), "all")
+'"deploy friday" AND "bob example com"'
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+MAX_TERMS = 64
+"""Terms beyond this many are ignored."""
+
+MAX_TERM_CHARS = 256
+"""Each term's text is cut to this many characters before tokenising."""
+
+MAX_QUERY_CHARS = 65_536
+"""Only this many characters of a query are read."""
+
+MatchMode = Literal["all", "any"]
+
+# Code point ranges of scripts written without spaces between words (CJK, Kana, Hangul,
+# Thai, Lao, Khmer, Myanmar). FTS tokenizers keep whole runs of these as one token, so
+# word matching cannot find a word inside a sentence: such terms need a substring search.
+_NO_SPACE_RANGES = (
+    (0x0E00, 0x0EFF),  # Thai, Lao
+    (0x1000, 0x109F),  # Myanmar
+    (0x1100, 0x11FF),  # Hangul Jamo
+    (0x1780, 0x17FF),  # Khmer
+    (0x2E80, 0x2FDF),  # CJK radicals, Kangxi
+    (0x3005, 0x3007),  # 々 〆 〇
+    (0x3040, 0x31FF),  # Hiragana, Katakana, Bopomofo, Hangul compat, Kanbun, ext.
+    (0x3400, 0x4DBF),  # CJK ext. A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xA960, 0xA97F),  # Hangul Jamo ext. A
+    (0xAC00, 0xD7FF),  # Hangul syllables, Jamo ext. B
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0xFF66, 0xFFDC),  # half-width Katakana and Hangul
+    (0x20000, 0x3FFFF),  # CJK ext. B and later
+)
+
+_SCAN_RE = re.compile(r'"([^"]*)"|([^\s"]+)|"')
+_JOINERS = {"all": " AND ", "any": " OR "}
+
+
+@dataclass(frozen=True)
+class Term:
+    """One search term.
+
+    ``text`` is the raw chunk or phrase (without quotes, whitespace collapsed); ``tokens`` its
+    lowercased word tokens (runs of letters/digits, combining marks kept inside words);
+    ``needs_substring`` is True when word matching is not enough (CJK and similar scripts,
+    e-mails, URLs, versions, paths, emoji); ``substring`` is the lowercased text with leading
+    and trailing punctuation removed, for a substring (LIKE / trigram) match.
+
+    >>> term = parse_query("v3.11.7,")[0]
+    >>> term.tokens, term.needs_substring, term.substring
+    (('v3', '11', '7'), True, 'v3.11.7')
+    """
+
+    text: str
+    is_phrase: bool
+    tokens: tuple[str, ...]
+    needs_substring: bool
+    substring: str = ""
+
+
+def _is_token_char(ch: str) -> bool:
+    # Letters and digits, like FTS5 unicode61; marks and private use too, so words in
+    # scripts with vowel signs (Devanagari...) stay whole for PostgreSQL.
+    return ch.isalnum() or unicodedata.category(ch) in ("Mn", "Mc", "Me", "Co")
+
+
+def _is_kept_edge(ch: str) -> bool:
+    # Characters a substring may start/end with: word characters and symbols such as emoji.
+    return _is_token_char(ch) or unicodedata.category(ch) == "So"
+
+
+def _is_no_space_script(ch: str) -> bool:
+    code = ord(ch)
+    return any(lo <= code <= hi for lo, hi in _NO_SPACE_RANGES)
+
+
+def _clean(text: str) -> str:
+    """Replace control characters and lone surrogates by spaces."""
+    return "".join(" " if unicodedata.category(ch) in ("Cc", "Cs") else ch for ch in text)
+
+
+def tokenize(text: str) -> tuple[str, ...]:
+    """Split ``text`` into lowercased word tokens; everything but letters/digits separates.
+
+    >>> tokenize("Bob@Example.com")
+    ('bob', 'example', 'com')
+    """
+    tokens: list[str] = []
+    current: list[str] = []
+    for ch in text + " ":
+        if _is_token_char(ch):
+            current.append(ch)
+            continue
+        # A run of only combining marks is not a word.
+        if any(c.isalnum() or unicodedata.category(c) == "Co" for c in current):
+            tokens.append("".join(current).lower())
+        current = []
+    return tuple(tokens)
+
+
+def _trim(text: str) -> str:
+    start, end = 0, len(text)
+    while start < end and not _is_kept_edge(text[start]):
+        start += 1
+    while end > start and not _is_kept_edge(text[end - 1]):
+        end -= 1
+    return text[start:end]
+
+
+def _has_inner_separator(chunk: str) -> bool:
+    """True if a non-word character sits between word characters (``a@b``, ``3.11``)."""
+    inner = [i for i, ch in enumerate(chunk) if _is_token_char(ch)]
+    if len(inner) < 2:
+        return False
+    return any(not _is_token_char(ch) for ch in chunk[inner[0] : inner[-1] + 1])
+
+
+def _needs_substring(substring: str, tokens: tuple[str, ...]) -> bool:
+    if not tokens:
+        return bool(substring)  # emoji / symbols only: nothing for the FTS index to find
+    if any(_is_no_space_script(ch) for ch in substring):
+        return True
+    return any(_has_inner_separator(chunk) for chunk in substring.split())
+
+
+def make_term(text: str, *, is_phrase: bool = False) -> Term | None:
+    """Build a term from one chunk or phrase; None when it holds nothing searchable.
+
+    >>> make_term("(") is None, make_term("NEAR(").tokens
+    (True, ('near',))
+    """
+    text = " ".join(text.split())[:MAX_TERM_CHARS]
+    tokens = tokenize(text)
+    substring = _trim(text).lower()
+    if not tokens and not substring:
+        return None
+    return Term(text, is_phrase, tokens, _needs_substring(substring, tokens), substring)
+
+
+def parse_query(text: str) -> list[Term]:
+    """Split user text into terms; never raises, never interprets operators.
+
+    >>> [(t.text, t.is_phrase) for t in parse_query('deploy "on friday" "unterminated')]
+    [('deploy', False), ('on friday', True), ('unterminated', False)]
+    """
+    if not isinstance(text, str):
+        return []
+    terms: list[Term] = []
+    for match in _SCAN_RE.finditer(_clean(text[:MAX_QUERY_CHARS])):
+        phrase, word = match.group(1), match.group(2)
+        if phrase is None and word is None:
+            continue  # an unmatched quote character: ignored
+        term = make_term(phrase if phrase is not None else word, is_phrase=phrase is not None)
+        if term is not None:
+            terms.append(term)
+            if len(terms) >= MAX_TERMS:
+                break
+    return terms
+
+
+def fts5_quote(text: str) -> str:
+    """Quote ``text`` as an FTS5 string (internal double quotes doubled).
+
+    >>> print(fts5_quote('a "b" c'))
+    "a ""b"" c"
+    """
+    return '"' + text.replace('"', '""') + '"'
+
+
+def fts5_term(term: Term) -> str | None:
+    """The FTS5 expression for one term (a quoted phrase of its tokens), or None without tokens.
+
+    >>> fts5_term(parse_query("bob@example.com")[0])
+    '"bob example com"'
+    """
+    if not term.tokens:
+        return None
+    if not term.is_phrase and len(term.tokens) == 1:
+        forms = word_forms(term.tokens[0])
+        if len(forms) > 1:
+            return "(" + " OR ".join(fts5_quote(f) for f in forms) + ")"
+    return fts5_quote(" ".join(term.tokens))
+
+
+_SUFFIXES = ("ments", "ment", "ings", "ing", "ions", "ion", "ers", "er", "ed", "es", "s", "ly")
+_ENDINGS = ("", "s", "ed", "ing", "ment", "er", "ion")
+
+
+def word_forms(word: str) -> list[str]:
+    """The word plus common English inflections of its root (for the Porter index).
+
+    Porter stems ``deploying``/``deployed`` to ``deploi`` but ``deployment`` to ``deploy``; matching
+    any of a few inflected forms gives the recall users expect from "stemmed" search. Only plain
+    ASCII words of four letters or more are expanded.
+
+    >>> word_forms("deploys")
+    ['deploys', 'deploy', 'deployed', 'deploying', 'deployment', 'deployer', 'deployion']
+    """
+    if len(word) < 4 or not (word.isascii() and word.isalpha()):
+        return [word]
+    root = word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            root = word[: -len(suffix)]
+            break
+    forms = [word]
+    for ending in _ENDINGS:
+        form = root + ending
+        if form not in forms:
+            forms.append(form)
+    return forms
+
+
+def _check_mode(mode: str) -> str:
+    if mode not in _JOINERS:
+        raise ValueError(f"mode must be 'all' or 'any', got {mode!r}")
+    return _JOINERS[mode]
+
+
+def fts5_match(terms: Iterable[Term], mode: MatchMode = "all") -> str | None:
+    """An FTS5 MATCH expression: quoted terms joined by AND/OR; None when no term has tokens.
+
+    >>> fts5_match(parse_query("NEAR(a b) *"), "any")
+    '"near a" OR "b"'
+    """
+    joiner = _check_mode(mode)
+    parts = [p for p in (fts5_term(t) for t in terms) if p is not None]
+    return joiner.join(parts) if parts else None
+
+
+def substring_terms(terms: Iterable[Term]) -> list[str]:
+    """Lowercased substrings of the terms that need a substring match.
+
+    >>> substring_terms(parse_query("see https://x.io/a_b 東京"))
+    ['https://x.io/a_b', '東京']
+    """
+    found = ((t.substring or t.text.lower()) for t in terms if t.needs_substring)
+    return [s for s in found if s]
+
+
+def like_pattern(text: str) -> str:
+    """A ``LIKE ... ESCAPE '\\'`` pattern matching ``text`` anywhere.
+
+    >>> like_pattern("50%_off")
+    '%50\\\\%\\\\_off%'
+    """
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def pg_tsquery_parts(terms: Iterable[Term]) -> list[tuple[str, str]]:
+    """``(function, text)`` pairs for PostgreSQL, to be used as ``fn('english', %s)``.
+
+    Phrases use ``phraseto_tsquery``, words ``plainto_tsquery``; both treat their input as
+    plain text. The text is the term's own text (control characters removed, punctuation kept)
+    so that PostgreSQL's parser sees e-mails, URLs, paths and versions exactly as
+    ``to_tsvector`` does: ``plainto_tsquery('english', 'bob@example.com')`` is the single
+    lexeme ``bob@example.com``, which splitting into words would never match.
+    Terms without tokens are left out. Combine with ``&&`` (all) or ``||`` (any); a part that
+    holds only stop words becomes an empty query, which PostgreSQL ignores in ``&&``/``||``.
+
+    >>> pg_tsquery_parts(parse_query('"deploy friday" bob@example.com'))
+    [('phraseto_tsquery', 'deploy friday'), ('plainto_tsquery', 'bob@example.com')]
+    """
+    parts: list[tuple[str, str]] = []
+    for term in terms:
+        if not term.tokens:
+            continue
+        fn = "phraseto_tsquery" if term.is_phrase else "plainto_tsquery"
+        parts.append((fn, term.text))
+    return parts
+
+
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "MAX_TERMS",
+    "MAX_TERM_CHARS",
+    "MatchMode",
+    "Term",
+    "fts5_match",
+    "fts5_quote",
+    "fts5_term",
+    "like_pattern",
+    "make_term",
+    "parse_query",
+    "pg_tsquery_parts",
+    "substring_terms",
+    "tokenize",
+    "word_forms",
+]

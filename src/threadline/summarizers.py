@@ -1,0 +1,331 @@
+"""Ready-made ``summarize(prompt) -> str`` callables for ``create_compact_function``.
+
+``openai`` and ``anthropic`` wrap an SDK client that you create (the SDKs are never imported
+here); with an async client (``AsyncOpenAI``, ``AsyncAnthropic``) they return an async callable
+for ``AsyncSession``. ``extractive`` needs no LLM at all: it reads the transcript back out of
+the prompt built by ``build_summary_prompt`` and picks sentences deterministically.
+
+>>> summarize = extractive()
+>>> from threadline.compaction.function import build_summary_prompt
+>>> msgs = [{"role": "user", "parts": [{"type": "text", "text": "Plan a trip to Oslo."}]}]
+>>> summarize(build_summary_prompt(msgs, None, 100)).splitlines()[:2]
+['## Topic', 'Plan a trip to Oslo.']
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from threadline.compaction.function import (
+    PREVIOUS_SUMMARY_END,
+    PREVIOUS_SUMMARY_START,
+    TOOL_CALL_LABEL,
+    TRANSCRIPT_END,
+    TRANSCRIPT_START,
+    Summarize,
+)
+from threadline.tokens import estimate_tokens
+
+# --------------------------------------------------------------------------- SDK clients
+
+
+def _is_async(method: Any, client: Any) -> bool:
+    """SDK methods are wrapped by decorators, so look through ``__wrapped__`` and the class."""
+    if inspect.iscoroutinefunction(method) or inspect.iscoroutinefunction(inspect.unwrap(method)):
+        return True
+    return type(client).__name__.startswith("Async")
+
+
+def _field(obj: Any, name: str) -> Any:
+    """Attribute access that also accepts plain dict responses."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def _openai_text(response: Any) -> str:
+    choices = _field(response, "choices") or []
+    if not choices:
+        return ""
+    content = _field(_field(choices[0], "message"), "content")
+    return content if isinstance(content, str) else ""
+
+
+def openai(
+    client: Any, model: str, *, max_tokens: int | None = None, system: str | None = None
+) -> Summarize:
+    """Summarise with an OpenAI (or compatible) Chat Completions client.
+
+    Sends ``client.chat.completions.create(model=..., messages=[...])`` (plus ``max_tokens``
+    when given; reasoning models that reject it need ``max_tokens=None``) and returns
+    ``choices[0].message.content``. An ``AsyncOpenAI`` client gives an async callable.
+
+    >>> from openai import OpenAI  # doctest: +SKIP
+    >>> summarize = openai(OpenAI(), "gpt-4o-mini")  # doctest: +SKIP
+    """
+    create = client.chat.completions.create
+
+    def request(prompt: str) -> dict[str, Any]:
+        messages = [{"role": "system", "content": system}] if system else []
+        messages.append({"role": "user", "content": prompt})
+        kwargs: dict[str, Any] = {"model": model, "messages": messages}
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
+        return kwargs
+
+    if _is_async(create, client):
+
+        async def summarize_async(prompt: str) -> str:
+            return _openai_text(await create(**request(prompt)))
+
+        return summarize_async
+
+    def summarize(prompt: str) -> str:
+        return _openai_text(create(**request(prompt)))
+
+    return summarize
+
+
+def _anthropic_text(response: Any) -> str:
+    blocks = _field(response, "content") or []
+    texts = [_field(b, "text") for b in blocks if _field(b, "type") == "text"]
+    return "".join(t for t in texts if isinstance(t, str))
+
+
+def anthropic(
+    client: Any, model: str, *, max_tokens: int = 1024, system: str | None = None
+) -> Summarize:
+    """Summarise with an Anthropic Messages API client; text blocks of the reply are joined.
+
+    Sends ``client.messages.create(model=..., max_tokens=..., messages=[{"role": "user",
+    "content": prompt}])``. An ``AsyncAnthropic`` client gives an async callable.
+
+    >>> from anthropic import Anthropic  # doctest: +SKIP
+    >>> summarize = anthropic(Anthropic(), "claude-haiku-4-5")  # doctest: +SKIP
+    """
+    create = client.messages.create
+
+    def request(prompt: str) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "max_tokens": max_tokens,
+            "messages": [{"role": "user", "content": prompt}],
+        }
+        if system:
+            kwargs["system"] = system
+        return kwargs
+
+    if _is_async(create, client):
+
+        async def summarize_async(prompt: str) -> str:
+            return _anthropic_text(await create(**request(prompt)))
+
+        return summarize_async
+
+    def summarize(prompt: str) -> str:
+        return _anthropic_text(create(**request(prompt)))
+
+    return summarize
+
+
+# --------------------------------------------------------------------------- extractive
+
+_ROLE_LINE = re.compile(r"^\[([A-Za-z0-9_.-]+)\]$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_TARGET = re.compile(r"about (\d+) tokens")
+_DECISION = re.compile(
+    r"\b(decid\w*|agree\w*|prefer\w*|chose|choose|confirm\w*|must|should|need\w*|plan\w*|"
+    r"will|always|never|remember|important|deadline|budget)\b",
+    re.IGNORECASE,
+)
+_TODO = re.compile(
+    r"\b(todo|to-do|next step|follow[- ]up|still need|pending|not yet|remind|later)\b",
+    re.IGNORECASE,
+)
+_POINT_CHARS = 200
+
+
+@dataclass
+class _Turn:
+    role: str
+    lines: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines).strip()
+
+
+def _between(text: str, start: str, end: str, *, from_index: int = 0, last_end: bool) -> str | None:
+    begin = text.find(start, from_index)
+    if begin < 0:
+        return None
+    stop = text.rfind(end) if last_end else text.find(end, begin)
+    if stop < begin:
+        return None
+    return text[begin + len(start) : stop].strip("\n")
+
+
+def _parse_turns(transcript: str) -> list[_Turn]:
+    turns: list[_Turn] = []
+    for line in transcript.splitlines():
+        role = _ROLE_LINE.match(line.strip())
+        if role:
+            turns.append(_Turn(role.group(1)))
+            continue
+        if not turns:
+            turns.append(_Turn("unknown"))
+        if line.startswith(TOOL_CALL_LABEL):
+            turns[-1].tools.append(line[len(TOOL_CALL_LABEL) :].strip())
+            continue
+        is_tool_value = line.startswith("  ") and bool(turns[-1].tools)  # input/output lines
+        if not is_tool_value and line.strip() and line.strip() != "(no text)":
+            turns[-1].lines.append(line.strip())
+    return turns
+
+
+def _clip(text: str, limit: int = _POINT_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _sentences(text: str) -> list[str]:
+    out: list[str] = []
+    for line in text.splitlines():
+        line = line.strip().lstrip("#>*-• ").strip()
+        out.extend(s.strip() for s in _SENTENCE_END.split(line) if s.strip())
+    return out
+
+
+def _score(sentence: str) -> float:
+    words = sentence.split()
+    capitals = sum(1 for w in words[1:] if w[:1].isupper())
+    score = min(len(words), 20) / 10 + min(capitals, 3)
+    score += 2 if any(ch.isdigit() for ch in sentence) else 0
+    score += 2 if _DECISION.search(sentence) else 0
+    return score
+
+
+def _summary_sections(summary: str) -> dict[str, list[str]]:
+    """Bullet or plain lines of each ``## Section`` of a previous summary."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in summary.splitlines():
+        if line.startswith("## "):
+            current = sections.setdefault(line[3:].strip().lower(), [])
+        elif current is not None and line.strip():
+            item = line.strip().lstrip("-*• ").strip()
+            if item and item.lower() != "none.":
+                current.append(item)
+    return sections
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        key = item.casefold()
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
+def _key_points(turns: list[_Turn], previous: list[str], max_points: int, topic: str) -> list[str]:
+    candidates: list[str] = []
+    for turn in turns:
+        candidates += [f"Used tool {name}." for name in turn.tools]
+        if turn.role in ("user", "assistant"):
+            candidates += [s for s in _sentences(turn.text) if len(s.split()) >= 4]
+    # Questions and TODOs belong to Open Items, the topic sentence to Topic.
+    candidates = [
+        c
+        for c in _dedupe(candidates)
+        if not c.endswith("?") and not _TODO.search(c) and _clip(c) != topic
+    ]
+    ranked = sorted(range(len(candidates)), key=lambda i: (-_score(candidates[i]), i))
+    fresh = [_clip(candidates[i]) for i in sorted(ranked[:max_points])]
+    old_room = max(max_points - len(fresh), min(len(previous), max_points // 2))
+    kept_old = previous[len(previous) - old_room :] if old_room else []
+    return _dedupe(kept_old + fresh[: max_points - len(kept_old)])
+
+
+def _current_state(turns: list[_Turn]) -> list[str]:
+    state = []
+    for role in ("user", "assistant"):
+        last = next((t for t in reversed(turns) if t.role == role and (t.text or t.tools)), None)
+        if last is not None and last.text:
+            state.append(f"Last {role} message: {_clip(last.text)}")
+    if turns and turns[-1].tools:
+        state.append(f"Last tool used: {turns[-1].tools[-1]}.")
+    return state
+
+
+def _open_items(turns: list[_Turn], previous: list[str], max_points: int) -> list[str]:
+    last_assistant = max((i for i, t in enumerate(turns) if t.role == "assistant"), default=-1)
+    items = list(previous)
+    for index, turn in enumerate(turns):
+        for sentence in _sentences(turn.text):
+            unanswered = turn.role == "user" and index > last_assistant and sentence.endswith("?")
+            if unanswered or _TODO.search(sentence):
+                items.append(_clip(sentence))
+    return _dedupe(items)[-max_points:]
+
+
+def _render(topic: str, points: list[str], state: list[str], items: list[str]) -> str:
+    def bullets(lines: list[str]) -> str:
+        return "\n".join(f"- {line}" for line in lines) if lines else "- None."
+
+    return (
+        f"## Topic\n{topic}\n\n## Key Points\n{bullets(points)}\n\n"
+        f"## Current State\n{bullets(state)}\n\n## Open Items\n{bullets(items)}"
+    )
+
+
+def _extract(prompt: str, max_points: int) -> str:
+    previous = _between(prompt, PREVIOUS_SUMMARY_START, PREVIOUS_SUMMARY_END, last_end=False)
+    after = prompt.find(PREVIOUS_SUMMARY_END) + len(PREVIOUS_SUMMARY_END) if previous else 0
+    transcript = _between(prompt, TRANSCRIPT_START, TRANSCRIPT_END, from_index=after, last_end=True)
+    turns = _parse_turns(transcript if transcript is not None else prompt)
+    old = _summary_sections(previous or "")
+    first_user = next((t for t in turns if t.role == "user" and t.text), None)
+    first = first_user or next((t for t in turns if t.text), None)
+    topic = (old.get("topic") or [""])[0] or (
+        _clip(_sentences(first.text)[0]) if first else "Conversation."
+    )
+    points = _key_points(turns, old.get("key points", []), max_points, topic)
+    items = _open_items(turns, old.get("open items", []), max_points)
+    summary = _render(topic, points, _current_state(turns), items)
+    target = _TARGET.search(prompt[prompt.rfind(TRANSCRIPT_END) :] if transcript else "")
+    while target and len(points) > 1 and estimate_tokens(summary) > 2 * int(target.group(1)):
+        points = points[:-1]  # stay near the requested size: drop the latest-ranked points
+        summary = _render(topic, points, _current_state(turns), items)
+    return summary
+
+
+def extractive(*, max_points: int = 8) -> Callable[[str], str]:
+    """An offline, deterministic summariser for prompts from ``build_summary_prompt``.
+
+    Topic: the first user sentence (or the previous summary's topic). Key Points: the most
+    salient sentences (numbers, names, decisions) plus tools used, merged with the previous
+    summary's points. Current State: the last user and assistant messages. Open Items:
+    unanswered user questions and TODO-like sentences. Any other text is summarised as one
+    transcript.
+
+    >>> extractive()("[user]\\nWhat is the capital of Norway?").splitlines()[-1]
+    '- What is the capital of Norway?'
+    """
+    if max_points < 1:
+        raise ValueError("max_points must be at least 1")
+
+    def summarize(prompt: str) -> str:
+        return _extract(prompt, max_points)
+
+    return summarize
+
+
+AsyncSummarize = Callable[[str], Awaitable[str]]
+
+__all__ = ["AsyncSummarize", "anthropic", "extractive", "openai"]

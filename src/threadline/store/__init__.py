@@ -1,0 +1,80 @@
+"""Storage backends and ``connect(url)``.
+
+>>> import threadline
+>>> with threadline.connect(":memory:") as store:
+...     store.count_sessions("default")
+0
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from threadline.store.base import UNSET, Entry, OwnerKind, RecentPath, SkillLoad, Store
+from threadline.store.postgres import PostgresStore
+from threadline.store.sqlite import SQLiteStore
+
+__all__ = [
+    "UNSET",
+    "Entry",
+    "OwnerKind",
+    "PostgresStore",
+    "RecentPath",
+    "SQLiteStore",
+    "SkillLoad",
+    "Store",
+    "connect",
+]
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+SUPPORTED = "sqlite:///relative.db, sqlite:////absolute.db, a bare file path, ':memory:', postgresql://..."
+
+
+def connect(url: str | os.PathLike[str]) -> Store:
+    """Open a store from a URL or path.
+
+    ``sqlite:///rel.db`` is relative and ``sqlite:////abs.db`` absolute (SQLAlchemy
+    convention); a bare path or ``:memory:`` opens SQLite; ``postgresql://`` (alias
+    ``postgres://``) opens PostgreSQL (needs the ``threadline[postgres]`` extra).
+    ``?synchronous=full`` on a SQLite URL fsyncs every commit.
+
+    >>> store = connect(":memory:")
+    >>> isinstance(store, SQLiteStore)
+    True
+    """
+    text = os.fspath(url)
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"connect() needs a store URL or path; supported: {SUPPORTED}")
+    match = _SCHEME.match(text)
+    if match is None:
+        return SQLiteStore(text)
+    scheme = match.group(1).lower()
+    if scheme in ("postgresql", "postgres"):
+        return PostgresStore(text)
+    if scheme == "sqlite":
+        path, options = _parse_sqlite_url(text)
+        return SQLiteStore(path, **options)
+    raise ValueError(f"unsupported store URL scheme {scheme!r}; supported: {SUPPORTED}")
+
+
+def _parse_sqlite_url(url: str) -> tuple[str, dict[str, Any]]:
+    parts = urlsplit(url)
+    if parts.netloc not in ("", "localhost"):
+        raise ValueError(f"sqlite URLs take no host ({url!r}); use sqlite:///relative.db")
+    path = unquote(parts.path)
+    # urlsplit keeps the slash after the (empty) host: "/rel.db" -> "rel.db", "//abs" -> "/abs".
+    path = path[1:] if path.startswith("/") else path
+    if path in ("", ":memory:"):
+        path = ":memory:"
+    options: dict[str, Any] = {}
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key == "synchronous":
+            options["synchronous"] = value
+        elif key in ("busy_timeout", "timeout"):
+            options["busy_timeout"] = float(value)
+        else:
+            raise ValueError(f"unknown sqlite URL option {key!r}; known: synchronous, busy_timeout")
+    return path, options

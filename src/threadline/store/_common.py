@@ -1,0 +1,242 @@
+"""Pure helpers shared by the SQL backends: time, cursors, registry rows and state undo.
+
+Nothing here touches a database; every function is deterministic given its inputs
+(except :func:`now_us`, which reads the clock).
+
+>>> decode_cursor(encode_cursor(1_700_000_000_000_000, "s1"))
+(1700000000000000, 's1')
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from threadline.errors import InvalidArgumentError
+from threadline.types import SessionInfo
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+SESSION_COLUMNS = (
+    "id, app, user_id, name, parent_session_id, model, source, input_tokens, output_tokens, "
+    "estimated_cost, end_reason, metadata, message_count, created_at, updated_at"
+)
+"""Column list of ``tl_sessions`` in the order :func:`row_to_session_info` expects."""
+
+
+# --------------------------------------------------------------------------- time
+
+
+def now_us() -> int:
+    """Current time as integer unix microseconds.
+
+    >>> now_us() > 1_600_000_000_000_000
+    True
+    """
+    return time.time_ns() // 1000
+
+
+def us_to_datetime(us: int) -> datetime:
+    """Unix microseconds to an aware UTC datetime (exact, no float rounding).
+
+    >>> us_to_datetime(1_500_000).isoformat()
+    '1970-01-01T00:00:01.500000+00:00'
+    """
+    return _EPOCH + timedelta(microseconds=int(us))
+
+
+def datetime_to_us(value: datetime) -> int:
+    """An aware or naive (= UTC) datetime to unix microseconds.
+
+    >>> datetime_to_us(datetime(1970, 1, 1, 0, 0, 1))
+    1000000
+    """
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON (the project-wide stored form).
+
+    >>> dumps({"a": [1, "é"]})
+    '{"a":[1,"é"]}'
+    """
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+# --------------------------------------------------------------------------- list cursors
+
+
+def encode_cursor(updated_at_us: int, session_id: str) -> str:
+    """Opaque keyset cursor for ``list_sessions`` (position after that row).
+
+    >>> isinstance(encode_cursor(1, "a"), str)
+    True
+    """
+    raw = dumps([int(updated_at_us), session_id]).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[int, str]:
+    """Inverse of :func:`encode_cursor`; anything malformed raises ``InvalidArgumentError``.
+
+    >>> decode_cursor("not a cursor")
+    Traceback (most recent call last):
+    ...
+    threadline.errors.InvalidArgumentError: malformed session list cursor
+    """
+    if not isinstance(cursor, str) or not cursor or len(cursor) > 4096:
+        raise InvalidArgumentError("malformed session list cursor")
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        value = json.loads(raw.decode("utf-8"))
+    except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
+        raise InvalidArgumentError("malformed session list cursor") from exc
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or type(value[0]) is not int
+        or not isinstance(value[1], str)
+    ):
+        raise InvalidArgumentError("malformed session list cursor")
+    return value[0], value[1]
+
+
+# --------------------------------------------------------------------------- registry rows
+
+
+def row_to_session_info(row: Sequence[Any]) -> SessionInfo:
+    """Build a :class:`SessionInfo` from a row selected with :data:`SESSION_COLUMNS`.
+
+    >>> row = ("s1", "app", None, None, None, None, None, 0, 0, 0.0, None, "{}", 0, 0, 1)
+    >>> row_to_session_info(row).updated_at.microsecond
+    1
+    """
+    metadata = json.loads(row[11]) if row[11] else {}
+    return SessionInfo(
+        id=row[0],
+        app_name=row[1],
+        user_id=row[2],
+        name=row[3],
+        parent_session_id=row[4],
+        model=row[5],
+        source=row[6],
+        input_tokens=int(row[7] or 0),
+        output_tokens=int(row[8] or 0),
+        estimated_cost=float(row[9] or 0.0),
+        end_reason=row[10],
+        metadata=metadata if isinstance(metadata, dict) else {},
+        message_count=int(row[12] or 0),
+        created_at=us_to_datetime(row[13]),
+        updated_at=us_to_datetime(row[14]),
+    )
+
+
+# --------------------------------------------------------------------------- scoped state
+
+
+def state_owner(key: str, session_id: str, user_id: str | None) -> tuple[str, str]:
+    """``(owner, owner_id)`` of a stored state key; ``user:`` keys need ``user_id``.
+
+    >>> state_owner("app:x", "s1", None), state_owner("x", "s1", None)
+    (('app', ''), ('session', 's1'))
+    """
+    if key.startswith("app:"):
+        return "app", ""
+    if key.startswith("user:"):
+        if user_id is None:
+            raise InvalidArgumentError(f"state key {key!r} needs a user_id")
+        return "user", user_id
+    return "session", session_id
+
+
+def stored_delta(delta: Mapping[str, Any] | None, user_id: str | None) -> dict[str, Any]:
+    """Validate a delta for storage: drops ``temp:`` keys, checks keys and ``user:`` scoping.
+
+    >>> stored_delta({"temp:a": 1, "b": None}, None)
+    {'b': None}
+    """
+    out: dict[str, Any] = {}
+    for key, value in (delta or {}).items():
+        if not isinstance(key, str) or not key:
+            raise InvalidArgumentError(f"state keys must be non-empty strings, got {key!r}")
+        if key.startswith("temp:"):
+            continue
+        if key.startswith("user:") and user_id is None:
+            raise InvalidArgumentError(f"state key {key!r} needs a user_id")
+        out[key] = value
+    return out
+
+
+def is_session_key(key: str) -> bool:
+    """True for keys stored per session (no ``app:``/``user:``/``temp:`` prefix).
+
+    >>> is_session_key("topic"), is_session_key("user:name")
+    (True, False)
+    """
+    return not key.startswith(("app:", "user:", "temp:"))
+
+
+def state_undo(delta: Mapping[str, Any], current: Mapping[str, str]) -> dict[str, list[Any]]:
+    """Undo record of the session-scoped keys of ``delta``: ``{key: [existed, old_value]}``.
+
+    ``current`` maps the session keys that exist now to their stored JSON text.
+
+    >>> state_undo({"a": 2, "b": None, "app:x": 1}, {"a": "1"})
+    {'a': [True, 1], 'b': [False, None]}
+    """
+    undo: dict[str, list[Any]] = {}
+    for key in delta:
+        if not is_session_key(key):
+            continue
+        if key in current:
+            undo[key] = [True, json.loads(current[key])]
+        else:
+            undo[key] = [False, None]
+    return undo
+
+
+def merge_undo(records: Iterable[str | None]) -> dict[str, tuple[bool, Any]]:
+    """Combine undo records (JSON text, oldest first): the earliest record of a key wins.
+
+    >>> merge_undo(['{"a":[true,1]}', None, '{"a":[true,5],"b":[false,null]}'])
+    {'a': (True, 1), 'b': (False, None)}
+    """
+    merged: dict[str, tuple[bool, Any]] = {}
+    for text in records:
+        if not text:
+            continue
+        record = json.loads(text)
+        if not isinstance(record, dict):
+            continue
+        for key, entry in record.items():
+            if key not in merged and isinstance(entry, list) and len(entry) == 2:
+                merged[key] = (bool(entry[0]), entry[1])
+    return merged
+
+
+__all__ = [
+    "SESSION_COLUMNS",
+    "datetime_to_us",
+    "decode_cursor",
+    "dumps",
+    "encode_cursor",
+    "is_session_key",
+    "merge_undo",
+    "now_us",
+    "row_to_session_info",
+    "state_owner",
+    "state_undo",
+    "stored_delta",
+    "us_to_datetime",
+]

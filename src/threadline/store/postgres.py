@@ -1,0 +1,630 @@
+"""PostgreSQL backend: :class:`PostgresStore` (psycopg 3 + psycopg_pool, the ``postgres`` extra).
+
+The tree, registry and state logic is shared with SQLite (:class:`~threadline.store._sql.SQLStore`);
+this module holds what is PostgreSQL's own: the connection pool and its failure handling,
+the DDL, the search SQL (``tsvector`` + ``pg_trgm``), and the ``?`` → ``%s`` translation.
+
+* Connections are ``autocommit``; every public write is one explicit transaction. A write
+  to a session first inserts its registry row if missing (``ON CONFLICT DO NOTHING``) and
+  locks it (``SELECT ... FOR UPDATE``), so concurrent appends never fork or lose a message.
+* Driver errors become ``StoreError(operation, cause)``. A read that loses its connection
+  (server restart, network) is retried once; a write never is (its COMMIT may have landed).
+  The pool checks each connection it hands out, so it recovers by itself after a restart.
+* ``pool_min_size`` / ``pool_max_size`` URL parameters (default 1 / 10) size the pool; every
+  other parameter goes to libpq unchanged (e.g. ``options=-csearch_path%3Dmyschema``).
+* PostgreSQL text cannot hold NUL characters: strings holding NUL (or the escape character
+  U+10FFFF) are stored escaped and decoded on the way out, so every string round-trips.
+
+psycopg is imported lazily: this module imports without it, and opening a store then raises a
+``ThreadlineError`` naming the ``threadline[postgres]`` extra.
+
+>>> import threadline
+>>> store = threadline.connect("postgresql://user@localhost/app?pool_max_size=4")
+>>> store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])[0]["id"]
+'m1'
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from threadline.errors import InvalidArgumentError, StoreError, ThreadlineError
+from threadline.search_query import MatchMode, Term, like_pattern, pg_tsquery_parts
+from threadline.store._common import now_us
+from threadline.store._sql import MESSAGE_COLUMNS, MessageRow, Row, SessionKey, SQLStore, Tx
+
+if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
+    from psycopg import Connection
+    from psycopg_pool import ConnectionPool
+
+    PgConn = Connection[tuple[Any, ...]]
+
+__all__ = ["EXTRA_HINT", "PostgresStore", "split_pool_options"]
+
+_log = logging.getLogger("threadline")
+T = TypeVar("T")
+
+EXTRA_HINT = (
+    "PostgresStore needs the threadline[postgres] extra: pip install 'threadline[postgres]'"
+)
+POOL_DEFAULTS = {"pool_min_size": 1, "pool_max_size": 10}
+"""URL query parameters consumed by threadline (not passed to libpq), with their defaults."""
+
+_RETRY_SQLSTATES = ("40001", "40P01")  # serialization failure, deadlock: rolled back, safe to rerun
+_WRITE_ATTEMPTS = 3
+
+
+# --------------------------------------------------------------------------- driver and URL
+
+
+def _import_driver() -> tuple[Any, Any]:
+    """Return ``(psycopg, psycopg_pool)``, or raise a ThreadlineError naming the extra."""
+    try:
+        import psycopg as driver
+        import psycopg_pool as pool_module
+    except ImportError as exc:
+        raise ThreadlineError(f"{EXTRA_HINT} ({exc})") from exc
+    return driver, pool_module
+
+
+def split_pool_options(url: str) -> tuple[str, int, int]:
+    """Remove ``pool_min_size``/``pool_max_size`` from a URL; return ``(dsn, min, max)``.
+
+    Every other query parameter is left byte for byte as given, for libpq.
+
+    >>> split_pool_options("postgres://h/db?pool_max_size=4&options=-csearch_path%3Dx")
+    ('postgres://h/db?options=-csearch_path%3Dx', 1, 4)
+    """
+    parts = urlsplit(url)
+    sizes = dict(POOL_DEFAULTS)
+    kept: list[str] = []
+    for piece in parts.query.split("&") if parts.query else []:
+        key, _, value = piece.partition("=")
+        name = unquote(key)
+        if name not in sizes:
+            kept.append(piece)
+            continue
+        try:
+            sizes[name] = int(unquote(value))
+        except ValueError:
+            raise InvalidArgumentError(f"{name} must be an integer, got {value!r}") from None
+    low, high = sizes["pool_min_size"], sizes["pool_max_size"]
+    if low < 0 or high < 1 or low > high:
+        raise InvalidArgumentError(
+            f"need 0 <= pool_min_size <= pool_max_size and pool_max_size >= 1, got {low}/{high}"
+        )
+    return urlunsplit(parts._replace(query="&".join(kept))), low, high
+
+
+# --------------------------------------------------------------------------- NUL-safe strings
+# PostgreSQL text cannot contain U+0000. Strings holding it are escaped with U+10FFFF (a
+# noncharacter no real text uses): NUL -> ESC "0", ESC -> ESC "E". Equality is preserved
+# (the mapping is injective), so keys and ids still compare correctly in SQL.
+
+_ESC = "\U0010ffff"
+_ESCAPED = re.compile(_ESC + "(.)", re.DOTALL)
+_UNESCAPE = {"0": "\x00", "E": _ESC}
+
+
+def _encode_text(value: str) -> str:
+    if "\x00" in value or _ESC in value:
+        return value.replace(_ESC, _ESC + "E").replace("\x00", _ESC + "0")
+    return value
+
+
+def _decode_text(value: str) -> str:
+    if _ESC not in value:
+        return value
+    return _ESCAPED.sub(lambda m: _UNESCAPE.get(m.group(1), m.group(0)), value)
+
+
+def _encode_params(params: Sequence[Any]) -> list[Any]:
+    return [_encode_text(p) if isinstance(p, str) else p for p in params]
+
+
+def _decode_row(row: Row) -> Row:
+    if any(isinstance(v, str) and _ESC in v for v in row):
+        return tuple(_decode_text(v) if isinstance(v, str) else v for v in row)
+    return row
+
+
+def _search_text(text: str) -> str:
+    """Text for the search columns: NUL becomes a space (it separates words anyway)."""
+    return text.replace("\x00", " ")
+
+
+@functools.lru_cache(maxsize=1024)
+def _pg_sql(sql: str) -> str:
+    """``?`` placeholders to psycopg's ``%s`` (a literal ``%`` doubled first)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class _PgTx:
+    """:class:`~threadline.store._sql.Tx` over one psycopg connection."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: PgConn) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run a statement; the number of rows it changed."""
+        return self.conn.execute(_pg_sql(sql), _encode_params(params)).rowcount
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        """First row of a query, or None."""
+        row = self.conn.execute(_pg_sql(sql), _encode_params(params)).fetchone()
+        return None if row is None else _decode_row(row)
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """Every row of a query."""
+        rows = self.conn.execute(_pg_sql(sql), _encode_params(params)).fetchall()
+        return [_decode_row(row) for row in rows]
+
+
+# --------------------------------------------------------------------------- schema
+
+SCHEMA_VERSION = 1
+_DDL_LOCK_KEY = 0x74686C6E64646C  # "thlnddl": one advisory lock serialises every schema change
+# to_tsvector fails when a text's lexemes exceed 1 MiB: only this many characters (4 bytes each
+# at most) are word-indexed. Substring search (pg_trgm / LIKE) still sees the whole text.
+_TSV_CHARS = 250_000
+
+_V1 = [
+    """CREATE TABLE IF NOT EXISTS tl_sessions (
+        app TEXT NOT NULL, id TEXT NOT NULL, user_id TEXT, name TEXT, parent_session_id TEXT,
+        model TEXT, source TEXT, input_tokens BIGINT NOT NULL DEFAULT 0,
+        output_tokens BIGINT NOT NULL DEFAULT 0,
+        estimated_cost DOUBLE PRECISION NOT NULL DEFAULT 0, end_reason TEXT,
+        metadata TEXT NOT NULL DEFAULT '{}', head_id TEXT, last_seq BIGINT NOT NULL DEFAULT 0,
+        message_count BIGINT NOT NULL DEFAULT 0, created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL, PRIMARY KEY (app, id))""",
+    "CREATE INDEX IF NOT EXISTS tl_sessions_updated ON tl_sessions (app, updated_at DESC, id DESC)",
+    """CREATE INDEX IF NOT EXISTS tl_sessions_user
+        ON tl_sessions (app, user_id, updated_at DESC, id DESC)""",
+    f"""CREATE TABLE IF NOT EXISTS tl_messages (
+        app TEXT NOT NULL, session_id TEXT NOT NULL, id TEXT NOT NULL, seq BIGINT NOT NULL,
+        parent_id TEXT, role TEXT NOT NULL, byte_size BIGINT NOT NULL, depth BIGINT NOT NULL,
+        path_bytes BIGINT NOT NULL, created_at TEXT, state_undo TEXT, data TEXT NOT NULL,
+        search_text TEXT NOT NULL DEFAULT '',
+        tsv tsvector GENERATED ALWAYS AS
+            (to_tsvector('english'::regconfig, left(search_text, {_TSV_CHARS}))) STORED,
+        PRIMARY KEY (app, session_id, id), UNIQUE (app, session_id, seq))""",
+    """CREATE INDEX IF NOT EXISTS tl_messages_parent
+        ON tl_messages (app, session_id, parent_id, seq)""",
+    "CREATE INDEX IF NOT EXISTS tl_messages_tsv ON tl_messages USING gin (tsv)",
+    """CREATE TABLE IF NOT EXISTS tl_compactions (
+        app TEXT NOT NULL, session_id TEXT NOT NULL, id TEXT NOT NULL, summary TEXT NOT NULL,
+        from_message_id TEXT NOT NULL, to_message_id TEXT NOT NULL, seq BIGINT NOT NULL,
+        created_at BIGINT NOT NULL, PRIMARY KEY (app, session_id, id))""",
+    """CREATE TABLE IF NOT EXISTS tl_skill_loads (
+        app TEXT NOT NULL, session_id TEXT NOT NULL, label TEXT NOT NULL,
+        skill_key TEXT NOT NULL, message_id TEXT NOT NULL, tool_call_id TEXT,
+        PRIMARY KEY (app, session_id, label, skill_key))""",
+    """CREATE TABLE IF NOT EXISTS tl_blocks (
+        app TEXT NOT NULL, owner TEXT NOT NULL, owner_id TEXT NOT NULL, label TEXT NOT NULL,
+        content TEXT NOT NULL, updated_at BIGINT NOT NULL,
+        PRIMARY KEY (app, owner, owner_id, label))""",
+    """CREATE TABLE IF NOT EXISTS tl_prompts (
+        app TEXT NOT NULL, session_id TEXT NOT NULL, prompt TEXT NOT NULL,
+        updated_at BIGINT NOT NULL, PRIMARY KEY (app, session_id))""",
+    f"""CREATE TABLE IF NOT EXISTS tl_entries (
+        app TEXT NOT NULL, label TEXT NOT NULL, key TEXT NOT NULL, content TEXT NOT NULL,
+        description TEXT, updated_at BIGINT NOT NULL, search_text TEXT NOT NULL DEFAULT '',
+        tsv tsvector GENERATED ALWAYS AS
+            (to_tsvector('english'::regconfig, left(search_text, {_TSV_CHARS}))) STORED,
+        PRIMARY KEY (app, label, key))""",
+    "CREATE INDEX IF NOT EXISTS tl_entries_tsv ON tl_entries USING gin (tsv)",
+    """CREATE TABLE IF NOT EXISTS tl_state (
+        app TEXT NOT NULL, owner TEXT NOT NULL, owner_id TEXT NOT NULL, key TEXT NOT NULL,
+        value TEXT NOT NULL, PRIMARY KEY (app, owner, owner_id, key))""",
+]
+
+MIGRATIONS: list[list[str]] = [_V1]
+"""``MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (version 0: no tables yet)."""
+
+# Trigram indexes are checked on every open, outside the version scheme: they need pg_trgm,
+# which may only become available after the tables were created.
+_TRGM_INDEXES = ("tl_messages", "tl_entries")
+_trgm_warned = False
+
+
+def _schema_is_current(conn: PgConn) -> bool:
+    """Cheap check without the lock: right version and both trigram indexes present."""
+    names = ", ".join(f"to_regclass('{t}_trgm') IS NOT NULL" for t in _TRGM_INDEXES)
+    row = conn.execute(f"SELECT to_regclass('tl_meta') IS NOT NULL, {names}").fetchone()
+    if row is None or not all(row):
+        return False
+    found = conn.execute("SELECT value FROM tl_meta WHERE key = 'schema_version'").fetchone()
+    return found is not None and found[0] == str(SCHEMA_VERSION)
+
+
+def _stored_version(conn: PgConn) -> int:
+    row = conn.execute("SELECT to_regclass('tl_meta') IS NOT NULL").fetchone()
+    if row is None or not row[0]:
+        return 0
+    found = conn.execute("SELECT value FROM tl_meta WHERE key = 'schema_version'").fetchone()
+    return int(found[0]) if found else 0
+
+
+def _trgm_schema(conn: PgConn) -> str | None:
+    """Schema holding pg_trgm (created if allowed), quoted; None when it is unavailable."""
+    global _trgm_warned
+    query = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'"
+    row = conn.execute(query).fetchone()
+    if row is None:
+        try:
+            with conn.transaction():  # a savepoint: a refusal must not abort the DDL transaction
+                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+        except Exception as exc:  # any refusal (privileges, not installed) means "unavailable"
+            if not _trgm_warned:
+                _trgm_warned = True
+                _log.warning(
+                    "threadline: pg_trgm is not available (%s); substring search (CJK, e-mails, "
+                    "URLs, versions) uses unindexed LIKE scans",
+                    str(exc).strip(),
+                )
+            return None
+        row = conn.execute(query).fetchone()
+    return str(row[0]) if row is not None else None
+
+
+def _ensure_trgm_indexes(conn: PgConn) -> None:
+    schema = _trgm_schema(conn)
+    if schema is None:
+        return
+    # Qualified: the extension may live in a schema that is not on the search path.
+    for table in _TRGM_INDEXES:
+        conn.execute(
+            f"CREATE INDEX IF NOT EXISTS {table}_trgm ON {table} "
+            f"USING gin (search_text {schema}.gin_trgm_ops)"
+        )
+
+
+def ensure_schema(conn: PgConn) -> None:
+    """Create or upgrade the tables in the first schema of the search path.
+
+    Race-safe across processes: the work runs in one transaction holding a transaction-level
+    advisory lock, so concurrent first opens wait for each other instead of colliding.
+    """
+    if _schema_is_current(conn):
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", [_DDL_LOCK_KEY])
+        version = _stored_version(conn)
+        if version > len(MIGRATIONS):
+            raise ThreadlineError(
+                f"the store's schema version {version} is newer than this threadline supports "
+                f"({len(MIGRATIONS)}); upgrade threadline"
+            )
+        conn.execute("CREATE TABLE IF NOT EXISTS tl_meta (key TEXT PRIMARY KEY, value TEXT)")
+        for statements in MIGRATIONS[version:]:
+            for statement in statements:
+                conn.execute(statement)
+        conn.execute(
+            "INSERT INTO tl_meta (key, value) VALUES ('schema_version', %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [str(max(version, len(MIGRATIONS)))],
+        )
+        _ensure_trgm_indexes(conn)
+
+
+# --------------------------------------------------------------------------- search SQL
+
+
+class _TermSQL(NamedTuple):
+    """One search term as SQL pieces: its tsquery function and text, and its ILIKE pattern."""
+
+    function: str | None
+    text: str
+    pattern: str | None
+
+
+_TSQUERY_FUNCTIONS = frozenset({"plainto_tsquery", "phraseto_tsquery"})
+
+
+def _compile_terms(terms: Sequence[Term]) -> list[_TermSQL]:
+    out: list[_TermSQL] = []
+    for term in terms:
+        parts = pg_tsquery_parts([term])
+        function, text = parts[0] if parts else (None, "")
+        if function is not None and function not in _TSQUERY_FUNCTIONS:
+            raise AssertionError(f"unexpected tsquery function {function!r}")
+        pattern = like_pattern(term.substring) if term.needs_substring and term.substring else None
+        if function is not None or pattern is not None:
+            out.append(_TermSQL(function, text, pattern))
+    return out
+
+
+def _tsquery(terms: Sequence[_TermSQL], joiner: str) -> tuple[str, list[Any]]:
+    sql = f" {joiner} ".join(f"{t.function}('english', ?)" for t in terms)
+    return f"({sql})", [t.text for t in terms]
+
+
+def _like(text_col: str) -> str:
+    return f"{text_col} ILIKE ? ESCAPE '\\'"
+
+
+def _condition(
+    terms: Sequence[_TermSQL], mode: MatchMode, tsv: str, text_col: str
+) -> tuple[str, list[Any]]:
+    """WHERE clause selecting rows that satisfy all (or any) terms, using the GIN indexes.
+
+    A term matches by its word query, or (terms needing it) by a case-insensitive substring.
+    A word query of only stop words is empty: PostgreSQL drops it from ``&&``/``||``.
+    """
+    clauses: list[str] = []
+    params: list[Any] = []
+    if mode == "any":
+        words = [t for t in terms if t.function]
+        if words:
+            query, params = _tsquery(words, "||")
+            clauses.append(f"{tsv} @@ {query}")
+        for t in terms:
+            if t.pattern:
+                clauses.append(_like(text_col))
+                params.append(t.pattern)
+        return " OR ".join(clauses), params
+    words_only = [t for t in terms if t.function and not t.pattern]
+    if words_only:
+        query, params = _tsquery(words_only, "&&")
+        if len(words_only) < len(terms):  # stop-word-only words must not veto substring terms
+            clauses.append(f"(numnode({query}) = 0 OR {tsv} @@ {query})")
+            params = params * 2
+        else:
+            clauses.append(f"{tsv} @@ {query}")
+    for t in terms:
+        if t.pattern and t.function:
+            clauses.append(f"({tsv} @@ {t.function}('english', ?) OR {_like(text_col)})")
+            params += [t.text, t.pattern]
+        elif t.pattern:
+            clauses.append(_like(text_col))
+            params.append(t.pattern)
+    return " AND ".join(clauses), params
+
+
+def _score(terms: Sequence[_TermSQL], tsv: str, text_col: str) -> tuple[str, list[Any]]:
+    """Relevance: 1 per term matched as words, 0.5 per term matched only as a substring,
+    plus ``ts_rank`` against all word terms (below 1), so substring-only hits rank lower."""
+    pieces: list[str] = []
+    params: list[Any] = []
+    for t in terms:
+        whens = []
+        if t.function:
+            whens.append(f"WHEN {tsv} @@ {t.function}('english', ?) THEN 1.0")
+            params.append(t.text)
+        if t.pattern:
+            whens.append(f"WHEN {_like(text_col)} THEN 0.5")
+            params.append(t.pattern)
+        pieces.append(f"CASE {' '.join(whens)} ELSE 0.0 END")
+    words = [t for t in terms if t.function]
+    if words:
+        query, query_params = _tsquery(words, "||")
+        pieces.append(f"ts_rank({tsv}, {query})")
+        params += query_params
+    return "CAST(" + " + ".join(pieces) + " AS DOUBLE PRECISION)", params
+
+
+def message_search_sql(
+    app: str,
+    terms: Sequence[Term],
+    mode: MatchMode,
+    session_id: str | None,
+    user_id: str | None,
+    limit: int,
+) -> tuple[str, list[Any]] | None:
+    """SQL (``?`` placeholders) and parameters of one message-search pass; None if no term.
+
+    Rows: ``(session_id, id, role, data, score)``, best first, ties newest ``seq`` first.
+    """
+    compiled = _compile_terms(terms)
+    if not compiled:
+        return None
+    where, where_params = _condition(compiled, mode, "m.tsv", "m.search_text")
+    score, score_params = _score(compiled, "m.tsv", "m.search_text")
+    scope, scope_params = ["m.app = ?"], [app]
+    join = ""
+    if session_id is not None:
+        scope.append("m.session_id = ?")
+        scope_params.append(session_id)
+    if user_id is not None:
+        join = " JOIN tl_sessions s ON s.app = m.app AND s.id = m.session_id"
+        scope.append("s.user_id = ?")
+        scope_params.append(user_id)
+    sql = (
+        f"SELECT m.session_id, m.id, m.role, m.data, {score} AS score FROM tl_messages m{join} "
+        f"WHERE {' AND '.join(scope)} AND ({where}) "
+        "ORDER BY score DESC, m.seq DESC, m.session_id, m.id LIMIT ?"
+    )
+    return sql, [*score_params, *scope_params, *where_params, limit]
+
+
+def entry_search_sql(
+    app: str, label: str, terms: Sequence[Term], mode: MatchMode, limit: int
+) -> tuple[str, list[Any]] | None:
+    """SQL and parameters of one entry-search pass: rows ``(key, content, description)``."""
+    compiled = _compile_terms(terms)
+    if not compiled:
+        return None
+    where, where_params = _condition(compiled, mode, "tsv", "search_text")
+    score, score_params = _score(compiled, "tsv", "search_text")
+    sql = (
+        f"SELECT key, content, description FROM tl_entries WHERE app = ? AND label = ? "
+        f"AND ({where}) ORDER BY {score} DESC, updated_at DESC, key LIMIT ?"
+    )
+    return sql, [app, label, *where_params, *score_params, limit]
+
+
+# --------------------------------------------------------------------------- the store
+
+_INSERT_MESSAGE = (
+    f"INSERT INTO tl_messages ({MESSAGE_COLUMNS}, search_text) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, session_id, id) DO NOTHING"
+)
+_REGISTER_SESSION = (
+    "INSERT INTO tl_sessions (app, id, user_id, metadata, created_at, updated_at) "
+    "VALUES (?, ?, ?, '{}', ?, ?) ON CONFLICT (app, id) DO NOTHING"
+)
+_LOCK_SESSION = "SELECT 1 FROM tl_sessions WHERE app = ? AND id = ? FOR UPDATE"
+_UPSERT_ENTRY = (
+    "INSERT INTO tl_entries (app, label, key, content, description, updated_at, search_text) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, label, key) DO UPDATE SET "
+    "content = excluded.content, description = excluded.description, "
+    "updated_at = excluded.updated_at, search_text = excluded.search_text"
+)
+
+
+class PostgresStore(SQLStore):
+    """The :class:`~threadline.store.base.Store` contract on PostgreSQL (safe across threads
+    and processes). Opening creates or upgrades the tables in the first schema of the
+    search path. Needs the ``threadline[postgres]`` extra.
+
+    >>> store = PostgresStore("postgresql://localhost/app?pool_max_size=4")  # doctest: +SKIP
+    >>> store.count_sessions("default")  # doctest: +SKIP
+    0
+    """
+
+    def __init__(self, url: str) -> None:
+        self._driver, pool_module = _import_driver()
+        dsn, min_size, max_size = split_pool_options(str(url))
+        self._closed = False
+        self._close_lock = threading.Lock()
+        # The schema is set up on a direct connection first: a wrong host or database fails
+        # at once with libpq's message instead of after the pool's wait timeout.
+        try:
+            with self._driver.connect(dsn, autocommit=True) as conn:
+                ensure_schema(conn)
+        except self._driver.Error as exc:
+            raise StoreError("connect", exc) from exc
+        self._pool: ConnectionPool[PgConn] = pool_module.ConnectionPool(
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs={"autocommit": True},
+            check=pool_module.ConnectionPool.check_connection,  # drop connections a restart killed
+            name="threadline",
+            open=True,
+        )
+
+    def close(self) -> None:
+        """Close every pooled connection. Idempotent."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._pool.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore(pool={self._pool.name!r}, closed={self._closed})"
+
+    # ------------------------------------------------------------------ dialect: transactions
+
+    def _check_open(self, operation: str) -> None:
+        if self._closed:
+            raise StoreError(operation, ThreadlineError("the store is closed"))
+
+    def _read(self, operation: str, fn: Callable[[Tx], T]) -> T:
+        """Run ``fn`` on a pooled connection; retried once if the connection was lost."""
+        self._check_open(operation)
+        driver = self._driver
+        for attempt in (1, 2):
+            try:
+                with self._pool.connection() as conn:
+                    return fn(_PgTx(conn))
+            except driver.OperationalError as exc:
+                if attempt == 2 or self._closed:
+                    raise StoreError(operation, exc) from exc
+                _log.info("threadline: %s lost its connection (%s); retrying once", operation, exc)
+            except driver.Error as exc:
+                raise StoreError(operation, exc) from exc
+        raise AssertionError("unreachable")
+
+    def _write(
+        self, operation: str, fn: Callable[[Tx], T], *, lock: SessionKey | None = None
+    ) -> T:
+        """Run ``fn`` in one transaction, after locking the session row when ``lock`` is given.
+
+        Never retried after a connection failure (the COMMIT may have landed: the caller
+        decides); only deadlocks and serialisation failures, which roll everything back, are.
+        """
+        self._check_open(operation)
+        driver = self._driver
+        for attempt in range(1, _WRITE_ATTEMPTS + 1):
+            try:
+                with self._pool.connection() as conn, conn.transaction():
+                    tx = _PgTx(conn)
+                    if lock is not None:
+                        self._lock_session(tx, lock)
+                    return fn(tx)
+            except driver.Error as exc:
+                if getattr(exc, "sqlstate", None) in _RETRY_SQLSTATES and attempt < _WRITE_ATTEMPTS:
+                    continue
+                raise StoreError(operation, exc) from exc
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _lock_session(tx: _PgTx, key: SessionKey) -> None:
+        app, session_id, user_id = key
+        now = now_us()
+        tx.execute(_REGISTER_SESSION, (app, session_id, user_id, now, now))
+        tx.execute(_LOCK_SESSION, (app, session_id))
+
+    # ------------------------------------------------------------------ dialect: search index
+
+    def _insert_message(self, tx: Tx, row: MessageRow) -> bool:
+        params = (*row.values(), _search_text(row.text))
+        return tx.execute(_INSERT_MESSAGE, params) > 0
+
+    def _reindex_message(
+        self, tx: Tx, app: str, session_id: str, message_id: str, text: str
+    ) -> None:
+        tx.execute(
+            "UPDATE tl_messages SET search_text = ? WHERE app = ? AND session_id = ? AND id = ?",
+            (_search_text(text), app, session_id, message_id),
+        )
+
+    def _unindex_messages(
+        self, tx: Tx, app: str, session_id: str, message_ids: Sequence[str] | None
+    ) -> None:
+        """Nothing to do: the search columns live in the message row."""
+
+    def _upsert_entry(
+        self,
+        tx: Tx,
+        app: str,
+        label: str,
+        key: str,
+        content: str,
+        description: str | None,
+        now: int,
+    ) -> None:
+        params = (app, label, key, content, description, now, _search_text(content))
+        tx.execute(_UPSERT_ENTRY, params)
+
+    def _unindex_entry(self, tx: Tx, app: str, label: str, key: str) -> None:
+        """Nothing to do: the search columns live in the entry row."""
+
+    def _search_message_rows(
+        self,
+        tx: Tx,
+        app: str,
+        terms: Sequence[Term],
+        mode: MatchMode,
+        session_id: str | None,
+        user_id: str | None,
+        limit: int,
+    ) -> list[Row]:
+        built = message_search_sql(app, terms, mode, session_id, user_id, limit)
+        return tx.all(*built) if built is not None else []
+
+    def _search_entry_rows(
+        self, tx: Tx, app: str, label: str, terms: Sequence[Term], mode: MatchMode, limit: int
+    ) -> list[Row]:
+        built = entry_search_sql(app, label, terms, mode, limit)
+        return tx.all(*built) if built is not None else []

@@ -1,0 +1,102 @@
+"""threadline — durable, branching, searchable conversation memory for LLM agents.
+
+>>> import threadline
+>>> session = threadline.Session.create(":memory:").for_session("chat-1")
+>>> _ = session.append_message({"role": "user", "content": "Deploy on Friday?"})
+>>> [hit.content for hit in session.search("deploy")]
+['Deploy on Friday?']
+"""
+
+from __future__ import annotations
+
+from threadline import messages
+from threadline.backends import SessionProvider
+from threadline.compaction import (
+    create_compact_function,
+    enforce_row_size,
+    truncate_older_messages,
+)
+from threadline.context import (
+    ContextConfig,
+    DirectorySkillProvider,
+    StaticContext,
+    StoreContextProvider,
+    StoreSearchProvider,
+    StoreSkillProvider,
+)
+from threadline.errors import (
+    BlockNotFoundError,
+    BlockTooLargeError,
+    CompactionError,
+    InvalidArgumentError,
+    InvalidMessageError,
+    MessageNotFoundError,
+    ReadOnlyBlockError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StoreError,
+    ThreadlineError,
+)
+from threadline.manager import SessionManager
+from threadline.session import Session
+from threadline.store import PostgresStore, SQLiteStore, Store, connect
+from threadline.tokens import estimate_message_tokens, estimate_tokens
+from threadline.tools import Tool, Toolset
+from threadline.types import (
+    AUTO,
+    CompactContext,
+    Compaction,
+    CompactResult,
+    ContextBlock,
+    RecentHistory,
+    SearchHit,
+    SessionInfo,
+    SessionPage,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AUTO",
+    "BlockNotFoundError",
+    "BlockTooLargeError",
+    "CompactContext",
+    "CompactResult",
+    "Compaction",
+    "CompactionError",
+    "ContextBlock",
+    "ContextConfig",
+    "DirectorySkillProvider",
+    "InvalidArgumentError",
+    "InvalidMessageError",
+    "MessageNotFoundError",
+    "PostgresStore",
+    "ReadOnlyBlockError",
+    "RecentHistory",
+    "SQLiteStore",
+    "SearchHit",
+    "Session",
+    "SessionExistsError",
+    "SessionInfo",
+    "SessionManager",
+    "SessionNotFoundError",
+    "SessionPage",
+    "SessionProvider",
+    "StaticContext",
+    "Store",
+    "StoreContextProvider",
+    "StoreError",
+    "StoreSearchProvider",
+    "StoreSkillProvider",
+    "ThreadlineError",
+    "Tool",
+    "Toolset",
+    "__version__",
+    "connect",
+    "create_compact_function",
+    "enforce_row_size",
+    "estimate_message_tokens",
+    "estimate_tokens",
+    "messages",
+    "truncate_older_messages",
+]

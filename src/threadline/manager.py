@@ -1,0 +1,404 @@
+"""``SessionManager``: many sessions per app and user — registry, fork, usage, search, state.
+
+>>> import threadline
+>>> manager = threadline.SessionManager(":memory:", app_name="demo")
+>>> info = manager.create("First chat", user_id="u1")
+>>> _ = manager.append(info.id, {"role": "user", "content": "hello"})
+>>> [s.name for s in manager.list(user_id="u1").sessions]
+['First chat']
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from threadline.context import ContextConfig
+from threadline.errors import (
+    InvalidArgumentError,
+    MessageNotFoundError,
+    SessionNotFoundError,
+)
+from threadline.messages import new_id
+from threadline.session import CompactFunction, ErrorHandler, Session
+from threadline.state import split_delta, validate_delta
+from threadline.store import connect
+from threadline.store.base import Store
+from threadline.tools import Toolset, make_session_search_tool
+from threadline.types import (
+    AUTO,
+    AutoType,
+    Compaction,
+    Message,
+    Scope,
+    SearchHit,
+    SessionInfo,
+    SessionPage,
+)
+
+__all__ = ["SessionManager"]
+
+SPLIT_PREFIX = "[Context from previous session]"
+
+
+class SessionManager:
+    """Registry and factory for the sessions of one app.
+
+    Builder settings (blocks, cached prompt, compaction) apply to every session it hands out;
+    auto-wired blocks are namespaced by session (or user/app per ``scope``).
+
+    >>> m = SessionManager(":memory:")
+    >>> m.get_or_create("s1").id
+    's1'
+    """
+
+    def __init__(self, store: Store | str, app_name: str = "default") -> None:
+        self._owns_store = isinstance(store, str)
+        self.store: Store = connect(store) if isinstance(store, str) else store
+        if not isinstance(app_name, str) or not app_name:
+            raise InvalidArgumentError("app_name must be a non-empty string")
+        self.app_name = app_name
+        self._configs: list[ContextConfig] = []
+        self._cached_prompt: tuple[bool, Any] = (False, None)
+        self._compact_fn: CompactFunction | None = None
+        self._compact_after: tuple[int, Callable[..., int] | None] | None = None
+        self._error_handler: ErrorHandler | None = None
+        self._sessions: dict[str, Session] = {}
+        self._lock = threading.Lock()
+
+    # -- builder -------------------------------------------------------------------------------
+    def with_context(
+        self,
+        label: str,
+        *,
+        description: str | None = None,
+        max_tokens: int | None = None,
+        provider: Any = None,
+        scope: Scope = "session",
+    ) -> SessionManager:
+        """Add a block template for every session (auto-wired blocks are per session/user/app)."""
+        if any(c.label == label for c in self._configs):
+            raise InvalidArgumentError(f"context block {label!r} is already registered")
+        self._configs.append(ContextConfig(label, description, max_tokens, provider, scope))
+        return self._changed()
+
+    def with_cached_prompt(self, provider: Any = None) -> SessionManager:
+        """Persist every session's frozen system prompt."""
+        self._cached_prompt = (True, provider)
+        return self._changed()
+
+    def on_compaction(self, fn: CompactFunction) -> SessionManager:
+        """Compaction function for every session."""
+        self._compact_fn = fn
+        return self._changed()
+
+    def compact_after(
+        self, token_threshold: int, *, token_counter: Callable[..., int] | None = None
+    ) -> SessionManager:
+        """Automatic compaction threshold for every session."""
+        self._compact_after = (token_threshold, token_counter)
+        return self._changed()
+
+    def on_compaction_error(self, handler: ErrorHandler) -> SessionManager:
+        """Handler for automatic compaction failures in every session."""
+        self._error_handler = handler
+        return self._changed()
+
+    def with_searchable_history(self, label: str = "history") -> SessionManager:
+        """Add a read-only search block over every session of this app (cross-session recall)."""
+        return self.with_context(label, provider=_HistorySearch(self))
+
+    def _changed(self) -> SessionManager:
+        with self._lock:
+            self._sessions.clear()  # sessions handed out later pick up the new settings
+        return self
+
+    def close(self) -> None:
+        """Close the store if the manager opened it from a URL."""
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> SessionManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- registry --------------------------------------------------------------------------------
+    def create(
+        self,
+        name: str | None = None,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        parent_session_id: str | None = None,
+        model: str | None = None,
+        source: str | None = None,
+        state: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> SessionInfo:
+        """Create a session (id generated unless given; an existing id raises SessionExistsError)."""
+        stored_state: dict[str, Any] = {}
+        temp: dict[str, Any] = {}
+        if state is not None:
+            stored_state, temp = split_delta(validate_delta(state))
+        sid = session_id if session_id is not None else new_id()
+        info = self.store.create_session(
+            self.app_name,
+            sid,
+            user_id=user_id,
+            name=name,
+            parent_session_id=parent_session_id,
+            model=model,
+            source=source,
+            metadata=metadata,
+        )
+        if stored_state:
+            self.store.update_state(self.app_name, sid, user_id, stored_state)
+        if temp:
+            self.get_session(sid).update_state(temp)
+        return self.get(sid) or info
+
+    def get(self, session_id: str) -> SessionInfo | None:
+        """The registry row of a session, or ``None``."""
+        return self.store.get_session(self.app_name, session_id)
+
+    def get_or_create(
+        self, session_id: str, *, user_id: str | None = None, **fields: Any
+    ) -> SessionInfo:
+        """Return the session if it exists (unchanged), else create it with these fields."""
+        existing = self.get(session_id)
+        if existing is not None:
+            return existing
+        try:
+            return self.create(session_id=session_id, user_id=user_id, **fields)
+        except Exception:
+            again = self.get(session_id)  # another process created it first
+            if again is None:
+                raise
+            return again
+
+    def list(
+        self, *, user_id: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> SessionPage:
+        """Newest ``updated_at`` first; pass ``next_cursor`` back for the following page."""
+        return self.store.list_sessions(self.app_name, user_id=user_id, limit=limit, cursor=cursor)
+
+    def rename(self, session_id: str, name: str) -> SessionInfo:
+        """Rename a session (``SessionNotFoundError`` if unknown)."""
+        return self.store.update_session(self.app_name, session_id, name=name)
+
+    def delete(self, session_id: str) -> None:
+        """Delete a session and everything of it (messages, overlays, blocks, prompt, state)."""
+        if not self.store.delete_session(self.app_name, session_id):
+            raise SessionNotFoundError(f"session {session_id!r} not found in app {self.app_name!r}")
+        with self._lock:
+            self._sessions.pop(session_id, None)
+
+    def purge(self, *, older_than: datetime | timedelta, user_id: str | None = None) -> int:
+        """Delete this app's sessions not updated since ``older_than``; returns how many."""
+        if isinstance(older_than, timedelta):
+            before = datetime.now(timezone.utc) - older_than
+        elif isinstance(older_than, datetime):
+            before = older_than if older_than.tzinfo else older_than.replace(tzinfo=timezone.utc)
+        else:
+            raise InvalidArgumentError("older_than must be a datetime or a timedelta")
+        count = self.store.purge_sessions(self.app_name, before=before, user_id=user_id)
+        with self._lock:
+            self._sessions.clear()
+        return count
+
+    # -- sessions --------------------------------------------------------------------------------
+    def get_session(self, session_id: str) -> Session:
+        """The ``Session`` object for an id, configured by this manager; cached, creates no row."""
+        with self._lock:
+            cached = self._sessions.get(session_id)
+            if cached is not None:
+                return cached
+        info = self.get(session_id)
+        session = self._build(session_id, info.user_id if info else None)
+        with self._lock:
+            return self._sessions.setdefault(session_id, session)
+
+    def _build(self, session_id: str, user_id: str | None) -> Session:
+        session = Session(
+            self.store,
+            session_id=session_id,
+            user_id=user_id,
+            app_name=self.app_name,
+            context=list(self._configs),
+        )
+        if self._cached_prompt[0]:
+            session.with_cached_prompt(self._cached_prompt[1])
+        if self._compact_fn is not None:
+            session.on_compaction(self._compact_fn)
+        if self._compact_after is not None:
+            session.compact_after(self._compact_after[0], token_counter=self._compact_after[1])
+        if self._error_handler is not None:
+            session.on_compaction_error(self._error_handler)
+        return session
+
+    def append(
+        self,
+        session_id: str,
+        message: Mapping[str, Any],
+        parent_id: str | None | AutoType = AUTO,
+        *,
+        state_delta: Mapping[str, Any] | None = None,
+    ) -> Message:
+        """Append a message to a session (creating its registry row if needed)."""
+        return self.get_session(session_id).append_message(
+            message, parent_id, state_delta=state_delta
+        )
+
+    def upsert(
+        self,
+        session_id: str,
+        message: Mapping[str, Any],
+        parent_id: str | None | AutoType = AUTO,
+    ) -> Message:
+        """Update the message if its id exists in the session, else append it."""
+        session = self.get_session(session_id)
+        mid = message.get("id") if isinstance(message, Mapping) else None
+        if isinstance(mid, str) and session.get_message(mid) is not None:
+            return session.update_message(message)
+        return session.append_message(message, parent_id)
+
+    def append_all(
+        self,
+        session_id: str,
+        messages: Sequence[Mapping[str, Any]],
+        parent_id: str | None | AutoType = AUTO,
+    ) -> list[Message]:
+        """Append several messages in one transaction (attached to the head by default)."""
+        return self.get_session(session_id).append_messages(messages, parent_id)
+
+    def get_history(self, session_id: str, leaf_id: str | None = None, **options: Any) -> list[Message]:
+        """History of a session (see ``Session.get_history``)."""
+        return self.get_session(session_id).get_history(leaf_id, **options)
+
+    def get_message_count(self, session_id: str) -> int:
+        """Messages on the head path of a session (raw, overlays not applied)."""
+        return self.get_session(session_id).get_path_length()
+
+    def clear_messages(self, session_id: str) -> None:
+        """Delete every message and overlay of a session."""
+        self.get_session(session_id).clear_messages()
+
+    def delete_messages(self, session_id: str, ids: Sequence[str]) -> int:
+        """Delete some messages of a session."""
+        return self.get_session(session_id).delete_messages(ids)
+
+    def get_branches(self, session_id: str, message_id: str) -> list[Message]:
+        """Children of a message in a session, oldest first."""
+        return self.get_session(session_id).get_branches(message_id)
+
+    def add_compaction(
+        self, session_id: str, summary: str, from_message_id: str, to_message_id: str
+    ) -> Compaction:
+        """Store a summary overlay in a session."""
+        return self.get_session(session_id).add_compaction(summary, from_message_id, to_message_id)
+
+    def get_compactions(self, session_id: str) -> list[Compaction]:
+        """Overlays of a session, oldest first."""
+        return self.get_session(session_id).get_compactions()
+
+    # -- fork, split, usage ------------------------------------------------------------------------
+    def fork(self, session_id: str, at_message_id: str, name: str | None = None) -> SessionInfo:
+        """New session whose history is the path to ``at_message_id`` (overlays materialised)."""
+        source = self._require(session_id)
+        history = self.get_session(session_id).get_history(at_message_id)
+        child = self.create(
+            name if name is not None else source.name,
+            user_id=source.user_id,
+            parent_session_id=session_id,
+            model=source.model,
+            source=source.source,
+        )
+        copies = [{**m, "id": new_id()} for m in history]
+        if copies:
+            self.store.append_messages(self.app_name, child.id, copies, None, user_id=source.user_id)
+        return self.get(child.id) or child
+
+    def compact_and_split(
+        self, session_id: str, summary: str, name: str | None = None
+    ) -> SessionInfo:
+        """End a session (``end_reason="compaction"``) and start a child seeded with ``summary``."""
+        source = self._require(session_id)
+        self.store.update_session(self.app_name, session_id, end_reason="compaction")
+        child = self.create(
+            name if name is not None else source.name,
+            user_id=source.user_id,
+            parent_session_id=session_id,
+            model=source.model,
+            source=source.source,
+        )
+        text = f"{SPLIT_PREFIX}\n{summary}"
+        self.append(child.id, {"role": "user", "content": text})
+        return self.get(child.id) or child
+
+    def add_usage(
+        self, session_id: str, input_tokens: int, output_tokens: int, cost: float = 0.0
+    ) -> None:
+        """Atomically add token and cost counters to a session."""
+        for what, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidArgumentError(f"{what} must be a non-negative integer")
+        if isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost < 0:
+            raise InvalidArgumentError("cost must be a non-negative number")
+        self.store.add_usage(self.app_name, session_id, input_tokens, output_tokens, float(cost))
+
+    def _require(self, session_id: str) -> SessionInfo:
+        info = self.get(session_id)
+        if info is None:
+            raise SessionNotFoundError(f"session {session_id!r} not found in app {self.app_name!r}")
+        return info
+
+    # -- search and tools ----------------------------------------------------------------------------
+    def search(
+        self, query: str, *, limit: int = 20, user_id: str | None = None
+    ) -> list[SearchHit]:
+        """Full-text search across this app's sessions (optionally one user's)."""
+        if not isinstance(query, str) or limit < 1:
+            return []
+        return self.store.search_messages(self.app_name, query, user_id=user_id, limit=limit)
+
+    def tools(self) -> Toolset:
+        """Tools for the model: ``session_search`` across this app's sessions."""
+        return Toolset([make_session_search_tool(lambda q: self.search(q, limit=10))])
+
+    # -- state -------------------------------------------------------------------------------------
+    def get_state(self, session_id: str) -> dict[str, Any]:
+        """Merged state of a session (``app:``, ``user:``, session and live ``temp:`` keys)."""
+        return dict(self.get_session(session_id).state)
+
+    def update_state(self, session_id: str, delta: Mapping[str, Any]) -> None:
+        """Apply a state delta to a session (``None`` deletes)."""
+        self.get_session(session_id).update_state(delta)
+
+    def rewind(self, session_id: str, before_message_id: str) -> None:
+        """Move the head before a message and undo its session-state changes (nothing deleted)."""
+        session = self.get_session(session_id)
+        if session.get_message(before_message_id) is None:
+            raise MessageNotFoundError(f"message {before_message_id!r} is not in {session_id!r}")
+        self.store.rewind(self.app_name, session_id, before_message_id)
+
+
+class _HistorySearch:
+    """Read-only search block over every session of the manager's app."""
+
+    def __init__(self, manager: SessionManager) -> None:
+        self._manager = manager
+
+    def get(self) -> str:
+        count = self._manager.store.count_sessions(self._manager.app_name)
+        return f"{count} session{'' if count == 1 else 's'} available for search."
+
+    def search(self, query: str) -> str | None:
+        hits = self._manager.search(query, limit=10)
+        if not hits:
+            return None
+        return "\n---\n".join(f"[{h.role}] {h.content}" for h in hits)
+

@@ -1,0 +1,694 @@
+"""``Session``: one conversation — its message tree, memory blocks, prompt, compaction and state.
+
+A Session orchestrates: it normalises input, asks the pure modules (overlays, rendering,
+compaction planning, state rules) what to do, and asks its backend (a ``Store`` or a custom
+``SessionProvider``) to persist it. It holds no SQL.
+
+>>> import threadline
+>>> s = threadline.Session.create(":memory:").for_session("chat-1")
+>>> _ = s.append_message({"role": "user", "content": "hi"})
+>>> [m["role"] for m in s.get_history()]
+['user']
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
+from types import MappingProxyType
+from typing import Any
+
+from threadline.backends import ProviderBackend, SessionProvider, StoreBackend, is_store
+from threadline.compaction.overlays import apply_overlays, earliest_visible_overlay
+from threadline.context import ContextBlocks, ContextConfig
+from threadline.errors import (
+    CompactionError,
+    InvalidArgumentError,
+    InvalidMessageError,
+    MessageNotFoundError,
+    ThreadlineError,
+)
+from threadline.messages import normalize_message, parse_timestamp, skill_loads_of
+from threadline.state import merge_state, split_delta, validate_delta
+from threadline.store import connect
+from threadline.store.base import Store
+from threadline.tokens import estimate_message_tokens, estimate_tokens
+from threadline.tools import Toolset, build_context_tools
+from threadline.types import (
+    AUTO,
+    AutoType,
+    Compaction,
+    CompactContext,
+    CompactResult,
+    ContextBlock,
+    Message,
+    RecentHistory,
+    Scope,
+    SearchHit,
+)
+
+logger = logging.getLogger("threadline")
+
+CompactFunction = Callable[..., "CompactResult | None"]
+ErrorHandler = Callable[[BaseException], object]
+
+__all__ = ["Session"]
+
+
+class Session:
+    """One conversation: a branching message history plus memory blocks and state.
+
+    >>> import threadline
+    >>> s = threadline.Session(threadline.connect(":memory:"), session_id="s1")
+    >>> s.append_message(threadline.messages.user("hello", id="m1"))["id"]
+    'm1'
+    """
+
+    def __init__(
+        self,
+        store: Store | SessionProvider | str,
+        *,
+        session_id: str = "default",
+        user_id: str | None = None,
+        app_name: str = "default",
+        context: Sequence[ContextConfig] = (),
+    ) -> None:
+        self._owns_store = isinstance(store, str)
+        source: object = connect(store) if isinstance(store, str) else store
+        self._source = source
+        self._session_id = _check_name("session_id", session_id)
+        self._user_id = user_id
+        self._app_name = _check_name("app_name", app_name)
+        self._configs: list[ContextConfig] = list(context)
+        self._cached_prompt = False
+        self._prompt_provider: Any = None
+        self._compact_fn: CompactFunction | None = None
+        self._threshold: int | None = None
+        self._token_counter: Callable[..., int] | None = None
+        self._error_handler: ErrorHandler | None = None
+        self._temp: dict[str, Any] = {}
+        self._reset_runtime()
+
+    def _reset_runtime(self) -> None:
+        """Drop everything derived from the builder settings; rebuilt lazily on next use."""
+        self._backend_obj: StoreBackend | ProviderBackend | None = None
+        self._blocks_obj: ContextBlocks | None = None
+        self._frozen: str | None = None
+        self._loaded: set[str] | None = None
+
+    # -- building ----------------------------------------------------------------------------
+    @classmethod
+    def create(cls, store: Store | SessionProvider | str) -> Session:
+        """Start a builder from a Store, a store URL (owned: closed by ``close()``) or a provider.
+
+        >>> Session.create(":memory:").for_session("a").session_id
+        'a'
+        """
+        return cls(store)
+
+    def for_session(self, session_id: str) -> Session:
+        """Use this session id (default ``"default"``)."""
+        self._session_id = _check_name("session_id", session_id)
+        self._reset_runtime()
+        return self
+
+    def for_user(self, user_id: str) -> Session:
+        """Attach the session to a user: enables ``scope="user"`` blocks and ``user:`` state."""
+        self._user_id = _check_name("user_id", user_id)
+        self._reset_runtime()
+        return self
+
+    def for_app(self, app_name: str) -> Session:
+        """Namespace everything under this app name (default ``"default"``)."""
+        self._app_name = _check_name("app_name", app_name)
+        self._reset_runtime()
+        return self
+
+    def with_context(
+        self,
+        label: str,
+        *,
+        description: str | None = None,
+        max_tokens: int | None = None,
+        provider: Any = None,
+        scope: Scope = "session",
+    ) -> Session:
+        """Register a memory block; without ``provider`` a store-backed writable block is wired.
+
+        >>> s = Session.create(":memory:").with_context("memory", max_tokens=100)
+        >>> s.get_context_block("memory").writable
+        True
+        """
+        config = ContextConfig(label, description, max_tokens, provider, scope)
+        if any(c.label == label for c in self._configs):
+            raise InvalidArgumentError(f"context block {label!r} is already registered")
+        self._configs.append(config)
+        if self._blocks_obj is not None:
+            self._blocks_obj.add(config)
+        return self
+
+    def with_cached_prompt(self, provider: Any = None) -> Session:
+        """Persist the frozen system prompt (in the store, or in a writable ``provider``)."""
+        self._cached_prompt = True
+        self._prompt_provider = provider
+        return self
+
+    def on_compaction(self, fn: CompactFunction) -> Session:
+        """Register the compaction function used by ``compact()`` and ``compact_after``."""
+        self._compact_fn = fn
+        return self
+
+    def compact_after(
+        self, token_threshold: int, *, token_counter: Callable[..., int] | None = None
+    ) -> Session:
+        """Compact automatically after an append when the estimate exceeds ``token_threshold``.
+
+        ``token_counter`` is called as ``counter(messages=..., system_prompt=..., blocks=...)``.
+        """
+        if isinstance(token_threshold, bool) or not isinstance(token_threshold, int):
+            raise InvalidArgumentError("compact_after needs an integer token threshold")
+        if token_threshold < 1:
+            raise InvalidArgumentError("compact_after needs a positive token threshold")
+        self._threshold = token_threshold
+        self._token_counter = token_counter
+        return self
+
+    def on_compaction_error(self, handler: ErrorHandler) -> Session:
+        """Receive exceptions raised by automatic compaction (the append still succeeds)."""
+        self._error_handler = handler
+        return self
+
+    # -- identity and lifecycle ---------------------------------------------------------------
+    @property
+    def session_id(self) -> str:
+        """This session's id."""
+        return self._session_id
+
+    @property
+    def user_id(self) -> str | None:
+        """The user this session belongs to, if any."""
+        return self._user_id
+
+    @property
+    def app_name(self) -> str:
+        """The app namespace (``"default"`` unless set)."""
+        return self._app_name
+
+    @property
+    def store(self) -> Store | None:
+        """The backing Store (``None`` with a custom SessionProvider)."""
+        return self._source if is_store(self._source) else None  # type: ignore[return-value]
+
+    def close(self) -> None:
+        """Close the store if this session opened it from a URL."""
+        if self._owns_store and is_store(self._source):
+            self._source.close()  # type: ignore[union-attr]
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def _backend(self) -> StoreBackend | ProviderBackend:
+        if self._backend_obj is None:
+            if is_store(self._source):
+                self._backend_obj = StoreBackend(
+                    self._source,  # type: ignore[arg-type]
+                    app=self._app_name,
+                    session_id=self._session_id,
+                    user_id=self._user_id,
+                )
+            elif isinstance(self._source, SessionProvider):
+                self._backend_obj = ProviderBackend(self._source)
+            else:
+                raise InvalidArgumentError(
+                    "Session needs a threadline Store, a store URL or a SessionProvider, "
+                    f"got {type(self._source).__name__}"
+                )
+        return self._backend_obj
+
+    def _require_store(self, feature: str) -> Store:
+        store = self.store
+        if store is None:
+            raise ThreadlineError(f"{feature} needs a threadline Store, not a custom provider")
+        return store
+
+    # -- messages and the tree ------------------------------------------------------------------
+    def append_message(
+        self,
+        message: Mapping[str, Any],
+        parent_id: str | None | AutoType = AUTO,
+        *,
+        state_delta: Mapping[str, Any] | None = None,
+    ) -> Message:
+        """Store a message (child of the head by default) and return it normalised.
+
+        >>> s = Session.create(":memory:")
+        >>> s.append_message({"id": "m1", "role": "user", "content": "hi"})["parts"]
+        [{'type': 'text', 'text': 'hi'}]
+        """
+        normalised = normalize_message(message)
+        stored_delta: dict[str, Any] | None = None
+        temp: dict[str, Any] = {}
+        if state_delta is not None:
+            stored_delta, temp = split_delta(validate_delta(state_delta))
+            if stored_delta:
+                meta = dict(normalised.get("metadata") or {})
+                meta["stateDelta"] = stored_delta
+                normalised["metadata"] = meta
+        stored = self._backend.append_messages([normalised], parent_id, stored_delta or None)[0]
+        self._temp_apply(temp)
+        self._after_append()
+        return stored
+
+    def append_messages(
+        self, messages: Sequence[Mapping[str, Any]], parent_id: str | None | AutoType = AUTO
+    ) -> list[Message]:
+        """Store several messages in one transaction; each parents the next."""
+        if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+            raise InvalidMessageError("append_messages needs a list of messages")
+        normalised = [normalize_message(m) for m in messages]
+        if not normalised:
+            return []
+        stored = self._backend.append_messages(normalised, parent_id)
+        self._after_append()
+        return stored
+
+    def update_message(self, message: Mapping[str, Any]) -> Message:
+        """Replace role, parts and metadata of a stored message (``createdAt`` kept if omitted)."""
+        if not isinstance(message, Mapping) or not isinstance(message.get("id"), str):
+            raise InvalidMessageError("update_message needs a message dict with a string 'id'")
+        current = self._backend.get_message(message["id"])
+        if current is None:
+            raise MessageNotFoundError(f"message {message['id']!r} is not in this session")
+        normalised = normalize_message(message, now=current.get("createdAt"))
+        return self._backend.update_message(normalised)
+
+    def delete_messages(self, ids: Sequence[str]) -> int:
+        """Delete messages by id (children are not re-parented); returns how many were deleted."""
+        if isinstance(ids, str):
+            ids = [ids]
+        return self._backend.delete_messages(list(ids))
+
+    def clear_messages(self) -> None:
+        """Delete every message, overlay and loaded-skill record; refresh the cached prompt."""
+        self._backend.clear_messages()
+        self._loaded = set()
+        if self._cached_prompt:
+            self.refresh_system_prompt()
+
+    def get_message(self, message_id: str) -> Message | None:
+        """One message by id, or ``None``."""
+        return self._backend.get_message(message_id)
+
+    def get_latest_leaf(self) -> Message | None:
+        """The head message (the active leaf), or ``None`` for an empty session."""
+        return self._backend.get_head()
+
+    def checkout(self, leaf_id: str) -> None:
+        """Move the head to any message of the session (branch navigation)."""
+        self._backend.set_head(leaf_id)
+
+    def get_path_length(self, leaf_id: str | None = None) -> int:
+        """Number of raw messages on the path to ``leaf_id`` (default: head)."""
+        return self._backend.get_path_length(leaf_id)
+
+    def get_branches(self, message_id: str) -> list[Message]:
+        """Children of a message, oldest first — e.g. the original and regenerated answers."""
+        return self._backend.get_children(message_id)
+
+    def get_history(
+        self,
+        leaf_id: str | None = None,
+        *,
+        limit: int | None = None,
+        max_tokens: int | None = None,
+        after: datetime | None = None,
+    ) -> list[Message]:
+        """Root→leaf path with overlays applied, then ``after``, ``limit``, ``max_tokens``.
+
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_messages([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])
+        >>> len(s.get_history(limit=1))
+        1
+        """
+        path = self._backend.get_path(leaf_id)
+        if not path:
+            return []
+        history = apply_overlays(path, self._backend.get_compactions())
+        return _window(history, limit=limit, max_tokens=max_tokens, after=after)
+
+    def get_recent_history(self, max_bytes: int, min_recent_messages: int = 1) -> RecentHistory:
+        """Newest messages of the head path whose stored JSON fits ``max_bytes``."""
+        if max_bytes < 0 or min_recent_messages < 0:
+            raise InvalidArgumentError("max_bytes and min_recent_messages must be >= 0")
+        recent = self._backend.get_recent_path(max_bytes, min_recent_messages)
+        messages = recent.messages
+        if messages:
+            messages = apply_overlays(messages, self._backend.get_compactions())
+        return RecentHistory(messages, recent.truncated, recent.total_content_bytes)
+
+    def search(self, query: str, *, limit: int = 20) -> list[SearchHit]:
+        """Full-text search over this session (stemmed words, phrases, substrings)."""
+        if not isinstance(query, str) or limit < 1:
+            return []
+        return self._backend.search(query, limit)
+
+    # -- overlays and compaction ------------------------------------------------------------------
+    def add_compaction(self, summary: str, from_message_id: str, to_message_id: str) -> Compaction:
+        """Store a summary overlay replacing ``from``..``to`` when history is read."""
+        if not isinstance(summary, str):
+            raise InvalidArgumentError("a compaction summary must be a string")
+        return self._backend.add_compaction(summary, from_message_id, to_message_id)
+
+    def get_compactions(self) -> list[Compaction]:
+        """Every stored overlay of this session, oldest first."""
+        return self._backend.get_compactions()
+
+    def compact(self, leaf_id: str | None = None) -> CompactResult | None:
+        """Summarise part of the history with the registered function and store an overlay.
+
+        Repeated compaction extends the earliest overlay visible on the path, so each branch
+        keeps one growing summary. Returns ``None`` when the function declines.
+        """
+        if self._compact_fn is None:
+            raise CompactionError("no compaction function registered: call on_compaction(fn)")
+        raw_path = self._backend.get_path(leaf_id)
+        compactions = self._backend.get_compactions()
+        history = apply_overlays(raw_path, compactions) if raw_path else []
+        result = self._call_compact_fn(history)
+        if result is None:
+            return None
+        positions = {m["id"]: i for i, m in enumerate(raw_path)}
+        start, end = positions.get(result.from_message_id), positions.get(result.to_message_id)
+        if start is None or end is None or start > end:
+            return None
+        visible = earliest_visible_overlay(raw_path, compactions)
+        if visible is not None and positions.get(visible.from_message_id, start) < start:
+            start = positions[visible.from_message_id]
+        first_id = raw_path[start]["id"]
+        self._backend.add_compaction(result.summary, first_id, result.to_message_id)
+        if self._cached_prompt or self._frozen is not None:
+            self.refresh_system_prompt()
+        return CompactResult(first_id, result.to_message_id, result.summary)
+
+    def _call_compact_fn(self, history: list[Message]) -> CompactResult | None:
+        fn = self._compact_fn
+        assert fn is not None
+        if _takes_one_argument(fn):
+            result = fn(history)
+        else:
+            result = fn(history, CompactContext(token_counter=self._token_counter))
+        if inspect.isawaitable(result):
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+            raise CompactionError("the compaction function is async; use an async session")
+        if result is not None and not isinstance(result, CompactResult):
+            raise CompactionError(
+                f"a compaction function must return CompactResult or None, got {type(result)}"
+            )
+        return result
+
+    def _after_append(self) -> None:
+        if self._compact_fn is None or self._threshold is None:
+            return
+        try:
+            if self._estimate_tokens() > self._threshold:
+                self.compact()
+        except Exception as exc:  # automatic compaction must never fail the append
+            self._report_compaction_error(exc)
+
+    def _report_compaction_error(self, exc: Exception) -> None:
+        if self._error_handler is None:
+            logger.warning("automatic compaction failed: %s", exc, exc_info=exc)
+            return
+        try:
+            self._error_handler(exc)
+        except Exception:
+            logger.exception("on_compaction_error handler raised")
+
+    def _estimate_tokens(self) -> int:
+        history = self.get_history()
+        prompt = self._current_prompt()
+        if self._token_counter is not None:
+            blocks = self.get_context_blocks()
+            return int(self._token_counter(messages=history, system_prompt=prompt, blocks=blocks))
+        return estimate_message_tokens(history) + estimate_tokens(prompt)
+
+    def _current_prompt(self) -> str:
+        """The frozen prompt if there is one (memory or cache), else a fresh render (not saved)."""
+        if self._frozen is not None:
+            return self._frozen
+        if self._cached_prompt:
+            stored = self._load_cached_prompt()
+            if stored is not None:
+                return stored
+        return self._blocks.render()
+
+    # -- memory blocks and the system prompt -------------------------------------------------------
+    @property
+    def _blocks(self) -> ContextBlocks:
+        if self._blocks_obj is None:
+            self._blocks_obj = ContextBlocks(
+                self._configs,
+                store=self.store,
+                app_name=self._app_name,
+                session_id=self._session_id,
+                user_id=self._user_id,
+            )
+        return self._blocks_obj
+
+    def get_context_block(self, label: str) -> ContextBlock | None:
+        """One memory block (providers are loaded on first use), or ``None``."""
+        return self._blocks.get(label)
+
+    def get_context_blocks(self) -> list[ContextBlock]:
+        """All memory blocks in registration order."""
+        return self._blocks.all()
+
+    def replace_context_block(self, label: str, content: str) -> ContextBlock:
+        """Replace a writable block's content (limits checked; the frozen prompt is unchanged)."""
+        return self._blocks.replace(label, content)
+
+    def append_context_block(self, label: str, content: str) -> ContextBlock:
+        """Append to a writable block (joined with a newline unless empty / already starting so)."""
+        return self._blocks.append(label, content)
+
+    def add_context(self, label: str, **options: Any) -> ContextBlock | None:
+        """Add a block at run time (the frozen prompt is unchanged until refreshed)."""
+        config = ContextConfig(label, **options)
+        if any(c.label == label for c in self._configs):
+            raise InvalidArgumentError(f"context block {label!r} is already registered")
+        self._configs.append(config)
+        if self._blocks_obj is not None:
+            self._blocks_obj.add(config)
+        return self._blocks.get(label)
+
+    def remove_context(self, label: str) -> bool:
+        """Remove a block at run time; ``False`` if no such block."""
+        before = len(self._configs)
+        self._configs = [c for c in self._configs if c.label != label]
+        if self._blocks_obj is not None:
+            self._blocks_obj.remove(label)
+        return len(self._configs) != before
+
+    def freeze_system_prompt(self) -> str:
+        """Render the system prompt once; later calls (and, if cached, new processes) reuse it."""
+        if self._frozen is not None:
+            return self._frozen
+        if self._cached_prompt:
+            stored = self._load_cached_prompt()
+            if stored is not None:
+                self._frozen = stored
+                return stored
+        self._frozen = self._blocks.render()
+        if self._cached_prompt:
+            self._save_cached_prompt(self._frozen)
+        return self._frozen
+
+    def refresh_system_prompt(self) -> str:
+        """Re-read every provider, re-render, persist (if cached) and return the new prompt."""
+        self._blocks.reload()
+        self._frozen = self._blocks.render()
+        if self._cached_prompt:
+            self._save_cached_prompt(self._frozen)
+        return self._frozen
+
+    def _load_cached_prompt(self) -> str | None:
+        if self._prompt_provider is not None:
+            value = self._prompt_provider.get()
+            return value if isinstance(value, str) and value != "" else None
+        store = self._require_store("with_cached_prompt()")
+        return store.get_prompt(self._app_name, self._session_id)
+
+    def _save_cached_prompt(self, prompt: str) -> None:
+        if self._prompt_provider is not None:
+            self._prompt_provider.set(prompt)
+            return
+        store = self._require_store("with_cached_prompt()")
+        store.set_prompt(self._app_name, self._session_id, prompt)
+
+    # -- tools and skills ----------------------------------------------------------------------------
+    def tools(self) -> Toolset:
+        """Tools the model can call to edit its memory, derived from the block kinds."""
+        return build_context_tools(self)
+
+    def write_context_entry(
+        self,
+        label: str,
+        content: str,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+    ) -> str:
+        """Write a keyed entry into a skill or search block; returns its key."""
+        return self._blocks.write_entry(label, content, title=title, description=description)
+
+    def load_context_entry(self, label: str, key: str) -> str | None:
+        """Load a skill document and remember it as loaded (``"label:key"``)."""
+        content = self._blocks.load(label, key)
+        if content is not None:
+            self._loaded_set().add(f"{label}:{key}")
+        return content
+
+    def search_context_block(self, label: str, query: str) -> str | None:
+        """Search a searchable block; ``None`` when nothing is found."""
+        return self._blocks.search(label, query)
+
+    @property
+    def loaded_skills(self) -> set[str]:
+        """Skills currently loaded in history, as ``"label:key"`` (rebuilt from history)."""
+        return set(self._loaded_set())
+
+    def _loaded_set(self) -> set[str]:
+        if self._loaded is None:
+            self._loaded = {f"{s.label}:{s.key}" for s in self._backend.get_skill_loads()}
+        return self._loaded
+
+    def unload_skill(self, label: str, key: str) -> bool:
+        """Rewrite the stored ``load_context`` result to ``[skill unloaded: <key>]``.
+
+        Returns ``False`` if that skill is not currently loaded.
+        """
+        loaded = self._loaded_set()
+        name = f"{label}:{key}"
+        records = [s for s in self._backend.get_skill_loads() if (s.label, s.key) == (label, key)]
+        for record in records:
+            message = self._backend.get_message(record.message_id)
+            if message is not None:
+                self._backend.update_message(_unloaded(message, label, key))
+        if name not in loaded and not records:
+            return False
+        loaded.discard(name)
+        return True
+
+    # -- state -------------------------------------------------------------------------------------
+    @property
+    def state(self) -> Mapping[str, Any]:
+        """Read-only merged view of ``app:``, ``user:``, session and live ``temp:`` keys."""
+        return MappingProxyType(merge_state(self._stored_state(), self._temp))
+
+    def get_state(self, key: str, default: Any = None) -> Any:
+        """One state value by its (prefixed) key."""
+        return self.state.get(key, default)
+
+    def update_state(self, delta: Mapping[str, Any]) -> None:
+        """Apply a delta atomically; a ``None`` value deletes the key; ``temp:`` keys stay local."""
+        stored, temp = split_delta(validate_delta(delta))
+        if stored:
+            store = self._require_store("state")
+            store.update_state(self._app_name, self._session_id, self._user_id, stored)
+        self._temp_apply(temp)
+
+    def _stored_state(self) -> dict[str, Any]:
+        store = self.store
+        if store is None:
+            return {}
+        return store.get_state(self._app_name, self._session_id, self._user_id)
+
+    def _temp_apply(self, temp: Mapping[str, Any]) -> None:
+        for key, value in temp.items():
+            if value is None:
+                self._temp.pop(key, None)
+            else:
+                self._temp[key] = value
+
+
+def _check_name(what: str, value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidArgumentError(f"{what} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _takes_one_argument(fn: Callable[..., Any]) -> bool:
+    """True when ``fn`` accepts exactly one positional argument (called with messages only)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) == 1
+
+
+def _window(
+    history: list[Message],
+    *,
+    limit: int | None,
+    max_tokens: int | None,
+    after: datetime | None,
+) -> list[Message]:
+    """Apply ``after``, then ``limit``, then ``max_tokens`` (the leaf is always kept)."""
+    if after is not None:
+        cutoff = after if after.tzinfo else after.replace(tzinfo=timezone.utc)
+        history = [m for m in history if _created(m) >= cutoff]
+    if limit is not None:
+        if limit < 0:
+            raise InvalidArgumentError("limit must be >= 0")
+        history = history[len(history) - limit :] if limit else []
+    if max_tokens is not None and history:
+        costs = [estimate_message_tokens([m]) for m in history]
+        total, start = sum(costs), 0
+        while total > max_tokens and start < len(history) - 1:
+            total -= costs[start]
+            start += 1
+        history = history[start:]
+    return history
+
+
+def _created(message: Message) -> datetime:
+    value = message.get("createdAt")
+    if value is None:
+        return datetime.min.replace(tzinfo=timezone.utc)
+    return parse_timestamp(value)
+
+
+def _unloaded(message: Message, label: str, key: str) -> Message:
+    """Copy of ``message`` whose ``load_context`` result for label/key says it was unloaded."""
+    parts = []
+    loads = {(lbl, k) for lbl, k, _ in skill_loads_of(message)}
+    for part in message.get("parts", []):
+        if (label, key) in loads and _is_load_of(part, label, key):
+            part = {**part, "output": f"[skill unloaded: {key}]"}
+        parts.append(part)
+    return {**message, "parts": parts}
+
+
+def _is_load_of(part: Any, label: str, key: str) -> bool:
+    if not isinstance(part, dict):
+        return False
+    name = part.get("toolName") or str(part.get("type", "")).removeprefix("tool-")
+    args = part.get("input")
+    return (
+        name == "load_context"
+        and isinstance(args, dict)
+        and args.get("label") == label
+        and args.get("key") == key
+        and part.get("state") == "output-available"
+    )

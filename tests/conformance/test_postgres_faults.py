@@ -1,0 +1,280 @@
+"""PostgreSQL failure handling: server restarts, driver errors, a missing driver.
+
+* A writer process keeps appending while the server restarts: every append it saw succeed is
+  stored, every failure it saw is a ``StoreError``, and the same store object keeps writing
+  afterwards (the pool drops dead connections and reconnects).
+* A read caught by the restart is retried once and succeeds; a write is not retried: it raises
+  ``StoreError`` naming the operation, and the next write on the same store succeeds.
+* Any driver failure surfaces as ``StoreError`` whose ``operation`` names the store method.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import threadline
+from threadline.errors import InvalidArgumentError, StoreError, ThreadlineError
+from threadline.messages import normalize_message
+from threadline.store import Store
+
+APP = "default"
+SESSION = "faults"
+pg = pytest.mark.postgres
+
+
+def _message(message_id: str) -> dict[str, Any]:
+    return normalize_message({"id": message_id, "role": "user", "content": f"text {message_id}"})
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.05)
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+# --------------------------------------------------------------------------- writer + restart
+
+
+def _writer(url: str, acks: str, errors: str, stop: Any) -> None:
+    """Child process: append to one session until ``stop``; log acks and failure types."""
+    with threadline.connect(url) as store, open(acks, "a") as ack, open(errors, "a") as err:
+        i = 0
+        while not stop.is_set():
+            message_id = f"w{i}"
+            i += 1
+            try:
+                store.append_messages(APP, SESSION, [_message(message_id)])
+            except Exception as exc:  # noqa: BLE001 - recorded for the parent to judge
+                operation = getattr(exc, "operation", "")
+                err.write(f"{type(exc).__name__} {operation}\n")
+                err.flush()
+                time.sleep(0.05)
+                continue
+            ack.write(message_id + "\n")
+            ack.flush()
+
+
+@pytest.fixture
+def writer(pg_dsn: str, tmp_path: Path) -> Iterator[tuple[Path, Path, Any]]:
+    """A running writer process; yields (ack file, error file, stop event)."""
+    ctx = multiprocessing.get_context("spawn")
+    acks, errors, stop = tmp_path / "acks.txt", tmp_path / "errors.txt", ctx.Event()
+    proc = ctx.Process(target=_writer, args=(pg_dsn, str(acks), str(errors), stop))
+    proc.start()
+    try:
+        yield acks, errors, stop
+    finally:
+        stop.set()
+        proc.join(timeout=60)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+        assert proc.exitcode == 0
+
+
+@pg
+@pytest.mark.slow
+def test_acknowledged_appends_survive_a_server_restart(
+    pg_dsn: str, pg_ctl: Any, writer: tuple[Path, Path, Any]
+) -> None:
+    acks, errors, stop = writer
+    with threadline.connect(pg_dsn) as store:  # opened before the restart, used after it
+        store.append_messages(APP, "parent", [_message("before")])
+        _wait_for(lambda: len(_lines(acks)) >= 30, 60, "30 appends before the restart")
+        pg_ctl.restart(mode="immediate")  # a crash: every connection dies mid-flight
+        after_restart = len(_lines(acks))
+        _wait_for(lambda: len(_lines(acks)) >= after_restart + 30, 90, "appends after restart")
+        stop.set()
+        time.sleep(0.5)  # let the writer finish its last append
+
+        # The same store object writes again without being recreated.
+        store.append_messages(APP, "parent", [_message("after")])
+        assert store.get_path_ids(APP, "parent") == ["before", "after"]
+
+        acked = _lines(acks)
+        stored = set(store.get_path_ids(APP, SESSION))
+        assert set(acked) <= stored  # every acknowledged append is there
+        info = store.get_session(APP, SESSION)
+        assert info is not None and info.message_count == len(stored)  # one path, no fork
+    failures = _lines(errors)
+    assert {line.split()[0] for line in failures} <= {"StoreError"}, failures
+    assert {line.split()[1] for line in failures} <= {"append_messages"}, failures
+
+
+# --------------------------------------------------------------------------- blocked calls
+
+
+def _lock_sessions_table(pg_dsn: str) -> Any:
+    """An open transaction holding an exclusive lock on tl_sessions (blocks every store call)."""
+    import psycopg
+
+    conn = psycopg.connect(pg_dsn)  # not autocommit: the lock lives until the restart
+    conn.execute("LOCK TABLE tl_sessions IN ACCESS EXCLUSIVE MODE")
+    return conn
+
+
+def _someone_waits_for_a_lock(pg_dsn: str) -> bool:
+    import psycopg
+
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_locks WHERE NOT granted").fetchone()
+        return row is not None and row[0] > 0
+
+
+def _in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - inspected by the test
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def _restart_while_blocked(pg_dsn: str, pg_ctl: Any, call: Callable[[], Any]) -> dict[str, Any]:
+    """Run ``call`` in a thread, restart the server while it waits on a lock, return its outcome."""
+    locker = _lock_sessions_table(pg_dsn)
+    try:
+        thread, outcome = _in_thread(call)
+        _wait_for(lambda: _someone_waits_for_a_lock(pg_dsn), 30, "the call to block")
+        pg_ctl.restart(mode="fast")  # terminates the blocked backend and the lock holder
+        thread.join(timeout=90)
+        assert not thread.is_alive()
+    finally:
+        locker.close()
+    return outcome
+
+
+@pg
+def test_a_read_cut_by_a_restart_is_retried_once(
+    pg_dsn: str, pg_ctl: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="threadline")
+    with threadline.connect(pg_dsn) as store:
+        store.touch_session(APP, "s1")
+        store.touch_session(APP, "s2")
+        outcome = _restart_while_blocked(pg_dsn, pg_ctl, lambda: store.count_sessions(APP))
+        assert outcome == {"value": 2}
+        retries = [r for r in caplog.records if "retrying once" in r.getMessage()]
+        assert len(retries) == 1 and "count_sessions" in retries[0].getMessage()
+
+
+@pg
+def test_a_write_cut_by_a_restart_raises_and_the_store_recovers(
+    pg_dsn: str, pg_ctl: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="threadline")
+    with threadline.connect(pg_dsn) as store:
+        store.append_messages(APP, SESSION, [_message("m1")])
+        outcome = _restart_while_blocked(
+            pg_dsn, pg_ctl, lambda: store.append_messages(APP, SESSION, [_message("m2")])
+        )
+        error = outcome.get("error")
+        assert isinstance(error, StoreError), outcome
+        assert error.operation == "append_messages"
+        assert not [r for r in caplog.records if "retrying once" in r.getMessage()]  # not retried
+        # the write was rolled back with its connection; the same store writes again
+        assert store.get_path_ids(APP, SESSION) == ["m1"]
+        store.append_messages(APP, SESSION, [_message("m3")])
+        assert store.get_path_ids(APP, SESSION) == ["m1", "m3"]
+
+
+# --------------------------------------------------------------------------- driver errors
+
+
+def _drop(pg_dsn: str, table: str) -> None:
+    import psycopg
+
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"DROP TABLE {table}")  # noqa: S608 - fixed test table names
+
+
+@pg
+@pytest.mark.parametrize(
+    ("table", "operation", "call"),
+    [
+        ("tl_compactions", "get_compactions", lambda s: s.get_compactions(APP, SESSION)),
+        ("tl_prompts", "set_prompt", lambda s: s.set_prompt(APP, SESSION, "p")),
+        ("tl_entries", "search_entries", lambda s: s.search_entries(APP, "docs", "deploy")),
+        ("tl_state", "update_state", lambda s: s.update_state(APP, SESSION, None, {"k": 1})),
+        ("tl_messages", "append_messages", lambda s: s.append_messages(APP, SESSION, [_message("x")])),
+    ],
+    ids=["read", "write", "search", "locked-write", "append"],
+)
+def test_driver_failures_raise_store_error_naming_the_operation(
+    pg_dsn: str, table: str, operation: str, call: Callable[[Store], Any]
+) -> None:
+    with threadline.connect(pg_dsn) as store:
+        store.touch_session(APP, SESSION)
+        _drop(pg_dsn, table)
+        with pytest.raises(StoreError) as caught:
+            call(store)
+        assert caught.value.operation == operation
+        assert caught.value.cause is not None
+        assert operation in str(caught.value)
+        # the failed transaction left the pool usable
+        assert store.count_sessions(APP) == 1
+
+
+@pg
+def test_an_unreachable_server_raises_store_error_on_connect() -> None:
+    started = time.monotonic()
+    with pytest.raises(StoreError) as caught:
+        threadline.connect("postgresql://nobody@127.0.0.1:1/nothing?connect_timeout=5")
+    assert caught.value.operation == "connect"
+    assert time.monotonic() - started < 20
+
+
+# --------------------------------------------------------------------------- URL and driver
+
+
+@pg
+def test_pool_parameters_are_consumed_and_the_rest_reaches_libpq(pg_dsn: str) -> None:
+    sep = "&" if "?" in pg_dsn else "?"
+    with threadline.connect(f"{pg_dsn}{sep}pool_min_size=0&pool_max_size=2") as store:
+        store.touch_session(APP, SESSION)  # the search_path option still applies: fresh schema
+        assert store.count_sessions(APP) == 1
+    for bad in ("pool_max_size=0", "pool_min_size=3&pool_max_size=2", "pool_max_size=lots"):
+        with pytest.raises(InvalidArgumentError):
+            threadline.connect(f"{pg_dsn}{sep}{bad}")
+
+
+def test_without_psycopg_import_works_and_connect_names_the_extra() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None\n"  # makes `import psycopg` raise ImportError
+        "sys.modules['psycopg_pool'] = None\n"
+        "import threadline, threadline.store.postgres\n"
+        "from threadline.errors import ThreadlineError\n"
+        "assert threadline.PostgresStore is threadline.store.postgres.PostgresStore\n"
+        "try:\n"
+        "    threadline.connect('postgresql://localhost/x')\n"
+        "except ThreadlineError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "threadline[postgres]" in done.stdout
+    assert issubclass(StoreError, ThreadlineError)

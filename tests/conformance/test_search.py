@@ -1,0 +1,309 @@
+"""Conformance: full-text search over a session (api.md §3 search, §8, §11 "Search").
+
+User text is never query syntax: any string returns hits or ``[]``, never an error.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from threadline import Session
+from threadline.messages import text_of
+from threadline.types import SearchHit
+
+
+def msg(mid: str, text: str, *, role: str = "user", at: str | None = None) -> dict[str, Any]:
+    m: dict[str, Any] = {"id": mid, "role": role, "parts": [{"type": "text", "text": text}]}
+    if at is not None:
+        m["createdAt"] = at
+    return m
+
+
+def hit_ids(hits: list[SearchHit]) -> list[str]:
+    return [h.id for h in hits]
+
+
+@pytest.fixture
+def session(store: Any) -> Session:
+    return Session.create(store).for_session("s1")
+
+
+def add(session: Session, **texts: str) -> None:
+    for mid, text in texts.items():
+        session.append_message(msg(mid, text))
+
+
+# --------------------------------------------------------------------------- hits
+
+
+def test_search_hit_fields(session: Session) -> None:
+    session.append_message(msg("m1", "where is the lighthouse beacon", at="2026-03-04T05:06:07.089Z"))
+    session.append_message(msg("m2", "the lighthouse keeper answers", role="assistant"))
+    hits = session.search("lighthouse keeper")
+    assert hit_ids(hits) == ["m2"]
+    hit = hits[0]
+    assert isinstance(hit, SearchHit)
+    assert hit.role == "assistant"
+    assert hit.content == "the lighthouse keeper answers"
+    assert hit.session_id == "s1"
+    assert isinstance(hit.score, float)
+    assert isinstance(hit.created_at, datetime)
+    assert hit.created_at.utcoffset() is not None
+    expected = datetime.strptime(session.get_message("m2")["createdAt"], "%Y-%m-%dT%H:%M:%S.%fZ")
+    assert hit.created_at == expected.replace(tzinfo=timezone.utc)
+    first = session.search("beacon")[0]
+    assert first.created_at == datetime(2026, 3, 4, 5, 6, 7, 89000, tzinfo=timezone.utc)
+    assert set(hit.to_dict()) >= {"id", "role", "content", "created_at", "session_id", "score"}
+
+
+def test_content_is_text_of_the_message(session: Session) -> None:
+    message = {
+        "id": "m1", "role": "assistant",
+        "parts": [{"type": "text", "text": "alpha part"}, {"type": "reasoning", "text": "secret"},
+                  {"type": "text", "text": "omega part"}],
+    }
+    session.append_message(message)
+    [hit] = session.search("omega")
+    assert hit.content == text_of(message) == "alpha part omega part"
+
+
+def test_only_text_parts_are_indexed(session: Session) -> None:
+    session.append_message({
+        "id": "m1", "role": "assistant",
+        "parts": [
+            {"type": "reasoning", "text": "zebrafish"},
+            {"type": "tool-lookup", "toolCallId": "c1", "toolName": "lookup",
+             "state": "output-available", "input": {"q": "giraffe"}, "output": "okapi"},
+            {"type": "data-x", "data": {"animal": "capybara"}},
+            {"type": "text", "text": "visible words"},
+        ],
+        "metadata": {"note": "narwhal"},
+    })
+    for hidden in ("zebrafish", "giraffe", "okapi", "capybara", "narwhal", "lookup"):
+        assert session.search(hidden) == [], hidden
+    assert hit_ids(session.search("visible")) == ["m1"]
+
+
+def test_search_is_case_insensitive(session: Session) -> None:
+    add(session, m1="Kubernetes Cluster Upgrade")
+    assert hit_ids(session.search("kubernetes")) == ["m1"]
+    assert hit_ids(session.search("CLUSTER upgrade")) == ["m1"]
+
+
+# --------------------------------------------------------------------------- matching rules
+
+
+def test_stemming(session: Session) -> None:
+    add(session, m1="we are deploying the app", m2="it was deployed yesterday",
+        m3="the deployment failed", m4="cats sleep all day")
+    for query in ("deploy", "deploys", "deployed", "deployment"):
+        assert set(hit_ids(session.search(query))) == {"m1", "m2", "m3"}, query
+
+
+def test_all_words_first(session: Session) -> None:
+    add(session, m1="apple banana smoothie", m2="apple cherry pie", m3="banana cherry split")
+    assert hit_ids(session.search("apple banana")) == ["m1"]
+    assert hit_ids(session.search("banana apple")) == ["m1"]
+    assert hit_ids(session.search("cherry split")) == ["m3"]
+
+
+def test_any_word_fallback(session: Session) -> None:
+    add(session, m1="apple banana smoothie", m2="apple cherry pie", m3="banana cherry split")
+    assert set(hit_ids(session.search("apple durian"))) == {"m1", "m2"}
+    assert set(hit_ids(session.search("durian kiwi pie"))) == {"m2"}
+    assert session.search("durian kiwi") == []
+
+
+def test_quoted_phrase(session: Session) -> None:
+    add(session, m1="the quick brown fox", m2="brown and quick fox", m3="a quick fox that is brown")
+    assert hit_ids(session.search('"quick brown"')) == ["m1"]
+    assert set(hit_ids(session.search("quick brown"))) == {"m1", "m2", "m3"}
+
+
+def test_phrase_is_one_term_in_both_passes(session: Session) -> None:
+    add(session, m1="the quick brown fox", m2="brown and quick fox", m3="zebra crossing")
+    # all-terms pass: phrase AND zebra -> nothing; any-term pass: phrase OR zebra
+    assert set(hit_ids(session.search('"quick brown" zebra'))) == {"m1", "m3"}
+    assert hit_ids(session.search('"quick brown" fox')) == ["m1"]
+
+
+def test_stop_words_do_not_block_matches(session: Session) -> None:
+    add(session, m1="deploy now", m2="unrelated")
+    assert hit_ids(session.search("the deploy")) == ["m1"]
+
+
+def test_search_covers_every_branch_of_the_session(session: Session) -> None:
+    add(session, m1="root", m2="abandoned branch with marmalade")
+    session.append_message(msg("b2", "new branch"), "m1")
+    assert hit_ids(session.search("marmalade")) == ["m2"]
+
+
+def test_search_is_scoped_to_the_session(store: Any) -> None:
+    a = Session.create(store).for_session("a")
+    b = Session.create(store).for_session("b")
+    a.append_message(msg("m1", "shared vocabulary word"))
+    b.append_message(msg("m1", "shared vocabulary too"))
+    b.append_message(msg("m2", "shared again"))
+    hits = a.search("shared")
+    assert hit_ids(hits) == ["m1"]
+    assert hits[0].session_id == "a"
+    assert hits[0].content == "shared vocabulary word"
+    assert {h.session_id for h in b.search("shared")} == {"b"}
+    assert len(b.search("shared")) == 2
+
+
+# --------------------------------------------------------------------------- ranking and limit
+
+
+def test_ranked_by_relevance(session: Session) -> None:
+    add(session,
+        m1="python python python tips",
+        m2="python is one language among many with lots of other words in this sentence here",
+        m3="nothing relevant")
+    hits = session.search("python")
+    assert hit_ids(hits) == ["m1", "m2"]
+    assert hits[0].score > hits[1].score
+    scores = [h.score for h in session.search("python tips")]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_ties_newest_seq_first(session: Session) -> None:
+    # createdAt deliberately runs backwards: ties use seq, not time
+    session.append_message(msg("t1", "identical tie words", at="2026-01-03T00:00:00.000Z"))
+    session.append_message(msg("t2", "identical tie words", at="2026-01-02T00:00:00.000Z"))
+    session.append_message(msg("t3", "identical tie words", at="2026-01-01T00:00:00.000Z"))
+    hits = session.search("identical")
+    assert hit_ids(hits) == ["t3", "t2", "t1"]
+    assert hits[0].score == hits[1].score == hits[2].score
+
+
+def test_limit(session: Session) -> None:
+    session.append_messages([msg(f"n{i:02d}", f"needle number {i}") for i in range(25)])
+    assert len(session.search("needle")) == 20  # default
+    assert len(session.search("needle", limit=5)) == 5
+    assert len(session.search("needle", limit=1)) == 1
+    assert len(session.search("needle", limit=100)) == 25
+    # equal relevance: newest first
+    assert hit_ids(session.search("needle", limit=3)) == ["n24", "n23", "n22"]
+
+
+# --------------------------------------------------------------------------- index consistency
+
+
+def test_overlay_summaries_are_not_found(session: Session) -> None:
+    add(session, m1="first", m2="second")
+    session.add_compaction("quetzalcoatl summary text", "m1", "m2")
+    assert session.search("quetzalcoatl") == []
+
+
+def test_update_delete_clear_keep_the_index_consistent(session: Session) -> None:
+    add(session, m1="original aardvark", m2="second aardvark", m3="third aardvark")
+    session.update_message(msg("m1", "replacement pangolin"))
+    assert set(hit_ids(session.search("aardvark"))) == {"m2", "m3"}
+    assert hit_ids(session.search("pangolin")) == ["m1"]
+    assert session.search("original") == []
+    session.delete_messages(["m2"])
+    assert hit_ids(session.search("aardvark")) == ["m3"]
+    session.clear_messages()
+    assert session.search("aardvark") == []
+    assert session.search("pangolin") == []
+    session.append_message(msg("m1", "aardvark reborn"))
+    assert hit_ids(session.search("aardvark")) == ["m1"]
+
+
+def test_reappend_does_not_reindex(session: Session) -> None:
+    add(session, m1="kept text")
+    session.append_message(msg("m1", "ignored replacement"))
+    assert session.search("ignored") == []
+    assert [h.content for h in session.search("kept")] == ["kept text"]
+
+
+# --------------------------------------------------------------------------- substrings and scripts
+
+
+def test_cjk_text_is_found(session: Session) -> None:
+    add(session, m1="東京は晴れです", m2="大阪は雨です", m3="plain english")
+    assert hit_ids(session.search("東京")) == ["m1"]
+    assert hit_ids(session.search("晴れ")) == ["m1"]
+    assert hit_ids(session.search("東京は晴れです")) == ["m1"]
+
+
+@pytest.mark.parametrize(
+    ("text", "query"),
+    [
+        ("please contact bob@example.com for access", "bob@example.com"),
+        ("see https://example.com/path?q=1 for details", "example.com/path"),
+        ("see https://example.com/path?q=1 for details", "https://example.com/path?q=1"),
+        ("upgraded the runtime to 3.11.7 today", "3.11.7"),
+    ],
+    ids=["email", "url-part", "url-full", "version"],
+)
+def test_substrings_are_found(session: Session, text: str, query: str) -> None:
+    add(session, m1=text, d1="write to alice@example.org or visit https://other.net/x",
+        d2="runtime 3.12.1 is out", d3="nothing to see here")
+    hits = session.search(query)
+    assert "m1" in hit_ids(hits)
+    assert hits[0].id == "m1"
+
+
+def test_emoji_text(session: Session) -> None:
+    add(session, m1="launch 🚀 today", m2="other")
+    assert "m1" in hit_ids(session.search("launch 🚀"))
+    assert isinstance(session.search("🚀"), list)
+
+
+# --------------------------------------------------------------------------- empty and hostile queries
+
+
+@pytest.mark.parametrize("query", ["", " ", "   \n\t  ", "\u3000"])
+def test_empty_or_blank_query_returns_nothing(session: Session, query: str) -> None:
+    add(session, m1="anything at all", m2=" ")
+    assert session.search(query) == []
+
+
+HOSTILE = [
+    '"', '""', '"unbalanced', 'a "b c', "'", "''", "deploy AND (", "AND", "OR", "NOT",
+    "deploy OR", "NOT deploy", "deploy NOT", "*", "deploy*", "**", "NEAR(", "NEAR(deploy app, 2)",
+    "col:term", "text:deploy", "{deploy}", "^deploy", "-deploy", "+deploy", "deploy -", "(", ")",
+    "()", "[", "]", "\\", "%", "_", "%deploy%", "&", "|", "!", "<->", "deploy & app", "deploy | app",
+    "!deploy", "deploy:*", "'; DROP TABLE tl_messages; --", "\"; DROP TABLE tl_messages; --",
+    "Robert'); DROP TABLE tl_messages;--", "\x00", "deploy\x00app", "\x01\x02\x7f",
+    "x" * 10_000, "deploy " * 2_000, "🚀", "👨‍👩‍👧‍👦", "\u200b", "\ufeffdeploy", "\U0010ffff",
+    "東京 AND", "NEAR", "MATCH", "rank", "bm25(", "$1", "?", ":", "@", "#", "~", "`",
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE, ids=[f"q{i}" for i in range(len(HOSTILE))])
+def test_hostile_queries_never_raise(session: Session, query: str) -> None:
+    add(session, m1="deploy the app now", m2="AND OR NOT NEAR words", m3="text: col value")
+    hits = session.search(query)
+    assert isinstance(hits, list)
+    assert all(isinstance(h, SearchHit) for h in hits)
+    assert {h.id for h in hits} <= {"m1", "m2", "m3"}
+    # the store is intact afterwards
+    assert session.get_path_length() == 3
+    assert hit_ids(session.search("deploy")) == ["m1"]
+
+
+def test_hostile_queries_still_find_their_words(session: Session) -> None:
+    add(session, m1="deploy the app now", m2="unrelated")
+    for query in ("deploy AND (", "deploy*", '"deploy', "NEAR deploy", "deploy:", "(deploy)"):
+        assert "m1" in hit_ids(session.search(query)), query
+
+
+@settings(max_examples=50, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(query=st.text())
+def test_any_text_is_a_safe_query(session: Session, query: str) -> None:
+    if session.get_path_length() == 0:
+        add(session, m1="deploy the app now", m2="東京は晴れです", m3='quote " and * star')
+    hits = session.search(query)
+    assert isinstance(hits, list)
+    assert all(isinstance(h, SearchHit) and h.session_id == "s1" for h in hits)
+    if not query.strip():
+        assert hits == []

@@ -1,0 +1,260 @@
+"""Core benchmarks: threadline vs a plain ``sqlite3`` script doing the same schema work.
+
+Run:  python benchmarks/core.py            (full sizes, ~1-2 minutes)
+      python benchmarks/core.py --quick    (smaller sizes, for a smoke run)
+
+Workloads (same varied text for both sides):
+  W1  append throughput, one call (and one commit) per message
+  W2  get_history of a 1000-message path
+  W4  search top-10 over 100 000 messages in 1000 sessions
+  W5  append latency at 100 000 vs 1 000 messages in one session (finding the head must not scan)
+  W6  get_history of a 10 000-message path with one overlay covering 9 000 messages vs none
+The plain script stores a message row + an FTS5 row + a head update per message, one commit per
+message, WAL and synchronous=NORMAL: the floor any SQLite-backed memory store stands on.
+Set THREADLINE_BENCH_PG_DSN=postgresql://... to add PostgreSQL columns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+import threadline  # noqa: E402
+from textgen import TextGen  # noqa: E402
+
+PLAIN_SCHEMA = """
+CREATE TABLE msgs(session TEXT, id TEXT, parent TEXT, seq INTEGER, data TEXT,
+                  PRIMARY KEY(session, id));
+CREATE TABLE heads(session TEXT PRIMARY KEY, head TEXT, seq INTEGER);
+CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='porter unicode61');
+"""
+
+
+class Plain:
+    """The floor: the same rows written with the standard library and nothing else."""
+
+    def __init__(self, path: str) -> None:
+        self.db = sqlite3.connect(path, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(PLAIN_SCHEMA)
+
+    def append(self, session: str, text: str) -> None:
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        row = db.execute("SELECT head, seq FROM heads WHERE session=?", (session,)).fetchone()
+        head, seq = row if row else (None, 0)
+        mid = uuid.uuid4().hex
+        data = json.dumps({"id": mid, "role": "user", "parts": [{"type": "text", "text": text}]})
+        cur = db.execute("INSERT INTO msgs VALUES (?,?,?,?,?)", (session, mid, head, seq + 1, data))
+        db.execute("INSERT INTO fts(rowid, text) VALUES (?,?)", (cur.lastrowid, text))
+        db.execute("INSERT OR REPLACE INTO heads VALUES (?,?,?)", (session, mid, seq + 1))
+        db.execute("COMMIT")
+
+    def history(self, session: str) -> list[dict[str, object]]:
+        rows = self.db.execute(
+            """WITH RECURSIVE p(id, parent, data, d) AS (
+                 SELECT m.id, m.parent, m.data, 0 FROM msgs m JOIN heads h
+                   ON h.session = m.session AND h.head = m.id WHERE h.session = ?
+                 UNION ALL
+                 SELECT m.id, m.parent, m.data, p.d + 1 FROM msgs m JOIN p
+                   ON m.session = ? AND m.id = p.parent)
+               SELECT data FROM p ORDER BY d DESC""",
+            (session, session),
+        ).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    def search(self, query: str) -> list[tuple[object, ...]]:
+        return self.db.execute(
+            "SELECT m.id, m.data FROM fts JOIN msgs m ON m.rowid = fts.rowid "
+            "WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT 10",
+            (" ".join(f'"{w}"' for w in query.split()),),
+        ).fetchall()
+
+
+def timed(fn: Callable[[], object], repeat: int = 1) -> float:
+    """Best-of-``repeat`` wall time of ``fn`` in seconds."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def bulk_threadline(store: threadline.Store, sessions: int, per: int, gen: TextGen) -> None:
+    for s in range(sessions):
+        batch = [{"role": "user" if i % 2 == 0 else "assistant", "content": gen.message()}
+                 for i in range(per)]
+        for start in range(0, per, 500):
+            store.append_messages("default", f"s{s}", [
+                threadline.messages.normalize_message(m) for m in batch[start:start + 500]])
+
+
+def bulk_plain(plain: Plain, sessions: int, per: int, gen: TextGen) -> None:
+    db = plain.db
+    db.execute("BEGIN")
+    for s in range(sessions):
+        head = None
+        for i in range(per):
+            text = gen.message()
+            mid = uuid.uuid4().hex
+            data = json.dumps({"id": mid, "role": "user", "parts": [{"type": "text", "text": text}]})
+            cur = db.execute("INSERT INTO msgs VALUES (?,?,?,?,?)", (f"s{s}", mid, head, i + 1, data))
+            db.execute("INSERT INTO fts(rowid, text) VALUES (?,?)", (cur.lastrowid, text))
+            head = mid
+        db.execute("INSERT OR REPLACE INTO heads VALUES (?,?,?)", (f"s{s}", head, per))
+    db.execute("COMMIT")
+
+
+QUERIES = ("deployment failed Friday", "billing service rolled back", "search index",
+           "migration approved", "customer prefers email", "timeout gateway replica",
+           "ops@example.com", "3.11.7", "東京", "runbook rollback minutes")
+
+
+def w1(tmp: Path, n: int) -> tuple[float, float]:
+    gen = TextGen(1)
+    texts = [gen.message() for _ in range(n)]
+    plain = Plain(str(tmp / "w1-plain.db"))
+    t_plain = timed(lambda: [plain.append("s", t) for t in texts])
+    store = threadline.connect(str(tmp / "w1-tl.db"))
+    session = threadline.Session(store, session_id="s")
+    t_tl = timed(lambda: [session.append_message({"role": "user", "content": t}) for t in texts])
+    store.close()
+    return n / t_tl, n / t_plain
+
+
+def w2(tmp: Path, n: int) -> tuple[float, float]:
+    gen = TextGen(2)
+    plain = Plain(str(tmp / "w2-plain.db"))
+    bulk_plain(plain, 1, n, gen)
+    store = threadline.connect(str(tmp / "w2-tl.db"))
+    bulk_threadline(store, 1, n, TextGen(2))
+    session = threadline.Session(store, session_id="s0")
+    assert len(session.get_history()) == n and len(plain.history("s0")) == n
+    t_tl = timed(session.get_history, repeat=15)
+    t_plain = timed(lambda: plain.history("s0"), repeat=15)
+    store.close()
+    return t_tl * 1000, t_plain * 1000
+
+
+def w4(tmp: Path, sessions: int, per: int) -> tuple[float, float, int]:
+    plain = Plain(str(tmp / "w4-plain.db"))
+    bulk_plain(plain, sessions, per, TextGen(4))
+    store = threadline.connect(str(tmp / "w4-tl.db"))
+    bulk_threadline(store, sessions, per, TextGen(4))
+    manager = threadline.SessionManager(store)
+
+    def run_tl() -> int:
+        return sum(len(manager.search(q, limit=10)) for q in QUERIES)
+
+    def run_plain() -> int:
+        return sum(len(plain.search(q)) for q in QUERIES)
+
+    hits = run_tl()
+    t_tl = timed(run_tl, repeat=5) / len(QUERIES)
+    t_plain = timed(run_plain, repeat=5) / len(QUERIES)
+    store.close()
+    return t_tl * 1000, t_plain * 1000, hits
+
+
+def w5(tmp: Path, big: int, small: int, probes: int) -> tuple[float, float]:
+    store = threadline.connect(str(tmp / "w5-tl.db"))
+    gen = TextGen(5)
+    bulk_threadline(store, 1, big, gen)
+    store.append_messages("default", "small", [
+        threadline.messages.normalize_message({"role": "user", "content": gen.message()})
+        for _ in range(small)])
+
+    def latency(sid: str) -> float:
+        session = threadline.Session(store, session_id=sid)
+        samples = []
+        for _ in range(probes):
+            text = gen.message()
+            start = time.perf_counter()
+            session.append_message({"role": "user", "content": text})
+            samples.append(time.perf_counter() - start)
+        return statistics.median(samples) * 1e6
+
+    lat_small, lat_big = latency("small"), latency("s0")
+    store.close()
+    return lat_big, lat_small
+
+
+def w6(tmp: Path, n: int, covered: int) -> tuple[float, float]:
+    store = threadline.connect(str(tmp / "w6-tl.db"))
+    bulk_threadline(store, 2, n, TextGen(6))
+    with_overlay = threadline.Session(store, session_id="s0")
+    ids = store.get_path_ids("default", "s0")
+    with_overlay.add_compaction("Summary of the early conversation.", ids[0], ids[covered - 1])
+    plain_session = threadline.Session(store, session_id="s1")
+    assert len(with_overlay.get_history()) == n - covered + 1
+    t_overlay = timed(with_overlay.get_history, repeat=10)
+    t_plain = timed(plain_session.get_history, repeat=10)
+    store.close()
+    return t_overlay * 1000, t_plain * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes for a smoke run")
+    args = parser.parse_args()
+    q = args.quick
+    rows: list[tuple[str, str, str, str, str]] = []
+    with tempfile.TemporaryDirectory(prefix="tl-bench-") as tmpdir:
+        tmp = Path(tmpdir)
+        tl, pl = w1(tmp, 500 if q else 3000)
+        rows.append(("W1 append (msg/s)", f"{tl:,.0f}", f"{pl:,.0f}", f"{pl / tl:.2f}x", "≤ 1.5x"))
+        tl, pl = w2(tmp, 1000)
+        rows.append(("W2 history 1000 (ms)", f"{tl:.2f}", f"{pl:.2f}", f"{tl / pl:.2f}x", "≤ 1.5x"))
+        sessions, per = (100, 100) if q else (1000, 100)
+        tl, pl, hits = w4(tmp, sessions, per)
+        rows.append((f"W4 search {sessions * per:,} (ms/query)", f"{tl:.2f}", f"{pl:.2f}",
+                     f"{tl / pl:.2f}x", "≤ 2x"))
+        big, small = w5(tmp, 10_000 if q else 100_000, 1000, 200)
+        rows.append(("W5 append µs @big vs @1k", f"{big:.0f}", f"{small:.0f}",
+                     f"{big / small:.2f}", "≤ 1.2"))
+        ov, no = w6(tmp, 10_000, 9_000)
+        rows.append(("W6 history 10k, overlay (ms)", f"{ov:.2f}", f"{no:.2f} (no overlay)",
+                     f"{ov / no:.2f}x", "≤ 1.1x"))
+    _print_table(rows)
+    dsn = os.environ.get("THREADLINE_BENCH_PG_DSN")
+    if dsn:
+        _postgres_rows(dsn, q)
+
+
+def _print_table(rows: list[tuple[str, str, str, str, str]]) -> None:
+    header = ("workload", "threadline", "plain sqlite3", "ratio", "target")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
+    print(line)
+    print("-" * len(line))
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+
+
+def _postgres_rows(dsn: str, quick: bool) -> None:
+    import postgres_columns as pg  # noqa: PLC0415 - optional, needs threadline[postgres]
+
+    print("\nPostgreSQL (same workloads, threadline on PostgresStore)")
+    print(f"  append: {pg.pg_append(dsn, 300 if quick else 2000):,.0f} msg/s")
+    print(f"  history 1000: {pg.pg_history(dsn, 1000) * 1000:.2f} ms")
+    per = 100
+    print(f"  search over {(100 if quick else 1000) * per:,}: "
+          f"{pg.pg_search(dsn, 100 if quick else 1000, per) * 1000:.2f} ms/query")
+
+
+if __name__ == "__main__":
+    main()

@@ -211,7 +211,7 @@ def fts5_term(term: Term) -> str | None:
 
 
 _SUFFIXES = ("ments", "ment", "ings", "ing", "ions", "ion", "ers", "er", "ed", "es", "s", "ly")
-_ENDINGS = ("", "s", "ed", "ing", "ment", "er", "ion")
+_ENDINGS = ("", "s", "ed", "ing", "ment", "er")
 
 
 def word_forms(word: str) -> list[str]:
@@ -222,7 +222,7 @@ def word_forms(word: str) -> list[str]:
     ASCII words of four letters or more are expanded.
 
     >>> word_forms("deploys")
-    ['deploys', 'deploy', 'deployed', 'deploying', 'deployment', 'deployer', 'deployion']
+    ['deploys', 'deploy', 'deployed', 'deploying', 'deployment', 'deployer']
     """
     if len(word) < 4 or not (word.isascii() and word.isalpha()):
         return [word]

@@ -30,7 +30,7 @@ from threadline.errors import (
     MessageNotFoundError,
     ThreadlineError,
 )
-from threadline.messages import normalize_message, parse_timestamp, skill_loads_of
+from threadline.messages import is_overlay_id, normalize_message, parse_timestamp, skill_loads_of
 from threadline.state import merge_state, split_delta, validate_delta
 from threadline.store import connect
 from threadline.store.base import Store
@@ -387,10 +387,7 @@ class Session:
         start, end = positions.get(result.from_message_id), positions.get(result.to_message_id)
         if start is None or end is None or start > end:
             return None
-        visible = earliest_visible_overlay(raw_path, compactions)
-        if visible is not None and positions.get(visible.from_message_id, start) < start:
-            start = positions[visible.from_message_id]
-        first_id = raw_path[start]["id"]
+        first_id = _extended_start(history, raw_path, compactions, result.from_message_id)
         self._backend.add_compaction(result.summary, first_id, result.to_message_id)
         if self._cached_prompt or self._frozen is not None:
             self.refresh_system_prompt()
@@ -617,6 +614,27 @@ class Session:
                 self._temp.pop(key, None)
             else:
                 self._temp[key] = value
+
+
+def _extended_start(
+    history: list[Message],
+    raw_path: list[Message],
+    compactions: Sequence[Compaction],
+    from_id: str,
+) -> str:
+    """Where a new overlay starts: the earliest visible overlay's start, so one summary grows —
+    but only when nothing unsummarised lies between that overlay and ``from_id``."""
+    visible = earliest_visible_overlay(raw_path, compactions)
+    if visible is None:
+        return from_id
+    ids = [m["id"] for m in history]
+    overlay_at = ids.index(f"compaction_{visible.id}") if f"compaction_{visible.id}" in ids else -1
+    if from_id not in ids or overlay_at < 0 or overlay_at > ids.index(from_id):
+        return from_id
+    between = ids[overlay_at + 1 : ids.index(from_id)]
+    if all(is_overlay_id(i) for i in between):
+        return visible.from_message_id
+    return from_id
 
 
 def _check_name(what: str, value: object) -> str:

@@ -22,11 +22,14 @@ from threadline.search_query import (
     pg_tsquery_parts,
     substring_terms,
     tokenize,
+    word_forms,
 )
 
 # Every expression is quoted strings joined by AND/OR — no bare operators anywhere.
 QUOTED = r'"(?:[^"]|"")*"'
-EXPRESSION = re.compile(rf"{QUOTED}(?: (?:AND|OR) {QUOTED})*")
+# A term is one quoted string, or (for single words) a parenthesised OR of quoted word forms.
+TERM = rf'(?:{QUOTED}|\({QUOTED}(?: OR {QUOTED})+\))'
+EXPRESSION = re.compile(rf"{TERM}(?: (?:AND|OR) {TERM})*")
 
 DOCS = [
     "Deploy on Friday after the review",
@@ -120,17 +123,23 @@ def test_operators_are_plain_words() -> None:
 
 def test_near_and_star_and_column_filter() -> None:
     assert fts5_match(parse_query("NEAR(deploy friday, 5)"), "all") == (
-        '"near deploy" AND "friday" AND "5"'
+        '"near deploy" AND (' + " OR ".join(f'"{w}"' for w in word_forms("friday")) + ') AND "5"'
     )
-    assert fts5_match(parse_query("deplo*"), "all") == '"deplo"'
+    assert fts5_match(parse_query("deplo*"), "all") == _forms("deplo")
     assert fts5_match(parse_query("content:deploy"), "all") == '"content deploy"'
-    assert fts5_match(parse_query("^start +must -not"), "any") == '"start" OR "must" OR "not"'
+    assert fts5_match(parse_query("^start +must -not"), "any") == (
+        f'{_forms("start")} OR {_forms("must")} OR "not"'
+    )
+
+
+def _forms(word: str) -> str:
+    return "(" + " OR ".join(f'"{w}"' for w in word_forms(word)) + ")"
 
 
 def test_sql_injection_text() -> None:
     terms = parse_query("'; DROP TABLE x; --")
     assert [t.tokens for t in terms] == [("drop",), ("table",), ("x",)]
-    assert fts5_match(terms, "all") == '"drop" AND "table" AND "x"'
+    assert fts5_match(terms, "all") == f'{_forms("drop")} AND {_forms("table")} AND "x"'
 
 
 def test_nul_and_controls_are_whitespace() -> None:
@@ -339,8 +348,19 @@ def test_fts5_terms_are_quoted_tokens(text: str) -> None:
         if expr is None:
             assert term.tokens == ()
             continue
-        assert expr == '"' + " ".join(term.tokens) + '"'
-        assert '"' not in expr[1:-1]
+        forms = word_forms(term.tokens[0]) if len(term.tokens) == 1 else []
+        if not term.is_phrase and len(forms) > 1:
+            assert expr == "(" + " OR ".join(f'"{f}"' for f in forms) + ")"
+        else:
+            assert expr == '"' + " ".join(term.tokens) + '"'
+            assert '"' not in expr[1:-1]
+
+
+def test_word_forms_bridge_porter_stems() -> None:
+    # Porter stems "deploying" to "deploi" but "deployment" to "deploy": the forms cover both.
+    assert {"deploy", "deploying", "deployment"} <= set(word_forms("deployed"))
+    assert word_forms("ran") == ["ran"]  # short words are left to the stemmer
+    assert word_forms("東京都庁") == ["東京都庁"]
 
 
 @given(st.text())

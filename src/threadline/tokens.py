@@ -128,8 +128,18 @@ def _resolve_encoder(encoding: str | Encoder) -> Encoder:
         raise ThreadlineError(
             "exact token counting needs tiktoken: pip install 'threadline[tiktoken]'"
         ) from exc
-    encoder: Encoder = tiktoken.get_encoding(encoding)
-    return encoder
+    return _PlainText(tiktoken.get_encoding(encoding))
+
+
+class _PlainText:
+    """Encode user text as plain text: tiktoken raises on special-token strings by default."""
+
+    def __init__(self, encoding: Any) -> None:
+        self._encoding = encoding
+
+    def encode(self, text: str) -> Sequence[int]:
+        tokens: Sequence[int] = self._encoding.encode(text, disallowed_special=())
+        return tokens
 
 
 def exact_message_counter(encoder: str | Encoder = "cl100k_base") -> MessageCounter:

@@ -122,15 +122,9 @@ def test_tiktoken_counter_rejects_non_encoders() -> None:
         tiktoken_counter(object())  # type: ignore[arg-type]
 
 
-def test_tiktoken_counter_by_name() -> None:
-    try:
-        import tiktoken  # type: ignore[import-not-found, unused-ignore]  # noqa: F401
-    except ImportError:
-        with pytest.raises(ThreadlineError, match=r"threadline\[tiktoken\]"):
-            tiktoken_counter("cl100k_base")
-        return
-    try:
-        counter = tiktoken_counter("cl100k_base")
-    except Exception as exc:  # encoding files may need a network download
-        pytest.skip(f"tiktoken encoding unavailable: {exc}")
-    assert counter(messages=[user("hello")], system_prompt="", blocks=[]) == 5
+def test_tiktoken_counter_without_tiktoken_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tiktoken", None)  # makes `import tiktoken` fail
+    with pytest.raises(ThreadlineError, match=r"threadline\[tiktoken\]"):
+        tiktoken_counter("cl100k_base")

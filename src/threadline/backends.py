@@ -79,7 +79,7 @@ class StoreBackend:
     def append_messages(
         self,
         messages: Sequence[Message],
-        parent_id: str | None | AutoType = AUTO,
+        parent_id: str | AutoType | None = AUTO,
         state_delta: Mapping[str, Any] | None = None,
     ) -> list[Message]:
         return self.store.append_messages(
@@ -125,9 +125,7 @@ class StoreBackend:
         return self.store.get_children(self.app, self.session_id, message_id)
 
     def search(self, query: str, limit: int) -> list[SearchHit]:
-        return self.store.search_messages(
-            self.app, query, session_id=self.session_id, limit=limit
-        )
+        return self.store.search_messages(self.app, query, session_id=self.session_id, limit=limit)
 
     def add_compaction(self, summary: str, from_id: str, to_id: str) -> Compaction:
         return self.store.add_compaction(self.app, self.session_id, summary, from_id, to_id)
@@ -149,7 +147,7 @@ class ProviderBackend:
     def append_messages(
         self,
         messages: Sequence[Message],
-        parent_id: str | None | AutoType = AUTO,
+        parent_id: str | AutoType | None = AUTO,
         state_delta: Mapping[str, Any] | None = None,
     ) -> list[Message]:
         if state_delta:
@@ -165,7 +163,7 @@ class ProviderBackend:
             parent = existing["id"]
         return stored
 
-    def _resolve_parent(self, parent_id: str | None | AutoType) -> str | None:
+    def _resolve_parent(self, parent_id: str | AutoType | None) -> str | None:
         if parent_id is AUTO:
             head = self.provider.get_latest_leaf()
             return head["id"] if head else None

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import threadline
 from threadline.messages import assistant, text_of, tool_call, user
@@ -104,7 +104,9 @@ def _demo_branches(console: Console, manager: threadline.SessionManager) -> None
     trip.append_message(user("I want to visit Lisbon in May. Where should I stay?", id="u1"))
     trip.append_message(assistant("Alfama is charming: steep streets and fado bars.", id="a1"))
     # Regenerate the answer: a second child of u1 is a branch; the head moves to it.
-    trip.append_message(assistant("Try Príncipe Real: quiet, leafy, near the nightlife.", id="a2"), "u1")
+    trip.append_message(
+        assistant("Try Príncipe Real: quiet, leafy, near the nightlife.", id="a2"), "u1"
+    )
     trip.append_message(user("Is it walkable to the river?", id="u2"))
     trip.append_message(assistant("Yes, about 20 minutes downhill to Cais do Sodré.", id="a3"))
     console.print("\n[bold]1. A regenerated answer is a branch[/] (● marks the head path)")
@@ -142,13 +144,17 @@ def _demo_users_and_fork(console: Console, manager: threadline.SessionManager) -
     for sid in ("trip", "madrid"):
         console.print(f"  {sid}: {manager.get_state(sid)}")
     fork = manager.fork("trip", "a1", name="Lisbon, Alfama plan")
-    console.print(f"\n[bold]7. fork('trip', 'a1')[/] → new session {fork.id[:8]}… with "
-                  f"{manager.get_message_count(fork.id)} messages")
+    console.print(
+        f"\n[bold]7. fork('trip', 'a1')[/] → new session {fork.id[:8]}… with "
+        f"{manager.get_message_count(fork.id)} messages"
+    )
     manager.add_usage("trip", 1200, 350, 0.0042)
     console.print("\n[bold]8. Sessions, newest first[/]")
     for info in manager.list().sessions:
-        console.print(f"  {info.id[:8]:<8}  user={info.user_id}  {info.name!r}  "
-                      f"messages={info.message_count}  tokens={info.input_tokens}/{info.output_tokens}")
+        console.print(
+            f"  {info.id[:8]:<8}  user={info.user_id}  {info.name!r}  "
+            f"messages={info.message_count}  tokens={info.input_tokens}/{info.output_tokens}"
+        )
     hits = manager.search("Lisbon", user_id="ana")
     console.print(f"\n[bold]9. Cross-session search 'Lisbon' for user ana[/]: {len(hits)} hit(s)")
 
@@ -163,7 +169,7 @@ def _tree(session: Session) -> Tree:
     path = session.get_history()
     roots = [path[0]] if path else []
 
-    def add(parent: Tree, message: threadline.messages.Message) -> None:
+    def add(parent: Tree, message: dict[str, Any]) -> None:
         marker = "●" if message["id"] in head_path else "○"
         tail = "  [yellow]← head[/]" if head and message["id"] == head["id"] else ""
         label = f"{marker} {message['id']} [dim]{message['role']}[/] {_short(text_of(message))}"
@@ -206,8 +212,10 @@ def _sessions(args: argparse.Namespace) -> int:
         )
         console = _console()
         for info in page.sessions:
-            console.print(f"{info.id}  {info.updated_at:%Y-%m-%d %H:%M}  {info.name or ''}  "
-                          f"({info.message_count} messages)")
+            console.print(
+                f"{info.id}  {info.updated_at:%Y-%m-%d %H:%M}  {info.name or ''}  "
+                f"({info.message_count} messages)"
+            )
     return 0
 
 

@@ -22,7 +22,7 @@ class InvalidMessageError(ThreadlineError, ValueError):
 
 
 class InvalidArgumentError(ThreadlineError, ValueError):
-    """An argument is out of range or inconsistent (bad overlay range, keyed write without key...)."""
+    """An argument is out of range or inconsistent (bad overlay range, keyed write...)."""
 
 
 class MessageNotFoundError(ThreadlineError, KeyError):

@@ -42,6 +42,11 @@ __all__ = ["SessionManager"]
 
 SPLIT_PREFIX = "[Context from previous session]"
 
+# Aliases: inside SessionManager the name ``list`` is the method, not the builtin.
+_Messages = list[Message]
+_Hits = list[SearchHit]
+_Compactions = list[Compaction]
+
 
 class SessionManager:
     """Registry and factory for the sessions of one app.
@@ -68,7 +73,7 @@ class SessionManager:
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
 
-    # -- builder -------------------------------------------------------------------------------
+    # -- builder -----------------------------------------------------------------------------------
     def with_context(
         self,
         label: str,
@@ -126,7 +131,7 @@ class SessionManager:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- registry --------------------------------------------------------------------------------
+    # -- registry ----------------------------------------------------------------------------------
     def create(
         self,
         name: str | None = None,
@@ -139,7 +144,7 @@ class SessionManager:
         state: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> SessionInfo:
-        """Create a session (id generated unless given; an existing id raises SessionExistsError)."""
+        """Create a session (id generated unless given; an existing id: SessionExistsError)."""
         stored_state: dict[str, Any] = {}
         temp: dict[str, Any] = {}
         if state is not None:
@@ -210,7 +215,7 @@ class SessionManager:
             self._sessions.clear()
         return count
 
-    # -- sessions --------------------------------------------------------------------------------
+    # -- sessions ----------------------------------------------------------------------------------
     def get_session(self, session_id: str) -> Session:
         """The ``Session`` object for an id, configured by this manager; cached, creates no row."""
         with self._lock:
@@ -244,7 +249,7 @@ class SessionManager:
         self,
         session_id: str,
         message: Mapping[str, Any],
-        parent_id: str | None | AutoType = AUTO,
+        parent_id: str | AutoType | None = AUTO,
         *,
         state_delta: Mapping[str, Any] | None = None,
     ) -> Message:
@@ -257,7 +262,7 @@ class SessionManager:
         self,
         session_id: str,
         message: Mapping[str, Any],
-        parent_id: str | None | AutoType = AUTO,
+        parent_id: str | AutoType | None = AUTO,
     ) -> Message:
         """Update the message if its id exists in the session, else append it."""
         session = self.get_session(session_id)
@@ -270,12 +275,12 @@ class SessionManager:
         self,
         session_id: str,
         messages: Sequence[Mapping[str, Any]],
-        parent_id: str | None | AutoType = AUTO,
-    ) -> list[Message]:
+        parent_id: str | AutoType | None = AUTO,
+    ) -> _Messages:
         """Append several messages in one transaction (attached to the head by default)."""
         return self.get_session(session_id).append_messages(messages, parent_id)
 
-    def get_history(self, session_id: str, leaf_id: str | None = None, **options: Any) -> list[Message]:
+    def get_history(self, session_id: str, leaf_id: str | None = None, **options: Any) -> _Messages:
         """History of a session (see ``Session.get_history``)."""
         return self.get_session(session_id).get_history(leaf_id, **options)
 
@@ -291,7 +296,7 @@ class SessionManager:
         """Delete some messages of a session."""
         return self.get_session(session_id).delete_messages(ids)
 
-    def get_branches(self, session_id: str, message_id: str) -> list[Message]:
+    def get_branches(self, session_id: str, message_id: str) -> _Messages:
         """Children of a message in a session, oldest first."""
         return self.get_session(session_id).get_branches(message_id)
 
@@ -301,7 +306,7 @@ class SessionManager:
         """Store a summary overlay in a session."""
         return self.get_session(session_id).add_compaction(summary, from_message_id, to_message_id)
 
-    def get_compactions(self, session_id: str) -> list[Compaction]:
+    def get_compactions(self, session_id: str) -> _Compactions:
         """Overlays of a session, oldest first."""
         return self.get_session(session_id).get_compactions()
 
@@ -319,7 +324,9 @@ class SessionManager:
         )
         copies = [{**m, "id": new_id()} for m in history]
         if copies:
-            self.store.append_messages(self.app_name, child.id, copies, None, user_id=source.user_id)
+            self.store.append_messages(
+                self.app_name, child.id, copies, None, user_id=source.user_id
+            )
         return self.get(child.id) or child
 
     def compact_and_split(
@@ -356,10 +363,8 @@ class SessionManager:
             raise SessionNotFoundError(f"session {session_id!r} not found in app {self.app_name!r}")
         return info
 
-    # -- search and tools ----------------------------------------------------------------------------
-    def search(
-        self, query: str, *, limit: int = 20, user_id: str | None = None
-    ) -> list[SearchHit]:
+    # -- search and tools --------------------------------------------------------------------------
+    def search(self, query: str, *, limit: int = 20, user_id: str | None = None) -> _Hits:
         """Full-text search across this app's sessions (optionally one user's)."""
         if not isinstance(query, str) or limit < 1:
             return []
@@ -401,4 +406,3 @@ class _HistorySearch:
         if not hits:
             return None
         return "\n---\n".join(f"[{h.role}] {h.content}" for h in hits)
-

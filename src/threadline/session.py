@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from threadline.backends import ProviderBackend, SessionProvider, StoreBackend, is_store
 from threadline.compaction.overlays import apply_overlays, earliest_visible_overlay
@@ -39,8 +39,8 @@ from threadline.tools import Toolset, build_context_tools
 from threadline.types import (
     AUTO,
     AutoType,
-    Compaction,
     CompactContext,
+    Compaction,
     CompactResult,
     ContextBlock,
     Message,
@@ -98,7 +98,7 @@ class Session:
         self._frozen: str | None = None
         self._loaded: set[str] | None = None
 
-    # -- building ----------------------------------------------------------------------------
+    # -- building ----------------------------------------------------------------------------------
     @classmethod
     def create(cls, store: Store | SessionProvider | str) -> Session:
         """Start a builder from a Store, a store URL (owned: closed by ``close()``) or a provider.
@@ -180,7 +180,7 @@ class Session:
         self._error_handler = handler
         return self
 
-    # -- identity and lifecycle ---------------------------------------------------------------
+    # -- identity and lifecycle --------------------------------------------------------------------
     @property
     def session_id(self) -> str:
         """This session's id."""
@@ -199,12 +199,13 @@ class Session:
     @property
     def store(self) -> Store | None:
         """The backing Store (``None`` with a custom SessionProvider)."""
-        return self._source if is_store(self._source) else None  # type: ignore[return-value]
+        return cast(Store, self._source) if is_store(self._source) else None
 
     def close(self) -> None:
         """Close the store if this session opened it from a URL."""
-        if self._owns_store and is_store(self._source):
-            self._source.close()  # type: ignore[union-attr]
+        store = self.store
+        if self._owns_store and store is not None:
+            store.close()
 
     def __enter__(self) -> Session:
         return self
@@ -217,7 +218,7 @@ class Session:
         if self._backend_obj is None:
             if is_store(self._source):
                 self._backend_obj = StoreBackend(
-                    self._source,  # type: ignore[arg-type]
+                    cast(Store, self._source),
                     app=self._app_name,
                     session_id=self._session_id,
                     user_id=self._user_id,
@@ -237,11 +238,11 @@ class Session:
             raise ThreadlineError(f"{feature} needs a threadline Store, not a custom provider")
         return store
 
-    # -- messages and the tree ------------------------------------------------------------------
+    # -- messages and the tree ---------------------------------------------------------------------
     def append_message(
         self,
         message: Mapping[str, Any],
-        parent_id: str | None | AutoType = AUTO,
+        parent_id: str | AutoType | None = AUTO,
         *,
         state_delta: Mapping[str, Any] | None = None,
     ) -> Message:
@@ -266,7 +267,7 @@ class Session:
         return stored
 
     def append_messages(
-        self, messages: Sequence[Mapping[str, Any]], parent_id: str | None | AutoType = AUTO
+        self, messages: Sequence[Mapping[str, Any]], parent_id: str | AutoType | None = AUTO
     ) -> list[Message]:
         """Store several messages in one transaction; each parents the next."""
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
@@ -332,7 +333,7 @@ class Session:
         """Root→leaf path with overlays applied, then ``after``, ``limit``, ``max_tokens``.
 
         >>> s = Session.create(":memory:")
-        >>> _ = s.append_messages([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])
+        >>> _ = s.append_messages([{"role": "user", "content": c} for c in "ab"])
         >>> len(s.get_history(limit=1))
         1
         """
@@ -358,7 +359,7 @@ class Session:
             return []
         return self._backend.search(query, limit)
 
-    # -- overlays and compaction ------------------------------------------------------------------
+    # -- overlays and compaction -------------------------------------------------------------------
     def add_compaction(self, summary: str, from_message_id: str, to_message_id: str) -> Compaction:
         """Store a summary overlay replacing ``from``..``to`` when history is read."""
         if not isinstance(summary, str):
@@ -530,7 +531,7 @@ class Session:
         store = self._require_store("with_cached_prompt()")
         store.set_prompt(self._app_name, self._session_id, prompt)
 
-    # -- tools and skills ----------------------------------------------------------------------------
+    # -- tools and skills --------------------------------------------------------------------------
     def tools(self) -> Toolset:
         """Tools the model can call to edit its memory, derived from the block kinds."""
         return build_context_tools(self)

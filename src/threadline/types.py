@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any, Final, Literal
 
 Message = dict[str, Any]
-"""A message in AI SDK ``UIMessage`` shape: ``{"id", "role", "parts", "createdAt"?, "metadata"?}``."""
+"""A message in AI SDK ``UIMessage`` shape (``id``, ``role``, ``parts``, ``createdAt``...)."""
 
 Scope = Literal["session", "user", "app"]
 

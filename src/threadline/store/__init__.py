@@ -30,7 +30,9 @@ __all__ = [
 ]
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
-SUPPORTED = "sqlite:///relative.db, sqlite:////absolute.db, a bare file path, ':memory:', postgresql://..."
+SUPPORTED = (
+    "sqlite:///relative.db, sqlite:////absolute.db, a bare file path, ':memory:', postgresql://..."
+)
 
 
 def connect(url: str | os.PathLike[str]) -> Store:

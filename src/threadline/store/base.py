@@ -20,7 +20,8 @@ Rules every implementation follows (the conformance suite checks them):
 
 >>> import threadline
 >>> store = threadline.connect(":memory:")
->>> store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}], AUTO)[0]["id"]
+>>> msg = {"id": "m1", "role": "user", "parts": []}
+>>> store.append_messages("default", "s1", [msg], AUTO)[0]["id"]
 'm1'
 """
 
@@ -41,7 +42,7 @@ from threadline.types import (
     SessionPage,
 )
 
-__all__ = ["AUTO", "Entry", "OwnerKind", "RecentPath", "SkillLoad", "Store", "UNSET"]
+__all__ = ["AUTO", "UNSET", "Entry", "OwnerKind", "RecentPath", "SkillLoad", "Store"]
 
 OwnerKind = Literal["session", "user", "app"]
 """Who a block or state key belongs to: one session, one user of the app, or the whole app."""
@@ -164,7 +165,7 @@ class Store(Protocol):
         app: str,
         session_id: str,
         messages: Sequence[Message],
-        parent_id: str | None | AutoType = AUTO,
+        parent_id: str | AutoType | None = AUTO,
         *,
         user_id: str | None = None,
         state_delta: Mapping[str, Any] | None = None,

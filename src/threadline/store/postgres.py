@@ -135,8 +135,9 @@ def _decode_row(row: Row) -> Row:
 
 
 def _search_text(text: str) -> str:
-    """Text for the search columns: NUL becomes a space (it separates words anyway)."""
-    return text.replace("\x00", " ")
+    """Text of the search columns: lowercased by Python, like the query's substrings, so a
+    plain (fast, trigram-indexed) ``LIKE`` finds them; NUL becomes a space."""
+    return text.replace("\x00", " ").lower()
 
 
 @functools.lru_cache(maxsize=1024)
@@ -319,7 +320,7 @@ def ensure_schema(conn: PgConn) -> None:
 
 
 class _TermSQL(NamedTuple):
-    """One search term as SQL pieces: its tsquery function and text, and its ILIKE pattern."""
+    """One search term as SQL pieces: its tsquery function and text, and its LIKE pattern."""
 
     function: str | None
     text: str
@@ -348,7 +349,7 @@ def _tsquery(terms: Sequence[_TermSQL], joiner: str) -> tuple[str, list[Any]]:
 
 
 def _like(text_col: str) -> str:
-    return f"{text_col} ILIKE ? ESCAPE '\\'"
+    return f"{text_col} LIKE ? ESCAPE '\\'"
 
 
 def _condition(
@@ -467,11 +468,15 @@ _INSERT_MESSAGE = (
     f"INSERT INTO tl_messages ({MESSAGE_COLUMNS}, search_text) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, session_id, id) DO NOTHING"
 )
-_REGISTER_SESSION = (
+# Registers the session if missing and row-locks it, in one statement: "ON CONFLICT DO
+# UPDATE ... WHERE false" locks the existing row without writing a new version of it (the
+# same as "ON CONFLICT DO NOTHING" + "SELECT ... FOR UPDATE", one round trip fewer); a row
+# this statement inserts is ours until COMMIT anyway.
+_LOCK_SESSION = (
     "INSERT INTO tl_sessions (app, id, user_id, metadata, created_at, updated_at) "
-    "VALUES (?, ?, ?, '{}', ?, ?) ON CONFLICT (app, id) DO NOTHING"
+    "VALUES (?, ?, ?, '{}', ?, ?) ON CONFLICT (app, id) DO UPDATE SET id = excluded.id "
+    "WHERE false"
 )
-_LOCK_SESSION = "SELECT 1 FROM tl_sessions WHERE app = ? AND id = ? FOR UPDATE"
 _UPSERT_ENTRY = (
     "INSERT INTO tl_entries (app, label, key, content, description, updated_at, search_text) "
     "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, label, key) DO UPDATE SET "
@@ -572,8 +577,7 @@ class PostgresStore(SQLStore):
     def _lock_session(tx: _PgTx, key: SessionKey) -> None:
         app, session_id, user_id = key
         now = now_us()
-        tx.execute(_REGISTER_SESSION, (app, session_id, user_id, now, now))
-        tx.execute(_LOCK_SESSION, (app, session_id))
+        tx.execute(_LOCK_SESSION, (app, session_id, user_id, now, now))
 
     # ------------------------------------------------------------------ dialect: search index
 

@@ -17,13 +17,15 @@ every commit.
 from __future__ import annotations
 
 import contextlib
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from threadline.errors import StoreError, ThreadlineError
-from threadline.search_query import MatchMode, Term, fts5_match, fts5_quote, fts5_term, like_pattern
+from threadline.messages import decode_message, text_of
+from threadline.search_query import MatchMode, Term, fts5_match, fts5_term
 from threadline.store._sql import MESSAGE_COLUMNS, MessageRow, Row, SessionKey, SQLStore, T
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -55,7 +57,9 @@ _SCHEMA_V1 = (
     "ON tl_messages (app, session_id, parent_id, seq)",
     "CREATE VIRTUAL TABLE IF NOT EXISTS tl_messages_fts "
     "USING fts5(text, tokenize='porter unicode61')",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS tl_messages_tri USING fts5(text, tokenize='trigram')",
+    # detail=none: substring lookups go through LIKE, which re-checks the stored text anyway.
+    "CREATE VIRTUAL TABLE IF NOT EXISTS tl_messages_tri "
+    "USING fts5(text, tokenize='trigram', detail=none, columnsize=0)",
     """CREATE TABLE IF NOT EXISTS tl_compactions (
         app TEXT NOT NULL, session_id TEXT NOT NULL, id TEXT NOT NULL, summary TEXT NOT NULL,
         from_message_id TEXT NOT NULL, to_message_id TEXT NOT NULL, seq INTEGER NOT NULL,
@@ -76,15 +80,32 @@ _SCHEMA_V1 = (
         description TEXT, updated_at INTEGER NOT NULL, PRIMARY KEY (app, label, key))""",
     "CREATE VIRTUAL TABLE IF NOT EXISTS tl_entries_fts "
     "USING fts5(text, tokenize='porter unicode61')",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS tl_entries_tri USING fts5(text, tokenize='trigram')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS tl_entries_tri "
+    "USING fts5(text, tokenize='trigram', detail=none, columnsize=0)",
     """CREATE TABLE IF NOT EXISTS tl_state (
         app TEXT NOT NULL, owner TEXT NOT NULL, owner_id TEXT NOT NULL, key TEXT NOT NULL,
         value TEXT NOT NULL, PRIMARY KEY (app, owner, owner_id, key)) WITHOUT ROWID""",
 )
 
 
+# Messages reach the trigram index in batches (see SQLiteStore._catch_up_trigram): every
+# message with rowid <= tl_meta.trigram_upto is indexed, later ones are pending. SQLite reuses
+# the highest rowid after a delete, so deleting rows lowers the mark to the highest remaining
+# rowid; a reused rowid is then pending again instead of silently unindexed.
+_SCHEMA_V1_TRIGRAM = (
+    "INSERT INTO tl_meta (key, value) VALUES ('trigram_upto', '0') ON CONFLICT (key) DO NOTHING",
+    """CREATE TRIGGER IF NOT EXISTS tl_messages_trigram_mark AFTER DELETE ON tl_messages
+    WHEN old.rowid <= (SELECT CAST(value AS INTEGER) FROM tl_meta WHERE key = 'trigram_upto')
+    BEGIN
+        UPDATE tl_meta SET value = CAST((SELECT COALESCE(MAX(rowid), 0) FROM tl_messages) AS TEXT)
+        WHERE key = 'trigram_upto'
+        AND CAST(value AS INTEGER) > (SELECT COALESCE(MAX(rowid), 0) FROM tl_messages);
+    END""",
+)
+
+
 def _migrate_to_1(conn: sqlite3.Connection) -> None:
-    for statement in _SCHEMA_V1:
+    for statement in (*_SCHEMA_V1, *_SCHEMA_V1_TRIGRAM):
         conn.execute(statement)
 
 
@@ -103,6 +124,13 @@ _SQL_INSERT_MESSAGE = (
 )
 _SQL_MESSAGE_ROWID = "SELECT rowid FROM tl_messages WHERE app = ? AND session_id = ? AND id = ?"
 _SQL_ENTRY_ROWID = "SELECT rowid FROM tl_entries WHERE app = ? AND label = ? AND key = ?"
+_SQL_TRIGRAM_MARK = "SELECT CAST(value AS INTEGER) FROM tl_meta WHERE key = 'trigram_upto'"
+_SQL_SET_TRIGRAM_MARK = "UPDATE tl_meta SET value = ? WHERE key = 'trigram_upto'"
+_SQL_MAX_MESSAGE_ROWID = "SELECT COALESCE(MAX(rowid), 0) FROM tl_messages"
+_SQL_PENDING_TRIGRAM = "SELECT rowid, data FROM tl_messages WHERE rowid > ? ORDER BY rowid"
+_TRIGRAM_BATCH = 64
+"""Pending messages that trigger a trigram catch-up inside an append (one FTS5 segment per
+batch instead of one per commit: the trigram index is the most expensive part of a write)."""
 
 
 class _Corpus:
@@ -180,6 +208,7 @@ class SQLiteStore(SQLStore):
         except sqlite3.Error as exc:
             raise StoreError("open", exc) from exc
         self._tx = _Tx(self._conn)
+        self._trigram_hint = 0  # last known tl_meta.trigram_upto (a hint; re-read when used)
         try:
             self._configure(mode, busy_timeout)
             self._migrate()
@@ -293,18 +322,54 @@ class SQLiteStore(SQLStore):
 
     def _insert_message(self, tx: Any, row: MessageRow) -> bool:
         cursor = self._conn.execute(_SQL_INSERT_MESSAGE, row.values())
-        if cursor.rowcount != 1 or cursor.lastrowid is None:
+        rowid = cursor.lastrowid
+        if cursor.rowcount != 1 or rowid is None:
             return False
-        self._index(_MESSAGES, cursor.lastrowid, row.text)
+        if row.text:
+            self._conn.execute(_MESSAGES.insert_fts, (rowid, row.text))
+        if rowid - self._trigram_hint >= _TRIGRAM_BATCH:
+            self._catch_up_trigram()
         return True
+
+    def _trigram_mark(self) -> int:
+        row = self._conn.execute(_SQL_TRIGRAM_MARK).fetchone()
+        mark = int(row[0]) if row else 0
+        self._trigram_hint = mark
+        return mark
+
+    def _catch_up_trigram(self) -> None:
+        """Index every pending message in the trigram table (inside a write transaction)."""
+        mark = self._trigram_mark()
+        rows = self._conn.execute(_SQL_PENDING_TRIGRAM, (mark,)).fetchall()
+        if not rows:
+            return
+        for rowid, data in rows:
+            text = text_of(decode_message(data))
+            if text:
+                self._conn.execute(_MESSAGES.insert_tri, (rowid, text))
+        self._trigram_hint = rows[-1][0]
+        self._conn.execute(_SQL_SET_TRIGRAM_MARK, (str(self._trigram_hint),))
+
+    def _ensure_trigram(self) -> None:
+        """Before a substring search: index pending messages (a short write transaction)."""
+        row = self._conn.execute(_SQL_MAX_MESSAGE_ROWID).fetchone()
+        if row is not None and int(row[0]) > self._trigram_mark():
+            self._write("search_messages", lambda tx: self._catch_up_trigram())
 
     def _reindex_message(
         self, tx: Any, app: str, session_id: str, message_id: str, text: str
     ) -> None:
         row = self._conn.execute(_SQL_MESSAGE_ROWID, (app, session_id, message_id)).fetchone()
-        if row is not None:
-            self._unindex(_MESSAGES, row[0])
-            self._index(_MESSAGES, row[0], text)
+        if row is None:
+            return
+        rowid = row[0]
+        self._conn.execute(_MESSAGES.delete_fts, (rowid,))
+        if text:
+            self._conn.execute(_MESSAGES.insert_fts, (rowid, text))
+        if rowid <= self._trigram_mark():  # pending rows are indexed later from their data
+            self._conn.execute(_MESSAGES.delete_tri, (rowid,))
+            if text:
+                self._conn.execute(_MESSAGES.insert_tri, (rowid, text))
 
     def _unindex_messages(
         self, tx: Any, app: str, session_id: str, message_ids: Sequence[str] | None
@@ -378,6 +443,8 @@ class SQLiteStore(SQLStore):
             params = [app, app, user_id]
         else:
             scope, params = "{p}x.app = ?", [app]
+        if any(t.needs_substring and t.substring for t in terms):
+            self._ensure_trigram()
         return self._search(_MESSAGES, terms, mode, scope, params, limit)
 
     def _search_entry_rows(
@@ -405,6 +472,8 @@ class SQLiteStore(SQLStore):
 
 # --------------------------------------------------------------------------- search SQL
 
+_LIKE_SPECIAL = re.compile(r"[%_]")
+
 
 def _term_condition(corpus: _Corpus, term: Term, *, words: bool) -> tuple[str, list[Any]]:
     """SQL true for rows of ``x`` that satisfy ``term`` (word phrase and/or substring)."""
@@ -415,14 +484,17 @@ def _term_condition(corpus: _Corpus, term: Term, *, words: bool) -> tuple[str, l
         parts.append(f"x.rowid IN (SELECT rowid FROM {corpus.fts} WHERE {corpus.fts} MATCH ?)")
         params.append(expression)
     if term.needs_substring and term.substring:
-        if len(term.substring) >= 3:  # the trigram index needs three characters
-            parts.append(f"x.rowid IN (SELECT rowid FROM {corpus.tri} WHERE {corpus.tri} MATCH ?)")
-            params.append(fts5_quote(term.substring))
-        else:
-            parts.append(
-                f"x.rowid IN (SELECT rowid FROM {corpus.tri} WHERE text LIKE ? ESCAPE '\\')"
-            )
-            params.append(like_pattern(term.substring))
+        # LIKE (no ESCAPE, which would disable the trigram index); "%" and "_" inside the
+        # term widen the pattern, so such terms are re-checked exactly with instr().
+        # Only patterns with a literal run of three characters can use the index (SQLite's
+        # trigram LIKE returns nothing for shorter multi-byte patterns): "+text" scans instead.
+        sub = term.substring
+        exact = " AND instr(lower(text), ?) > 0" if ("%" in sub or "_" in sub) else ""
+        column = "text" if any(len(run) >= 3 for run in _LIKE_SPECIAL.split(sub)) else "+text"
+        parts.append(
+            f"x.rowid IN (SELECT rowid FROM {corpus.tri} WHERE {column} LIKE ?{exact})"
+        )
+        params += [f"%{sub}%", sub] if exact else [f"%{sub}%"]
     return ("(" + " OR ".join(parts) + ")" if parts else ""), params
 
 

@@ -96,11 +96,16 @@ def timed(fn: Callable[[], object], repeat: int = 1) -> float:
 
 def bulk_threadline(store: threadline.Store, sessions: int, per: int, gen: TextGen) -> None:
     for s in range(sessions):
-        batch = [{"role": "user" if i % 2 == 0 else "assistant", "content": gen.message()}
-                 for i in range(per)]
+        batch = [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": gen.message()}
+            for i in range(per)
+        ]
         for start in range(0, per, 500):
-            store.append_messages("default", f"s{s}", [
-                threadline.messages.normalize_message(m) for m in batch[start:start + 500]])
+            store.append_messages(
+                "default",
+                f"s{s}",
+                [threadline.messages.normalize_message(m) for m in batch[start : start + 500]],
+            )
 
 
 def bulk_plain(plain: Plain, sessions: int, per: int, gen: TextGen) -> None:
@@ -111,17 +116,30 @@ def bulk_plain(plain: Plain, sessions: int, per: int, gen: TextGen) -> None:
         for i in range(per):
             text = gen.message()
             mid = uuid.uuid4().hex
-            data = json.dumps({"id": mid, "role": "user", "parts": [{"type": "text", "text": text}]})
-            cur = db.execute("INSERT INTO msgs VALUES (?,?,?,?,?)", (f"s{s}", mid, head, i + 1, data))
+            data = json.dumps(
+                {"id": mid, "role": "user", "parts": [{"type": "text", "text": text}]}
+            )
+            cur = db.execute(
+                "INSERT INTO msgs VALUES (?,?,?,?,?)", (f"s{s}", mid, head, i + 1, data)
+            )
             db.execute("INSERT INTO fts(rowid, text) VALUES (?,?)", (cur.lastrowid, text))
             head = mid
         db.execute("INSERT OR REPLACE INTO heads VALUES (?,?,?)", (f"s{s}", head, per))
     db.execute("COMMIT")
 
 
-QUERIES = ("deployment failed Friday", "billing service rolled back", "search index",
-           "migration approved", "customer prefers email", "timeout gateway replica",
-           "ops@example.com", "3.11.7", "東京", "runbook rollback minutes")
+QUERIES = (
+    "deployment failed Friday",
+    "billing service rolled back",
+    "search index",
+    "migration approved",
+    "customer prefers email",
+    "timeout gateway replica",
+    "ops@example.com",
+    "3.11.7",
+    "東京",
+    "runbook rollback minutes",
+)
 
 
 def w1(tmp: Path, n: int) -> tuple[float, float]:
@@ -174,9 +192,14 @@ def w5(tmp: Path, big: int, small: int, probes: int) -> tuple[float, float]:
     store = threadline.connect(str(tmp / "w5-tl.db"))
     gen = TextGen(5)
     bulk_threadline(store, 1, big, gen)
-    store.append_messages("default", "small", [
-        threadline.messages.normalize_message({"role": "user", "content": gen.message()})
-        for _ in range(small)])
+    store.append_messages(
+        "default",
+        "small",
+        [
+            threadline.messages.normalize_message({"role": "user", "content": gen.message()})
+            for _ in range(small)
+        ],
+    )
 
     def latency(sid: str) -> float:
         session = threadline.Session(store, session_id=sid)
@@ -221,14 +244,35 @@ def main() -> None:
         rows.append(("W2 history 1000 (ms)", f"{tl:.2f}", f"{pl:.2f}", f"{tl / pl:.2f}x", "≤ 1.5x"))
         sessions, per = (100, 100) if q else (1000, 100)
         tl, pl, hits = w4(tmp, sessions, per)
-        rows.append((f"W4 search {sessions * per:,} (ms/query)", f"{tl:.2f}", f"{pl:.2f}",
-                     f"{tl / pl:.2f}x", "≤ 2x"))
+        rows.append(
+            (
+                f"W4 search {sessions * per:,} (ms/query)",
+                f"{tl:.2f}",
+                f"{pl:.2f}",
+                f"{tl / pl:.2f}x",
+                "≤ 2x",
+            )
+        )
         big, small = w5(tmp, 10_000 if q else 100_000, 1000, 200)
-        rows.append(("W5 append µs @big vs @1k", f"{big:.0f}", f"{small:.0f}",
-                     f"{big / small:.2f}", "≤ 1.2"))
+        rows.append(
+            (
+                "W5 append µs @big vs @1k",
+                f"{big:.0f}",
+                f"{small:.0f}",
+                f"{big / small:.2f}",
+                "≤ 1.2",
+            )
+        )
         ov, no = w6(tmp, 10_000, 9_000)
-        rows.append(("W6 history 10k, overlay (ms)", f"{ov:.2f}", f"{no:.2f} (no overlay)",
-                     f"{ov / no:.2f}x", "≤ 1.1x"))
+        rows.append(
+            (
+                "W6 history 10k, overlay (ms)",
+                f"{ov:.2f}",
+                f"{no:.2f} (no overlay)",
+                f"{ov / no:.2f}x",
+                "≤ 1.1x",
+            )
+        )
     _print_table(rows)
     dsn = os.environ.get("THREADLINE_BENCH_PG_DSN")
     if dsn:
@@ -252,8 +296,10 @@ def _postgres_rows(dsn: str, quick: bool) -> None:
     print(f"  append: {pg.pg_append(dsn, 300 if quick else 2000):,.0f} msg/s")
     print(f"  history 1000: {pg.pg_history(dsn, 1000) * 1000:.2f} ms")
     per = 100
-    print(f"  search over {(100 if quick else 1000) * per:,}: "
-          f"{pg.pg_search(dsn, 100 if quick else 1000, per) * 1000:.2f} ms/query")
+    print(
+        f"  search over {(100 if quick else 1000) * per:,}: "
+        f"{pg.pg_search(dsn, 100 if quick else 1000, per) * 1000:.2f} ms/query"
+    )
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ def new(store: Any, sid: str = "big") -> Session:
 
 def _warned(caplog: Any) -> bool:
     return any(
-        r.levelno >= logging.WARNING and r.name.split(".")[0] == "threadline" for r in caplog.records
+        r.levelno >= logging.WARNING and r.name.split(".")[0] == "threadline"
+        for r in caplog.records
     )
 
 
@@ -74,7 +75,9 @@ def test_oversized_text_parts_are_truncated_oldest_first(store: Any) -> None:
 
 def test_oversized_user_message_is_stored_not_rejected(store: Any) -> None:
     session = new(store, "user")
-    session.append_message({"id": "u1", "role": "user", "parts": [{"type": "text", "text": "é" * 1_000_000}]})
+    session.append_message(
+        {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "é" * 1_000_000}]}
+    )
     stored = session.get_message("u1")
     assert stored is not None
     assert size(stored) <= LIMIT
@@ -84,7 +87,9 @@ def test_oversized_user_message_is_stored_not_rejected(store: Any) -> None:
 def test_message_just_under_the_limit_is_unchanged(store: Any) -> None:
     session = new(store, "under")
     text = "z" * 1_500_000
-    session.append_message({"id": "ok", "role": "assistant", "parts": [{"type": "text", "text": text}]})
+    session.append_message(
+        {"id": "ok", "role": "assistant", "parts": [{"type": "text", "text": text}]}
+    )
     stored = session.get_message("ok")
     assert stored is not None
     assert stored["parts"][0]["text"] == text

@@ -313,7 +313,9 @@ def test_init_called_exactly_once_per_provider_per_session_object(store: Any) ->
 
 def test_init_receives_label_of_each_block(store: Any) -> None:
     a, b = Box("a"), Box("b")
-    session = new(store, "labels").with_context("first", provider=a).with_context("second", provider=b)
+    session = (
+        new(store, "labels").with_context("first", provider=a).with_context("second", provider=b)
+    )
     session.freeze_system_prompt()
     session.replace_context_block("first", "a2")
     session.refresh_system_prompt()
@@ -380,9 +382,7 @@ def _skill_dir(tmp_path: Path) -> Path:
     (tmp_path / "pirate.md").write_text(
         "---\ndescription: Talk like a pirate\n---\n# Pirate\nSay arr.\n", encoding="utf-8"
     )
-    (tmp_path / "formal.md").write_text(
-        "# Formal Tone\n\nUse formal language.\n", encoding="utf-8"
-    )
+    (tmp_path / "formal.md").write_text("# Formal Tone\n\nUse formal language.\n", encoding="utf-8")
     (tmp_path / "notes.txt").write_text("not a skill\n", encoding="utf-8")
     return tmp_path
 
@@ -447,9 +447,8 @@ def test_store_search_and_skill_entries_shared_per_app_and_label(store: Any) -> 
         )
         == 'Indexed "zebra-fact" in kb.'
     )
-    assert (
-        ta.execute("set_context", {"label": "kb", "content": "giraffes are tall"})
-        .startswith('Indexed "giraffes-are-tall-')
+    assert ta.execute("set_context", {"label": "kb", "content": "giraffes are tall"}).startswith(
+        'Indexed "giraffes-are-tall-'
     )
     assert (
         ta.execute(

@@ -16,10 +16,10 @@ from threadline import (
     Compaction,
     CompactionError,
     CompactResult,
+    ContextBlock,
     Session,
     SessionManager,
     StaticContext,
-    ContextBlock,
     create_compact_function,
 )
 from threadline.messages import assistant, text_of, user
@@ -205,10 +205,15 @@ def test_compact_on_a_branch_ignores_sibling_overlays(store: Any) -> None:
     # branch A still reads through its own overlay only
     assert ids_of(session.get_history("a4")) == ["m0", f"compaction_{sibling.id}"]
     # compact(leaf_id) of branch A extends A's overlay, ignoring B's
-    fn.result = CompactResult("a4", "a4", "A2")
-    session.compact("a4")
+    session.append_messages([user("a5", id="a5"), assistant("a6", id="a6")], parent_id="a4")
+    fn.result = CompactResult("a5", "a5", "A2")
+    assert session.compact("a6") is not None
+    assert ids_of(fn.calls[-1][0]) == ["m0", f"compaction_{sibling.id}", "a5", "a6"]
     latest = session.get_compactions()[-1]
-    assert (latest.from_message_id, latest.to_message_id) == ("m1", "a4")
+    assert (latest.from_message_id, latest.to_message_id) == ("m1", "a5")
+    assert ids_of(session.get_history("a6")) == ["m0", f"compaction_{latest.id}", "a6"]
+    # and branch B still shows only its own overlay
+    assert ids_of(session.get_history("b5")) == ["m0", "m1", "m2", f"compaction_{stored.id}", "b5"]
 
 
 def test_compact_refreshes_cached_prompt(store: Any) -> None:
@@ -237,7 +242,9 @@ class Counter:
         self.calls: list[dict[str, Any]] = []
 
     def __call__(self, *, messages: Any, system_prompt: Any, blocks: Any) -> int:
-        self.calls.append({"messages": list(messages), "system_prompt": system_prompt, "blocks": blocks})
+        self.calls.append(
+            {"messages": list(messages), "system_prompt": system_prompt, "blocks": blocks}
+        )
         return self.per_message * len(list(messages))
 
 
@@ -384,7 +391,7 @@ def test_auto_compaction_failure_without_handler_logs_warning(store: Any, caplog
     assert warnings
 
 
-# ---------------------------------------------------------------------------- create_compact_function
+# ------------------------------------------------------------------------ create_compact_function
 
 
 def _conversation(session: Session, n: int = 30, start: int = 0) -> list[str]:
@@ -472,8 +479,10 @@ def test_create_compact_function_with_extractive_summarizer(store: Any) -> None:
 
 def test_manager_sessions_use_compaction_settings(store: Any) -> None:
     fn = Recorder(lambda ms: CompactResult(ms[0]["id"], ms[-2]["id"], "mgr"))
-    manager = SessionManager(store, app_name="cmp").on_compaction(fn).compact_after(
-        30, token_counter=Counter()
+    manager = (
+        SessionManager(store, app_name="cmp")
+        .on_compaction(fn)
+        .compact_after(30, token_counter=Counter())
     )
     for i in range(4):
         manager.append("s", user(f"hello {i}", id=f"m{i}"))
@@ -503,3 +512,30 @@ def test_summary_budget_uses_estimate_message_tokens(store: Any) -> None:
     budget = max(100, int(0.2 * estimate_message_tokens(middle)))  # type: ignore[arg-type]
     assert budget > 100
     assert str(budget) in prompts[0]
+
+
+def test_tail_counting_falls_back_to_the_session_counter(store: Any) -> None:
+    def session_counter(*, messages: Any, system_prompt: Any, blocks: Any) -> int:
+        return 10 * len(list(messages))
+
+    fn = create_compact_function(summarize=lambda p: "S", tail_token_budget=55)
+    session = (
+        new(store, "fallback").on_compaction(fn).compact_after(10**9, token_counter=session_counter)
+    )
+    _conversation(session, 30)
+    # 10 tokens per message from the session counter: the tail keeps 5 messages (50 <= 55)
+    assert session.compact() == CompactResult("t3", "t24", "S")
+
+
+def test_tail_counting_prefers_the_function_counter(store: Any) -> None:
+    def session_counter(*, messages: Any, system_prompt: Any, blocks: Any) -> int:
+        return 1000 * len(list(messages))
+
+    fn = create_compact_function(
+        summarize=lambda p: "S", tail_token_budget=55, token_counter=lambda ms: 10 * len(ms)
+    )
+    session = (
+        new(store, "prefer").on_compaction(fn).compact_after(10**9, token_counter=session_counter)
+    )
+    _conversation(session, 30)
+    assert session.compact() == CompactResult("t3", "t24", "S")

@@ -8,7 +8,6 @@ path of 1000 messages: nothing lost, nothing forked.
 from __future__ import annotations
 
 import multiprocessing
-import traceback
 from typing import Any
 
 import threadline
@@ -19,31 +18,43 @@ PER_PROCESS = 250
 SESSION = "race"
 
 
-def _writer(url: str, k: int, barrier: Any, problems: Any) -> None:
-    """Child process: connect by URL, wait for the others, append PER_PROCESS messages."""
+# The child runs this source through the builtin ``exec`` (picklable by reference), so it does
+# not need to import this test module: with --import-mode=importlib it is not importable.
+WRITER = """
+import traceback
+import threadline
+from threadline import Session
+
+try:
+    store = threadline.connect(url)
     try:
-        store = threadline.connect(url)
-        try:
-            session = Session.create(store).for_session(SESSION)
-            session.get_history(limit=1)  # open connections / create tables before the race
-            barrier.wait(timeout=60)
-            for i in range(PER_PROCESS):
-                session.append_message(
-                    {"id": f"p{k}-{i}", "role": "user",
-                     "parts": [{"type": "text", "text": f"process {k} message {i}"}]}
-                )
-        finally:
-            store.close()
-    except BaseException:  # noqa: BLE001 - the parent reports it
-        problems.put(f"process {k}:\n{traceback.format_exc()}")
-        raise
+        session = Session.create(store).for_session(session_id)
+        session.get_history(limit=1)  # open connections / create tables before the race
+        barrier.wait(timeout=60)
+        for i in range(per_process):
+            session.append_message(
+                {"id": f"p{k}-{i}", "role": "user",
+                 "parts": [{"type": "text", "text": f"process {k} message {i}"}]}
+            )
+    finally:
+        store.close()
+except BaseException:
+    problems.put(f"process {k}:\\n{traceback.format_exc()}")
+    raise
+"""
+
+
+def _writer_globals(url: str, k: int, barrier: Any, problems: Any) -> dict[str, Any]:
+    return {"__name__": f"writer{k}", "url": url, "k": k, "barrier": barrier,
+            "problems": problems, "session_id": SESSION, "per_process": PER_PROCESS}
 
 
 def test_processes_appending_to_one_session_form_one_linear_path(file_store_url: str) -> None:
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(PROCESSES)
     problems = ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(file_store_url, k, barrier, problems))
+    procs = [ctx.Process(target=exec,
+                         args=(WRITER, _writer_globals(file_store_url, k, barrier, problems)))
              for k in range(PROCESSES)]
     for p in procs:
         p.start()

@@ -2,7 +2,8 @@
 
 A writer subprocess appends messages to a SQLite file in a loop and prints each id after
 ``append_message`` returned. The test SIGKILLs it at random moments, several rounds in a row
-(the first round right after it connected, while the tables may still be being created). Then
+(the first round right after it connected, while the tables may still be being created),
+then rounds of batch appends (`append_messages`), which must be stored whole or not at all. Then
 every acknowledged id must be stored, ``PRAGMA integrity_check`` must say ``ok`` and the head
 path must hold every stored message in acknowledgement order.
 """
@@ -22,12 +23,15 @@ import pytest
 import threadline
 from threadline import Session
 
-ROUNDS = 5
+ROUNDS = 5  # single appends
+BATCH_ROUNDS = 3  # append_messages of BATCH messages
+BATCH = 4
 SESSION = "crash"
 
 WRITER = r"""
 import random, sys
 import threadline
+BATCH = int(sys.argv[3])
 from threadline import Session
 
 url, prefix = sys.argv[1], sys.argv[2]
@@ -35,10 +39,18 @@ store = threadline.connect(url)
 session = Session.create(store).for_session("crash")
 rng = random.Random()
 print("ready", flush=True)
+def message(mid):
+    text = "crash tok" + mid.replace("-", "q") + "x " + "pad " * rng.randint(0, 400)
+    return {"id": mid, "role": "user", "parts": [{"type": "text", "text": text}]}
+
 for i in range(100_000):  # bounded: the test kills us long before
-    mid = f"{prefix}-{i}"
-    text = f"crash tok{prefix}n{i} " + "pad " * rng.randint(0, 400)
-    session.append_message({"id": mid, "role": "user", "parts": [{"type": "text", "text": text}]})
+    if prefix.startswith("b"):  # batch rounds: BATCH messages in one append_messages call
+        batch = [message(f"{prefix}-{i}-{j}") for j in range(BATCH)]
+        session.append_messages(batch)
+        mid = batch[-1]["id"]
+    else:
+        mid = f"{prefix}-{i}"
+        session.append_message(message(mid))
     sys.stdout.write(mid + "\n")
     sys.stdout.flush()
 """
@@ -54,7 +66,7 @@ def _env() -> dict[str, str]:
 def _run_round(url: str, prefix: str, kill_after: int) -> list[str]:
     """Start a writer, SIGKILL it once ``kill_after`` ids were acknowledged; return all acks."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", WRITER, url, prefix],
+        [sys.executable, "-c", WRITER, url, prefix, str(BATCH)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
     )
     assert proc.stdout is not None and proc.stderr is not None
@@ -101,6 +113,8 @@ def test_sigkill_never_loses_acknowledged_writes(tmp_path: Path) -> None:
     for r in range(ROUNDS):
         kill_after = 0 if r == 0 else rng.randint(1, 40)
         acked += _run_round(url, f"r{r}", kill_after)
+    for r in range(BATCH_ROUNDS):
+        acked += _run_round(url, f"b{r}", rng.randint(0, 10))
     note = f"(seed {seed}, {len(acked)} acknowledged)"
 
     assert _integrity(path) == [("ok",)], note
@@ -118,10 +132,17 @@ def test_sigkill_never_loses_acknowledged_writes(tmp_path: Path) -> None:
         assert [position[mid] for mid in acked] == sorted(position[mid] for mid in acked), note
         for mid in path_ids:
             assert len(session.get_branches(mid)) <= 1, f"{mid} forked {note}"
+        # a batch is one transaction: each is stored whole or not at all
+        batches: dict[str, int] = {}
+        for mid in path_ids:
+            if mid.startswith("b"):
+                key = mid.rsplit("-", 1)[0]
+                batches[key] = batches.get(key, 0) + 1
+        assert all(count == BATCH for count in batches.values()), f"{batches} {note}"
         # the search index is in step with the rows
         for mid in acked[:: max(1, len(acked) // 25)]:
-            prefix, i = mid.split("-")
-            assert [h.id for h in session.search(f"tok{prefix}n{i}")] == [mid], f"{mid} {note}"
+            word = "tok" + mid.replace("-", "q") + "x"  # no id's word contains another's
+            assert [h.id for h in session.search(word)] == [mid], f"{mid} {note}"
         # and the store still takes writes on the head
         session.append_message({"id": "after", "role": "user", "content": "still works"})
         assert [m["id"] for m in session.get_history()] == [*path_ids, "after"]

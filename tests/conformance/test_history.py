@@ -5,6 +5,7 @@ Order of get_history filters: overlays, ``after``, ``limit``, ``max_tokens``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from datetime import datetime, timedelta, timezone
@@ -13,8 +14,8 @@ from typing import Any
 import pytest
 
 from threadline import Session
-from threadline.types import RecentHistory
 from threadline.errors import MessageNotFoundError
+from threadline.types import RecentHistory
 
 
 def msg(mid: str, text: str | None = None, *, at: str | None = None,
@@ -131,6 +132,39 @@ def test_max_tokens_counts_overlay_messages(session: Session) -> None:
     assert ids(session.get_history(max_tokens=total - 1)) == ["m3", "m4"]
 
 
+def test_max_tokens_counts_reasoning_and_tool_parts(session: Session) -> None:
+    tool = {"type": "tool-search", "toolCallId": "c1", "toolName": "search",
+            "state": "output-available", "input": {"query": "weather in oslo today"},
+            "output": {"results": ["rain " * 30, "cold"], "n": 2}}
+    session.append_message(msg("m1", "question about the weather"))
+    session.append_message({"id": "m2", "role": "assistant", "parts": [
+        {"type": "reasoning", "text": "I should look it up " * 5}, tool]})
+    session.append_message(msg("m3", "thanks"))
+    compact = lambda v: v if isinstance(v, str) else json.dumps(  # noqa: E731
+        v, separators=(",", ":"), ensure_ascii=False)
+    m2 = session.get_message("m2")
+    cost2 = 4 + estimate(m2["parts"][0]["text"]) + estimate(compact(tool["input"])) + estimate(
+        compact(tool["output"]))
+    cost3 = message_tokens(session.get_message("m3"))
+    assert ids(session.get_history(max_tokens=cost2 + cost3)) == ["m2", "m3"]
+    assert ids(session.get_history(max_tokens=cost2 + cost3 - 1)) == ["m3"]
+
+
+def test_max_tokens_ignores_system_prompt_and_session_counter(store: Any) -> None:
+    plain = Session.create(store).for_session("s1")
+    for i in range(1, 5):
+        plain.append_message(msg(f"m{i}", " ".join(["word"] * 12)))
+    budget = 2 * message_tokens(plain.get_message("m4"))
+    rich = (
+        Session.create(store).for_session("s1")
+        .with_context("soul", provider="You are a very helpful assistant. " * 100)
+        .compact_after(10**9, token_counter=lambda **kwargs: 10**6)
+    )
+    rich.freeze_system_prompt()
+    assert ids(plain.get_history(max_tokens=budget)) == ["m3", "m4"]
+    assert ids(rich.get_history(max_tokens=budget)) == ["m3", "m4"]
+
+
 def test_limit_then_max_tokens(session: Session) -> None:
     for i in range(1, 6):
         session.append_message(msg(f"m{i}", " ".join(["token"] * 10)))
@@ -207,6 +241,9 @@ def test_recent_history_empty_session(session: Session) -> None:
     assert recent.messages == []
     assert recent.truncated is False
     assert recent.total_content_bytes == 0
+    assert set(recent.to_dict()) >= {"messages", "truncated", "total_content_bytes"}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        recent.truncated = True  # type: ignore[misc]
 
 
 def _fill(session: Session, n: int = 6) -> list[dict[str, Any]]:
@@ -239,6 +276,7 @@ def test_recent_history_always_keeps_the_leaf(session: Session, budget: int) -> 
     path = _fill(session, 3)
     recent = session.get_recent_history(budget)
     assert ids(recent.messages) == ["m3"]
+    assert ids(session.get_recent_history(budget, min_recent_messages=0).messages) == ["m3"]
     assert recent.truncated is True
     assert recent.total_content_bytes == sum(size(m) for m in path)
 

@@ -149,6 +149,9 @@ def test_list_pagination_over_120_sessions(store: Any) -> None:
         stamps = [s.updated_at for s in seen]
         assert stamps == sorted(stamps, reverse=True)
         assert all(s.app_name == "page" for s in seen)
+    default_page = manager.list()
+    assert len(default_page.sessions) == 50  # default limit
+    assert default_page.next_cursor is not None
     # newest updated_at first: touching an old session moves it to the front
     manager.rename("s000", "renamed")
     assert manager.list(limit=1).sessions[0].id == "s000"
@@ -315,14 +318,20 @@ def test_fork_materialises_overlay(store: Any) -> None:
     manager.create("origin", session_id="src", user_id="u1")
     manager.append_all(
         "src",
-        [user("u one", id="m1"), assistant("a one", id="m2"), user("u two", id="m3"),
-         assistant("a two", id="m4"), user("u three", id="m5")],
+        [
+            user("u one", id="m1"),
+            assistant("a one", id="m2"),
+            user("u two", id="m3"),
+            assistant("a two", id="m4"),
+            user("u three", id="m5"),
+        ],
     )
     manager.add_compaction("src", "SUMMARY of one", "m1", "m2")
     forked = manager.fork("src", "m4", "Forked")
     assert isinstance(forked, SessionInfo)
     assert forked.id != "src"
     assert (forked.parent_session_id, forked.name) == ("src", "Forked")
+    assert forked.user_id == "u1"
     history = manager.get_history(forked.id)
     assert [text_of(m) for m in history] == ["SUMMARY of one", "u two", "a two"]
     assert [m["role"] for m in history] == ["assistant", "user", "assistant"]
@@ -345,6 +354,7 @@ def test_compact_and_split(store: Any) -> None:
     assert isinstance(child, SessionInfo)
     assert info(manager, "p").end_reason == "compaction"
     assert (child.parent_session_id, child.name) == ("p", "Project chat")
+    assert child.user_id == "u1"  # the child continues the same user's conversation
     assert child.id != "p"
     history = manager.get_history(child.id)
     assert history

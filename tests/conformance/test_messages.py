@@ -65,7 +65,8 @@ def test_content_string_becomes_one_text_part(session: Session) -> None:
 
 def test_content_is_dropped_when_parts_are_given(session: Session) -> None:
     out = session.append_message(
-        {"id": "m1", "role": "user", "content": "ignored?", "parts": [{"type": "text", "text": "p"}]}
+        {"id": "m1", "role": "user", "content": "ignored?",
+         "parts": [{"type": "text", "text": "p"}]}
     )
     assert out["parts"][0] == {"type": "text", "text": "p"}
     assert "content" not in out
@@ -226,3 +227,20 @@ def test_text_of_joins_text_parts_with_one_space() -> None:
     assert messages.text_of(message) == "first second"
     assert messages.text_of({"role": "user", "parts": []}) == ""
     assert messages.text_of(messages.user("solo")) == "solo"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["nul \x00 inside", "control \x01\x1f\x7f chars", "line\nbreaks\r\n\ttabs",
+     "quotes ' \" and \\ backslash", "astral 𝄞 🚀 👨\u200d👩\u200d👧", "rtl שלום", "\ufeff bom"],
+    ids=["nul", "control", "whitespace", "quotes", "astral", "rtl", "bom"],
+)
+def test_any_valid_unicode_text_round_trips(session: Session, text: str) -> None:
+    message = {"id": "m1", "role": "user", "parts": [{"type": "text", "text": text}],
+               "metadata": {"copy": text, text: "as a key"}}
+    out = session.append_message(message)
+    assert out["parts"][0]["text"] == text
+    stored = session.get_message("m1")
+    assert stored["parts"][0]["text"] == text
+    assert stored["metadata"] == {"copy": text, text: "as a key"}
+    assert session.get_history()[0] == stored

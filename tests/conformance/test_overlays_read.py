@@ -6,6 +6,7 @@ message ``compaction_<id>``; originals are never deleted.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timezone
 from typing import Any
 
@@ -55,6 +56,8 @@ def test_add_compaction_returns_a_compaction(session: Session) -> None:
     assert c.created_at.utcoffset() == timezone.utc.utcoffset(None)
     assert abs((c.created_at - before).total_seconds()) < 60
     assert c.to_dict()["summary"] == "the summary"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.summary = "changed"  # type: ignore[misc]
     assert session.get_compactions() == [c]
 
 
@@ -238,7 +241,7 @@ def test_deleted_endpoint_disables_overlay(session: Session) -> None:
     assert ids(session.get_history()) == ["m1", "m2", "m3", "m4"]
 
 
-# --------------------------------------------------------------------------- overlay ids are not writable
+# ------------------------------------------------------------------ overlay ids are not writable
 
 
 def test_overlay_message_cannot_be_written_back(session: Session) -> None:

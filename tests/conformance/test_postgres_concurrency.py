@@ -8,6 +8,7 @@ transaction, so the result must be one linear path of 2000 messages.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import traceback
 from typing import Any
@@ -36,7 +37,7 @@ def _appender(url: str, k: int, barrier: Any, problems: Any) -> None:
                     {"id": f"p{k}-{i}", "role": "user", "content": f"process {k} message {i}"}
                 )
                 store.append_messages(APP, SESSION, [message])
-    except BaseException:  # noqa: BLE001 - reported by the parent
+    except BaseException:
         problems.put(f"process {k}:\n{traceback.format_exc()}")
         raise
 
@@ -80,7 +81,7 @@ def test_default_parent_appends_from_many_processes_form_one_path(pg_dsn: str) -
         # One linear path: exactly one root, every other message's parent is its predecessor,
         # and (with every stored message on the path) no message has two children.
         assert store.get_path(APP, SESSION, ids[0]) == [path[0]]
-        for parent, child in zip(ids, ids[1:]):
+        for parent, child in itertools.pairwise(ids):
             assert [m["id"] for m in store.get_children(APP, SESSION, parent)] == [child]
         assert store.get_children(APP, SESSION, ids[-1]) == []
         # each process's messages keep their own order along the path

@@ -295,3 +295,14 @@ def test_manager_sessions_cache_prompts_per_session(store: Any) -> None:
     assert "alpha facts" not in pb
     assert store.get_prompt("cache-app", "a") == pa
     assert store.get_prompt("cache-app", "b") == pb
+
+
+def test_clear_messages_refreshes_cached_prompt(store: Any) -> None:
+    session = golden_session(store, "clear").with_cached_prompt()
+    session.append_message({"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]})
+    frozen = session.freeze_system_prompt()
+    session.replace_context_block("memory", "after")
+    assert session.freeze_system_prompt() == frozen
+    session.clear_messages()
+    assert session.freeze_system_prompt().endswith("after")
+    assert store.get_prompt("default", "clear") == session.freeze_system_prompt()

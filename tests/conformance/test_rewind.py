@@ -121,7 +121,7 @@ def test_rewind_does_not_touch_other_sessions(store: Any) -> None:
     assert manager.get_state("t")["step"] == 3
 
 
-# ---------------------------------------------------------------------------- writes move updated_at
+# ------------------------------------------------------------------------- writes move updated_at
 
 
 def _stamp(manager: SessionManager, sid: str) -> datetime:
@@ -151,9 +151,7 @@ def _session(store: Any, sid: str) -> Session:
         .for_user("u1")
         .with_context("memory")
         .with_context("profile", scope="user")
-        .on_compaction(
-            lambda messages: CompactResult(messages[-1]["id"], messages[-1]["id"], "S")
-        )
+        .on_compaction(lambda messages: CompactResult(messages[-1]["id"], messages[-1]["id"], "S"))
     )
 
 

@@ -5,6 +5,7 @@ User text is never query syntax: any string returns hits or ``[]``, never an err
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timezone
 from typing import Any
 
@@ -42,7 +43,8 @@ def add(session: Session, **texts: str) -> None:
 
 
 def test_search_hit_fields(session: Session) -> None:
-    session.append_message(msg("m1", "where is the lighthouse beacon", at="2026-03-04T05:06:07.089Z"))
+    session.append_message(
+        msg("m1", "where is the lighthouse beacon", at="2026-03-04T05:06:07.089Z"))
     session.append_message(msg("m2", "the lighthouse keeper answers", role="assistant"))
     hits = session.search("lighthouse keeper")
     assert hit_ids(hits) == ["m2"]
@@ -59,6 +61,13 @@ def test_search_hit_fields(session: Session) -> None:
     first = session.search("beacon")[0]
     assert first.created_at == datetime(2026, 3, 4, 5, 6, 7, 89000, tzinfo=timezone.utc)
     assert set(hit.to_dict()) >= {"id", "role", "content", "created_at", "session_id", "score"}
+    session.update_message({**msg("m1", "where is the lighthouse beacon"),
+                            "createdAt": "2027-01-01T00:00:00.000Z", "role": "assistant"})
+    [moved] = session.search("beacon")
+    assert moved.created_at == datetime(2027, 1, 1, tzinfo=timezone.utc)
+    assert moved.role == "assistant"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        hit.score = 0.0  # type: ignore[misc]
 
 
 def test_content_is_text_of_the_message(session: Session) -> None:
@@ -257,7 +266,7 @@ def test_emoji_text(session: Session) -> None:
     assert isinstance(session.search("🚀"), list)
 
 
-# --------------------------------------------------------------------------- empty and hostile queries
+# ------------------------------------------------------------------ empty and hostile queries
 
 
 @pytest.mark.parametrize("query", ["", " ", "   \n\t  ", "\u3000"])
@@ -270,7 +279,8 @@ HOSTILE = [
     '"', '""', '"unbalanced', 'a "b c', "'", "''", "deploy AND (", "AND", "OR", "NOT",
     "deploy OR", "NOT deploy", "deploy NOT", "*", "deploy*", "**", "NEAR(", "NEAR(deploy app, 2)",
     "col:term", "text:deploy", "{deploy}", "^deploy", "-deploy", "+deploy", "deploy -", "(", ")",
-    "()", "[", "]", "\\", "%", "_", "%deploy%", "&", "|", "!", "<->", "deploy & app", "deploy | app",
+    "()", "[", "]", "\\", "%", "_", "%deploy%", "&", "|", "!", "<->", "deploy & app",
+    "deploy | app",
     "!deploy", "deploy:*", "'; DROP TABLE tl_messages; --", "\"; DROP TABLE tl_messages; --",
     "Robert'); DROP TABLE tl_messages;--", "\x00", "deploy\x00app", "\x01\x02\x7f",
     "x" * 10_000, "deploy " * 2_000, "🚀", "👨‍👩‍👧‍👦", "\u200b", "\ufeffdeploy", "\U0010ffff",
@@ -278,16 +288,25 @@ HOSTILE = [
 ]
 
 
-@pytest.mark.parametrize("query", HOSTILE, ids=[f"q{i}" for i in range(len(HOSTILE))])
-def test_hostile_queries_never_raise(session: Session, query: str) -> None:
+def test_hostile_queries_never_raise(session: Session) -> None:
+    # one test per backend (not one per query) keeps the suite fast; failures name the query
     add(session, m1="deploy the app now", m2="AND OR NOT NEAR words", m3="text: col value")
-    hits = session.search(query)
-    assert isinstance(hits, list)
-    assert all(isinstance(h, SearchHit) for h in hits)
-    assert {h.id for h in hits} <= {"m1", "m2", "m3"}
+    problems: list[str] = []
+    for query in HOSTILE:
+        try:
+            hits = session.search(query)
+        except Exception as exc:
+            problems.append(f"{query[:40]!r} raised {exc!r}")
+            continue
+        if not isinstance(hits, list) or not all(isinstance(h, SearchHit) for h in hits):
+            problems.append(f"{query[:40]!r} returned {hits!r}")
+        elif not {h.id for h in hits} <= {"m1", "m2", "m3"}:
+            problems.append(f"{query[:40]!r} returned unknown ids")
+    assert not problems, "\n".join(problems)
     # the store is intact afterwards
     assert session.get_path_length() == 3
     assert hit_ids(session.search("deploy")) == ["m1"]
+    assert hit_ids(session.search("col value")) == ["m3"]
 
 
 def test_hostile_queries_still_find_their_words(session: Session) -> None:

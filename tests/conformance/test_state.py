@@ -152,7 +152,9 @@ def test_state_delta_is_atomic_with_the_insert(store: Any) -> None:
     with pytest.raises(InvalidMessageError):
         session.append_message({"id": "bad", "role": "", "parts": []}, state_delta={"step": 1})
     with pytest.raises(InvalidMessageError):
-        session.append_message({"id": "compaction_x", "role": "user", "parts": []}, state_delta={"step": 2})
+        session.append_message(
+            {"id": "compaction_x", "role": "user", "parts": []}, state_delta={"step": 2}
+        )
     with pytest.raises(MessageNotFoundError):
         session.append_message(user("orphan", id="o1"), parent_id="nope", state_delta={"step": 3})
     assert session.get_state("step") == 0
@@ -201,3 +203,15 @@ def test_temp_only_update_writes_nothing(store: Any) -> None:
     session.update_state({"temp:x": 1})
     assert session.get_state("temp:x") == 1
     assert store.get_state("default", "tmp", None) == {}
+
+
+def test_update_state_is_all_or_nothing(store: Any) -> None:
+    session = new(store)
+    session.update_state({"a": 0})
+    try:
+        session.update_state({"a": 1, "bad": object()})
+    except Exception:
+        # rejected: nothing of the delta was applied
+        assert session.get_state("a") == 0
+        assert new(store).get_state("a") == 0
+        assert new(store).get_state("bad") is None

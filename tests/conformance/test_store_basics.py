@@ -6,7 +6,10 @@ lazy table creation, schema versioning and reopening a file store.
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -122,15 +125,51 @@ def test_unknown_scheme_raises_value_error_naming_supported(url: str) -> None:
     assert "postgres" in text
 
 
-def test_postgres_scheme_alias(store_url: str) -> None:
-    if not store_url.startswith("postgresql://"):
-        pytest.skip("postgres:// alias is checked in the postgres parametrisation only")
+@pytest.mark.postgres
+def test_postgres_scheme_alias(pg_dsn: str) -> None:
+    store_url = pg_dsn  # a fresh schema from tests/conftest.py
+    assert store_url.startswith("postgresql://")
     with threadline.connect(store_url) as store:
         write(store, "m1", "m2", session_id="alias")
     alias = "postgres://" + store_url[len("postgresql://"):]
     with threadline.connect(alias) as store:
         assert isinstance(store, threadline.PostgresStore)
         assert read(store, "alias") == ["m1", "m2"]
+
+
+def test_postgres_store_imports_without_psycopg() -> None:
+    # a fresh interpreter where psycopg cannot be imported (None in sys.modules blocks it)
+    code = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None\n"
+        "sys.modules['psycopg_pool'] = None\n"
+        "import threadline\n"
+        "from threadline import PostgresStore, ThreadlineError\n"
+        "try:\n"
+        "    threadline.connect('postgresql://nobody@127.0.0.1:9/none')\n"
+        "except ThreadlineError as exc:\n"
+        "    print('raised:', exc)\n"
+        "else:\n"
+        "    print('no error')\n"
+    )
+    src = str(Path(threadline.__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("raised:"), done.stdout
+    assert "threadline[postgres]" in done.stdout
+
+
+def test_sqlite_file_uses_wal(tmp_path: Path) -> None:
+    path = tmp_path / "wal.db"
+    with threadline.connect(str(path)) as store:
+        write(store, "m1")
+        con = sqlite3.connect(path)
+        try:
+            assert con.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal"
+        finally:
+            con.close()
 
 
 def test_store_classes_are_exported() -> None:
@@ -252,6 +291,21 @@ def test_reopen_file_store_keeps_head_and_branches(file_store_url: str) -> None:
         assert s.get_path_length("m3") == 3
 
 
+def test_two_stores_on_one_database_see_each_others_writes(file_store_url: str) -> None:
+    with threadline.connect(file_store_url) as a, threadline.connect(file_store_url) as b:
+        sa = Session.create(a).for_session("shared")
+        sb = Session.create(b).for_session("shared")
+        sa.append_message(msg("m1", "from store a"))
+        assert ids(sb.get_history()) == ["m1"]
+        sb.append_message(msg("m2"))  # AUTO: the head written through store a
+        sa.append_message(msg("m3"))
+        assert ids(sa.get_history()) == ["m1", "m2", "m3"]
+        assert ids(sb.get_history()) == ["m1", "m2", "m3"]
+        sb.checkout("m1")
+        assert sa.get_latest_leaf()["id"] == "m1"
+        assert [h.id for h in sb.search("store")] == ["m1"]
+
+
 # --------------------------------------------------------------------------- threads
 
 
@@ -265,7 +319,7 @@ def test_store_is_safe_to_share_between_threads(store: Any) -> None:
             for i in range(per_thread):
                 s.append_message(msg(f"t{k}-{i}"))
                 s.get_history(limit=3)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]

@@ -7,6 +7,7 @@ the documented user extension point.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import jsonschema
@@ -185,8 +186,10 @@ def test_tools_per_block_kind(store: Any, kind: str, expected: set[str]) -> None
         "search": Search({"a": "doc a"}),
         "store-search": StoreSearchProvider(store),
     }
-    session = new(store).with_context("soul", provider="ro").with_context(
-        "block", provider=providers[kind]
+    session = (
+        new(store)
+        .with_context("soul", provider="ro")
+        .with_context("block", provider=providers[kind])
     )
     tools = session.tools()
     assert set(tools) == expected
@@ -200,7 +203,9 @@ def test_tools_per_block_kind(store: Any, kind: str, expected: set[str]) -> None
 
 def test_all_block_kinds_give_four_tools_and_manager_adds_session_search(store: Any) -> None:
     tools = full(store).tools()
+    assert isinstance(tools, Mapping)
     assert set(tools) == {"set_context", "load_context", "unload_context", "search_context"}
+    assert len(tools) == 4 and "set_context" in tools and "session_search" not in tools
     manager_tools = SessionManager(store).tools()
     assert "session_search" in set(manager_tools)
     merged = tools | manager_tools
@@ -399,10 +404,13 @@ def test_same_title_updates_same_entry(store: Any) -> None:
     session = new(store, "title").with_context("kb", provider=StoreSearchProvider(store))
     tools = session.tools()
     for text in ("arrr matey first", "arrr matey second"):
-        assert tools.execute(
-            "set_context",
-            {"label": "kb", "content": text, "metadata": {"title": "Pirate style"}},
-        ) == 'Indexed "pirate-style" in kb.'
+        assert (
+            tools.execute(
+                "set_context",
+                {"label": "kb", "content": text, "metadata": {"title": "Pirate style"}},
+            )
+            == 'Indexed "pirate-style" in kb.'
+        )
     assert tools.execute("search_context", {"label": "kb", "query": "arrr"}) == (
         "[pirate-style]\narrr matey second"
     )
@@ -469,10 +477,17 @@ def _skill_session(store: Any, sid: str = "skills") -> Session:
 def test_load_context_results(store: Any) -> None:
     session = _skill_session(store, "load")
     tools = session.tools()
-    assert tools.execute(
-        "set_context",
-        {"label": "alpha", "content": "Always answer like a pirate.", "metadata": {"title": "Pirate"}},
-    ) == 'Indexed "pirate" in alpha.'
+    assert (
+        tools.execute(
+            "set_context",
+            {
+                "label": "alpha",
+                "content": "Always answer like a pirate.",
+                "metadata": {"title": "Pirate"},
+            },
+        )
+        == 'Indexed "pirate" in alpha.'
+    )
     assert tools.execute("load_context", {"label": "alpha", "key": "pirate"}) == (
         "Always answer like a pirate."
     )
@@ -490,7 +505,11 @@ def _loaded(store: Any, sid: str) -> tuple[Session, str]:
     tools = session.tools()
     tools.execute(
         "set_context",
-        {"label": "alpha", "content": "Always answer like a pirate.", "metadata": {"title": "Pirate"}},
+        {
+            "label": "alpha",
+            "content": "Always answer like a pirate.",
+            "metadata": {"title": "Pirate"},
+        },
     )
     session.append_message(user("talk like a pirate", id="u1"))
     doc = tools.execute("load_context", {"label": "alpha", "key": "pirate"})
@@ -524,7 +543,7 @@ def test_load_unload_flow(store: Any) -> None:
     assert part["output"] == "[skill unloaded: pirate]"
     assert part["input"] == {"label": "alpha", "key": "pirate"}
     assert part["toolCallId"] == "call-1"
-    history_part = [m for m in again.get_history() if m["id"] == "a1"][0]["parts"][0]
+    history_part = next(m for m in again.get_history() if m["id"] == "a1")["parts"][0]
     assert history_part["output"] == "[skill unloaded: pirate]"
     assert again.loaded_skills == set()
     assert tools.execute("unload_context", {"label": "alpha", "key": "pirate"}) == (
@@ -620,7 +639,9 @@ def test_provider_failures_return_error_strings(store: Any) -> None:
 def test_session_search_tool(store: Any) -> None:
     manager = SessionManager(store, app_name="search-app")
     manager.append("s1", user("the quick brown fox", id="m1"))
-    manager.append("s2", {"id": "m2", "role": "assistant", "parts": [{"type": "text", "text": "a fox again"}]})
+    manager.append(
+        "s2", {"id": "m2", "role": "assistant", "parts": [{"type": "text", "text": "a fox again"}]}
+    )
     tools = manager.tools()
     result = tools.execute("session_search", {"query": "fox"})
     chunks = result.split("\n---\n")
@@ -637,3 +658,100 @@ def test_session_search_top_ten(store: Any) -> None:
     manager.append_all("s", [user(f"otter number {i}", id=f"o{i}") for i in range(13)])
     result = manager.tools().execute("session_search", {"query": "otter"})
     assert len(result.split("\n---\n")) == 10
+
+
+class RecordingSkills:
+    """Skill provider with the optional ``set(key, content, description=None)``."""
+
+    def __init__(self) -> None:
+        self.docs: dict[str, tuple[str, str | None]] = {}
+
+    def get(self) -> str | None:
+        return "\n".join(f"- {k}: {d or ''}" for k, (_, d) in self.docs.items()) or None
+
+    def load(self, key: str) -> str | None:
+        found = self.docs.get(key)
+        return found[0] if found else None
+
+    def set(self, key: str, content: str, description: str | None = None) -> None:
+        self.docs[key] = (content, description)
+
+
+class RecordingSearch:
+    """Search provider with the optional ``set(key, content)``."""
+
+    def __init__(self) -> None:
+        self.docs: dict[str, str] = {}
+
+    def get(self) -> str | None:
+        return f"{len(self.docs)} docs" if self.docs else None
+
+    def search(self, query: str) -> str | None:
+        return "\n".join(v for v in self.docs.values() if query in v) or None
+
+    def set(self, key: str, content: str) -> None:
+        self.docs[key] = content
+
+
+def test_custom_keyed_providers_receive_derived_keys(store: Any) -> None:
+    skills, search = RecordingSkills(), RecordingSearch()
+    session = (
+        new(store, "custom").with_context("sk", provider=skills).with_context("se", provider=search)
+    )
+    tools = session.tools()
+    assert set(tools) == {"set_context", "load_context", "unload_context", "search_context"}
+    assert (
+        tools.execute(
+            "set_context",
+            {
+                "label": "sk",
+                "content": "Use bullet points.",
+                "metadata": {"title": "Bullet Style", "description": "format answers"},
+            },
+        )
+        == 'Indexed "bullet-style" in sk.'
+    )
+    assert skills.docs == {"bullet-style": ("Use bullet points.", "format answers")}
+    assert tools.execute("set_context", {"label": "se", "content": "no key"}) == (
+        'Indexed "no-key-1nprufp" in se.'
+    )
+    assert search.docs == {"no-key-1nprufp": "no key"}
+    assert tools.execute("load_context", {"label": "sk", "key": "bullet-style"}) == (
+        "Use bullet points."
+    )
+    assert tools.execute("search_context", {"label": "se", "query": "key"}) == "no key"
+
+
+def test_run_time_blocks_change_the_tools(store: Any) -> None:
+    session = new(store, "rt").with_context("soul", provider="ro")
+    assert set(session.tools()) == set()
+    session.add_context("notes")
+    tools = session.tools()
+    assert set(tools) == {"set_context"}
+    assert tools["set_context"].parameters["properties"]["label"]["enum"] == ["notes"]
+    session.add_context("kb", provider=StoreSearchProvider(store))
+    assert set(session.tools()) == {"set_context", "search_context"}
+    assert session.remove_context("notes") is True
+    tools = session.tools()
+    assert tools["set_context"].parameters["properties"]["label"]["enum"] == ["kb"]
+    assert tools.execute("set_context", {"label": "notes", "content": "x"}) == (
+        'Error: block "notes" not found'
+    )
+
+
+def test_search_context_never_raises_on_query_text(store: Any) -> None:
+    tools = new(store, "q").with_context("kb", provider=StoreSearchProvider(store)).tools()
+    tools.execute("set_context", {"label": "kb", "content": "zebra crossing"})
+    for query in ["zebra AND(", '"unbalanced', "*", "NEAR(zebra)", "😀", "  ", "-zebra"]:
+        result = tools.execute("search_context", {"label": "kb", "query": query})
+        assert isinstance(result, str)
+        assert not result.startswith("Error: "), (query, result)
+    assert tools.execute("search_context", {"label": "kb", "query": "   "}) == "No results found."
+
+
+def test_clear_messages_forgets_loaded_skills(store: Any) -> None:
+    session, _ = _loaded(store, "clear")
+    assert session.loaded_skills == {"alpha:pirate"}
+    session.clear_messages()
+    assert session.loaded_skills == set()
+    assert _skill_session(store, "clear").loaded_skills == set()

@@ -18,7 +18,8 @@ from threadline.errors import InvalidMessageError, MessageNotFoundError
 
 def msg(mid: str, text: str | None = None, role: str = "user", **extra: Any) -> dict[str, Any]:
     """A valid message with one text part."""
-    return {"id": mid, "role": role, "parts": [{"type": "text", "text": text or f"text {mid}"}], **extra}
+    part = {"type": "text", "text": text or f"text {mid}"}
+    return {"id": mid, "role": role, "parts": [part], **extra}
 
 
 def ids(messages: list[dict[str, Any]]) -> list[str]:
@@ -184,7 +185,10 @@ def test_existing_message_inside_batch_still_parents_the_next(session: Session) 
     assert out[1]["parts"][0]["text"] == "text m1"
     assert ids(session.get_history("x1")) == ["m1", "m2", "x1"]
     assert ids(session.get_history("x2")) == ["m1", "x2"]
+    assert session.get_path_length("x2") == 2
+    assert session.get_path_length("x1") == 3
     assert head_id(session) == "x2"
+    assert ids(session.get_recent_history(10**6).messages) == ["m1", "x2"]
     assert ids(session.get_branches("m1")) == ["m2", "x2"]
 
 
@@ -331,6 +335,20 @@ def test_deleting_a_middle_message_does_not_reparent_children(session: Session) 
     assert ids(session.get_history()) == ["m2", "m3"]
     assert head_id(session) == "m3"
     assert session.get_path_length() == 2
+
+
+def test_deleting_several_messages_of_one_path(session: Session) -> None:
+    chain(session, "m1", "m2", "m3", "m4", "m5", "m6")
+    assert session.delete_messages(["m4", "m2"]) == 2
+    assert ids(session.get_history()) == ["m5", "m6"]
+    assert ids(session.get_history("m3")) == ["m3"]
+    assert session.get_path_length() == 2
+    assert session.get_path_length("m3") == 1
+    assert ids(session.get_branches("m1")) == []
+    assert ids(session.get_branches("m3")) == []
+    session.append_message(msg("m7"))
+    assert ids(session.get_history()) == ["m5", "m6", "m7"]
+    assert session.get_path_length() == 3
 
 
 def test_deleting_everything_empties_head(session: Session) -> None:
@@ -499,5 +517,61 @@ def test_default_session_id_is_default(store: Any) -> None:
 
 
 def test_direct_constructor_matches_builder(store: Any) -> None:
+    built = Session.create(store)
+    assert built.for_session("s9") is built  # builder methods return the same object
     Session(store, session_id="s9").append_message(msg("k1"))
     assert ids(Session.create(store).for_session("s9").get_history()) == ["k1"]
+
+
+def test_same_session_id_in_two_apps_is_two_sessions(store: Any) -> None:
+    one = threadline.SessionManager(store, app_name="app-one").get_session("shared")
+    two = threadline.SessionManager(store, app_name="app-two").get_session("shared")
+    one.append_message(msg("m1", "first app kestrel"))
+    two.append_message(msg("m1", "second app heron"))
+    assert one.get_message("m1")["parts"][0]["text"] == "first app kestrel"
+    assert two.get_message("m1")["parts"][0]["text"] == "second app heron"
+    assert [h.id for h in one.search("heron")] == []
+    assert [h.id for h in two.search("heron")] == ["m1"]
+    one.clear_messages()
+    assert ids(two.get_history()) == ["m1"]
+    # a bare Session belongs to app "default"
+    assert Session.create(store).for_session("shared").get_history() == []
+
+
+WEIRD_IDS = ["m'1", 'm"2', "a%", "a_", "東京", "with space", "semi;colon", "back\\slash", "🚀",
+             "x" * 300, "-- comment", "Robert'); DROP TABLE tl_messages;--"]
+
+
+def test_unusual_ids_work_everywhere(session: Session) -> None:
+    session.append_message(msg("root"))
+    for mid in WEIRD_IDS:
+        session.append_message(msg(mid, f"weird {mid}"), "root")
+    session.append_message(msg("ab"), "root")  # would match LIKE 'a%' / 'a_'
+    session.append_message(msg("child"), "a%")
+    assert ids(session.get_branches("root")) == [*WEIRD_IDS, "ab"]
+    assert ids(session.get_branches("a%")) == ["child"]
+    assert session.get_branches("a_") == []
+    for mid in WEIRD_IDS:
+        assert session.get_message(mid)["id"] == mid
+        assert ids(session.get_history(mid)) == ["root", mid]
+    session.checkout("東京")
+    assert ids(session.get_history()) == ["root", "東京"]
+    assert session.delete_messages(["a%"]) == 1
+    assert session.get_message("ab") is not None
+    assert session.get_message("a_") is not None
+
+
+@pytest.mark.parametrize("sid", ["s/1", "s'1", "東京", "with space", "%", "a" * 200])
+def test_unusual_session_ids(store: Any, sid: str) -> None:
+    s = Session.create(store).for_session(sid)
+    s.append_message(msg("m1", "unusual session"))
+    assert ids(Session.create(store).for_session(sid).get_history()) == ["m1"]
+    assert Session.create(store).for_session("s_1" if sid == "s/1" else "x").get_history() == []
+    [hit] = s.search("unusual")
+    assert hit.session_id == sid
+
+
+def test_append_messages_empty_batch(session: Session) -> None:
+    chain(session, "m1")
+    assert session.append_messages([]) == []
+    assert head_id(session) == "m1"

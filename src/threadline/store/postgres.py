@@ -5,11 +5,15 @@ this module holds what is PostgreSQL's own: the connection pool and its failure 
 the DDL, the search SQL (``tsvector`` + ``pg_trgm``), and the ``?`` → ``%s`` translation.
 
 * Connections are ``autocommit``; every public write is one explicit transaction. A write
-  to a session first inserts its registry row if missing (``ON CONFLICT DO NOTHING``) and
-  locks it (``SELECT ... FOR UPDATE``), so concurrent appends never fork or lose a message.
+  to a session first inserts its registry row if missing and row-locks it, so concurrent
+  appends (threads or processes) never fork or lose a message.
 * Driver errors become ``StoreError(operation, cause)``. A read that loses its connection
-  (server restart, network) is retried once; a write never is (its COMMIT may have landed).
-  The pool checks each connection it hands out, so it recovers by itself after a restart.
+  (server restart, network) is retried once; a write is not (its COMMIT may have landed: the
+  caller decides), only deadlocks and serialisation failures are rerun. The pool checks each
+  connection it hands out, so it recovers by itself after a server restart.
+* Search (api.md §8): a ``tsvector`` column (``english``) with a GIN index for words and
+  phrases, and a ``pg_trgm`` GIN index for substrings (CJK, e-mails, URLs, versions) over the
+  lowercased text; without pg_trgm, substring terms fall back to plain ``LIKE`` scans.
 * ``pool_min_size`` / ``pool_max_size`` URL parameters (default 1 / 10) size the pool; every
   other parameter goes to libpq unchanged (e.g. ``options=-csearch_path%3Dmyschema``).
 * PostgreSQL text cannot hold NUL characters: strings holding NUL (or the escape character
@@ -497,6 +501,8 @@ class PostgresStore(SQLStore):
 
     def __init__(self, url: str) -> None:
         self._driver, pool_module = _import_driver()
+        # Waiting for the pool already took its timeout: retrying would only double the wait.
+        self._no_retry = (pool_module.PoolTimeout, pool_module.PoolClosed)
         dsn, min_size, max_size = split_pool_options(str(url))
         self._closed = False
         self._close_lock = threading.Lock()
@@ -543,7 +549,7 @@ class PostgresStore(SQLStore):
                 with self._pool.connection() as conn:
                     return fn(_PgTx(conn))
             except driver.OperationalError as exc:
-                if attempt == 2 or self._closed:
+                if attempt == 2 or self._closed or isinstance(exc, self._no_retry):
                     raise StoreError(operation, exc) from exc
                 _log.info("threadline: %s lost its connection (%s); retrying once", operation, exc)
             except driver.Error as exc:

@@ -328,7 +328,7 @@ class Session:
         *,
         limit: int | None = None,
         max_tokens: int | None = None,
-        after: datetime | None = None,
+        after: datetime | str | None = None,
     ) -> list[Message]:
         """Root→leaf path with overlays applied, then ``after``, ``limit``, ``max_tokens``.
 
@@ -661,11 +661,11 @@ def _window(
     *,
     limit: int | None,
     max_tokens: int | None,
-    after: datetime | None,
+    after: datetime | str | None,
 ) -> list[Message]:
     """Apply ``after``, then ``limit``, then ``max_tokens`` (the leaf is always kept)."""
     if after is not None:
-        cutoff = after if after.tzinfo else after.replace(tzinfo=timezone.utc)
+        cutoff = _cutoff(after)
         history = [m for m in history if _created(m) >= cutoff]
     if limit is not None:
         if limit < 0:
@@ -679,6 +679,18 @@ def _window(
             start += 1
         history = history[start:]
     return history
+
+
+def _cutoff(after: object) -> datetime:
+    """``after`` as an aware datetime: a datetime (naive = UTC) or an ISO 8601 string."""
+    if isinstance(after, datetime):
+        return after if after.tzinfo else after.replace(tzinfo=timezone.utc)
+    if isinstance(after, str):
+        try:
+            return parse_timestamp(after)
+        except ThreadlineError as exc:
+            raise InvalidArgumentError(f"after: not an ISO 8601 timestamp: {after!r}") from exc
+    raise InvalidArgumentError(f"after must be a datetime or ISO 8601 string, got {after!r}")
 
 
 def _created(message: Message) -> datetime:

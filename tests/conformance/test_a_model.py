@@ -21,7 +21,7 @@ from threadline import Session
 from threadline.errors import MessageNotFoundError
 
 OPS = ["append", "append", "append", "append_to", "append_root", "reappend", "checkout",
-       "update", "delete", "compact", "batch"]
+       "update", "delete", "compact", "batch", "clear"]
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -150,6 +150,15 @@ def run_op(session: Session, model: Model, op: str, n: int) -> None:
             summary = f"summary {len(model.overlays)}"
             session.add_compaction(summary, frm, to)
             model.overlays.append((summary, frm, to))
+    elif op == "clear":
+        session.clear_messages()
+        model.parent.clear()
+        model.seq.clear()
+        model.text.clear()
+        model.overlays.clear()
+        model.head = None
+        assert session.get_compactions() == []
+        assert session.search("text") == []
     elif op == "batch":
         a, b = model.new_id(), model.new_id()
         old = pick(existing, n)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import threadline
 from threadline import Session
 from threadline.errors import MessageNotFoundError
 from threadline.types import RecentHistory
@@ -188,6 +189,8 @@ def test_after_keeps_messages_created_at_or_after(session: Session) -> None:
     plus2 = timezone(timedelta(hours=2))
     assert ids(session.get_history(after=datetime(2026, 1, 1, 12, 0, tzinfo=plus2))) == ["m2", "m3"]
     assert ids(session.get_history(after=datetime(2026, 1, 1, 11, 0, 0, 1))) == []
+    # sub-millisecond precision of `after` is honoured
+    assert ids(session.get_history(after=utc10 + timedelta(microseconds=500))) == ["m3"]
 
 
 def test_after_compares_each_message_not_a_suffix(session: Session) -> None:
@@ -341,3 +344,17 @@ def test_recent_history_applies_overlays_inside_the_window(session: Session) -> 
     whole = session.get_recent_history(sum(sizes))
     assert ids(whole.messages) == ["m1", f"compaction_{c.id}", "m4", "m5"]
     assert whole.truncated is False
+
+
+def test_after_accepts_iso_strings_and_rejects_other_types(store: threadline.Store) -> None:
+    # Regression: a string used to raise a bare AttributeError instead of a typed error.
+    session = threadline.Session(store, session_id="after-types")
+    session.append_message({"id": "old", "role": "user", "content": "a",
+                            "createdAt": "2020-01-01T00:00:00.000Z"})
+    session.append_message({"id": "new", "role": "user", "content": "b",
+                            "createdAt": "2026-01-01T00:00:00.000Z"})
+    assert [m["id"] for m in session.get_history(after="2025-06-01")] == ["new"]
+    with pytest.raises(threadline.InvalidArgumentError):
+        session.get_history(after="not a date")
+    with pytest.raises(ValueError):
+        session.get_history(after=12345)  # type: ignore[arg-type]

@@ -260,6 +260,25 @@ def test_substrings_are_found(session: Session, text: str, query: str) -> None:
     assert hits[0].id == "m1"
 
 
+@pytest.mark.parametrize(
+    ("text", "query"),
+    [
+        ("Contact Bob@Example.com today", "bob"),
+        ("Contact Bob@Example.com today", "example"),
+        ("mail alice.smith@corp.io please", "smith"),
+        ("visit www.python.org/downloads soon", "python"),
+        ("visit www.python.org/downloads soon", "downloads"),
+        ("see https://example.com/path?q=1 now", "path"),
+    ],
+    ids=["email-user", "email-domain", "email-dotted-user", "url-host-word", "url-path-word",
+         "url-path"],
+)
+def test_words_inside_emails_and_urls_are_found(session: Session, text: str, query: str) -> None:
+    # a word the user can see in the text is found, even when it is part of an e-mail or URL
+    add(session, m1=text, d1="nothing to see here", d2="another unrelated message")
+    assert hit_ids(session.search(query)) == ["m1"]
+
+
 def test_emoji_text(session: Session) -> None:
     add(session, m1="launch 🚀 today", m2="other")
     assert "m1" in hit_ids(session.search("launch 🚀"))

@@ -180,6 +180,14 @@ _DDL_LOCK_KEY = 0x74686C6E64646C  # "thlnddl": one advisory lock serialises ever
 # to_tsvector fails when a text's lexemes exceed 1 MiB: only this many characters (4 bytes each
 # at most) are word-indexed. Substring search (pg_trgm / LIKE) still sees the whole text.
 _TSV_CHARS = 250_000
+# PostgreSQL's parser keeps emails, hosts and URL paths as single tokens ("bob@example.com"), so
+# the words inside them would never match on their own: index the text as written (whole emails,
+# URLs and versions still match) and again with punctuation turned into spaces.
+_TSV_EXPR = (
+    f"to_tsvector('english'::regconfig, left(search_text, {_TSV_CHARS})) || "
+    f"to_tsvector('english'::regconfig, regexp_replace(left(search_text, {_TSV_CHARS}), "
+    "'[^[:alnum:][:space:]]+', ' ', 'g'))"
+)
 
 _V1 = [
     """CREATE TABLE IF NOT EXISTS tl_sessions (
@@ -199,7 +207,7 @@ _V1 = [
         path_bytes BIGINT NOT NULL, created_at TEXT, state_undo TEXT, data TEXT NOT NULL,
         search_text TEXT NOT NULL DEFAULT '',
         tsv tsvector GENERATED ALWAYS AS
-            (to_tsvector('english'::regconfig, left(search_text, {_TSV_CHARS}))) STORED,
+            ({_TSV_EXPR}) STORED,
         PRIMARY KEY (app, session_id, id), UNIQUE (app, session_id, seq))""",
     """CREATE INDEX IF NOT EXISTS tl_messages_parent
         ON tl_messages (app, session_id, parent_id, seq)""",
@@ -223,7 +231,7 @@ _V1 = [
         app TEXT NOT NULL, label TEXT NOT NULL, key TEXT NOT NULL, content TEXT NOT NULL,
         description TEXT, updated_at BIGINT NOT NULL, search_text TEXT NOT NULL DEFAULT '',
         tsv tsvector GENERATED ALWAYS AS
-            (to_tsvector('english'::regconfig, left(search_text, {_TSV_CHARS}))) STORED,
+            ({_TSV_EXPR}) STORED,
         PRIMARY KEY (app, label, key))""",
     "CREATE INDEX IF NOT EXISTS tl_entries_tsv ON tl_entries USING gin (tsv)",
     """CREATE TABLE IF NOT EXISTS tl_state (

@@ -315,13 +315,7 @@ class SessionManager:
         """New session whose history is the path to ``at_message_id`` (overlays materialised)."""
         source = self._require(session_id)
         history = self.get_session(session_id).get_history(at_message_id)
-        child = self.create(
-            name if name is not None else source.name,
-            user_id=source.user_id,
-            parent_session_id=session_id,
-            model=source.model,
-            source=source.source,
-        )
+        child = self._child_of(source, name)
         copies = [{**m, "id": new_id()} for m in history]
         if copies:
             self.store.append_messages(
@@ -335,16 +329,20 @@ class SessionManager:
         """End a session (``end_reason="compaction"``) and start a child seeded with ``summary``."""
         source = self._require(session_id)
         self.store.update_session(self.app_name, session_id, end_reason="compaction")
-        child = self.create(
-            name if name is not None else source.name,
-            user_id=source.user_id,
-            parent_session_id=session_id,
-            model=source.model,
-            source=source.source,
-        )
+        child = self._child_of(source, name)
         text = f"{SPLIT_PREFIX}\n{summary}"
         self.append(child.id, {"role": "user", "content": text})
         return self.get(child.id) or child
+
+    def _child_of(self, source: SessionInfo, name: str | None) -> SessionInfo:
+        """A new session continuing ``source``: same user, model and source; named after it."""
+        return self.create(
+            name if name is not None else source.name,
+            user_id=source.user_id,
+            parent_session_id=source.id,
+            model=source.model,
+            source=source.source,
+        )
 
     def add_usage(
         self, session_id: str, input_tokens: int, output_tokens: int, cost: float = 0.0

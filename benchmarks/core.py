@@ -244,18 +244,44 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes for a smoke run")
     args = parser.parse_args()
     q = args.quick
-    rows: list[tuple[str, str, str, str, str]] = []
+    sessions, per = (100, 100) if q else (1000, 100)
+    pg = _postgres(os.environ.get("THREADLINE_BENCH_PG_DSN"), q, sessions, per)
+    n = f"{sessions * per:,}"
+    rows: list[tuple[str, ...]] = []
     with tempfile.TemporaryDirectory(prefix="tl-bench-") as tmpdir:
         tmp = Path(tmpdir)
         tl, pl = w1(tmp, 500 if q else 3000)
-        rows.append(("W1 append (msg/s)", f"{tl:,.0f}", f"{pl:,.0f}", f"{pl / tl:.2f}x", "≤ 1.5x"))
-        tl, pl = w2(tmp, 1000)
-        rows.append(("W2 history 1000 (ms)", f"{tl:.2f}", f"{pl:.2f}", f"{tl / pl:.2f}x", "≤ 1.5x"))
-        sessions, per = (100, 100) if q else (1000, 100)
-        tl, pl, sub_tl, sub_pl = w4(tmp, sessions, per)
-        n = f"{sessions * per:,}"
         rows.append(
-            (f"W4 search {n} (ms/query)", f"{tl:.2f}", f"{pl:.2f}", f"{tl / pl:.2f}x", "≤ 2x")
+            (
+                "W1 append (msg/s)",
+                f"{tl:,.0f}",
+                f"{pl:,.0f}",
+                f"{pl / tl:.2f}x",
+                "≤ 1.5x",
+                pg.get("append", "-"),
+            )
+        )
+        tl, pl = w2(tmp, 1000)
+        rows.append(
+            (
+                "W2 history 1000 (ms)",
+                f"{tl:.2f}",
+                f"{pl:.2f}",
+                f"{tl / pl:.2f}x",
+                "≤ 1.5x",
+                pg.get("history", "-"),
+            )
+        )
+        tl, pl, sub_tl, sub_pl = w4(tmp, sessions, per)
+        rows.append(
+            (
+                f"W4 search {n} (ms/query)",
+                f"{tl:.2f}",
+                f"{pl:.2f}",
+                f"{tl / pl:.2f}x",
+                "≤ 2x",
+                pg.get("search", "-"),
+            )
         )
         rows.append(
             (
@@ -264,6 +290,7 @@ def main() -> None:
                 f"{sub_pl:.2f} (LIKE scan)",
                 f"{sub_tl / sub_pl:.2f}x",
                 "info",
+                "-",
             )
         )
         big, small = w5(tmp, 10_000 if q else 100_000, 1000, 200)
@@ -274,6 +301,7 @@ def main() -> None:
                 f"{small:.0f}",
                 f"{big / small:.2f}",
                 "≤ 1.2",
+                "-",
             )
         )
         ov, no = w6(tmp, 10_000, 9_000)
@@ -284,35 +312,40 @@ def main() -> None:
                 f"{no:.2f} (no overlay)",
                 f"{ov / no:.2f}x",
                 "≤ 1.1x",
+                "-",
             )
         )
     _print_table(rows)
-    dsn = os.environ.get("THREADLINE_BENCH_PG_DSN")
-    if dsn:
-        _postgres_rows(dsn, q)
 
 
-def _print_table(rows: list[tuple[str, str, str, str, str]]) -> None:
-    header = ("workload", "threadline", "plain sqlite3", "ratio", "target")
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
+def _postgres(dsn: str | None, quick: bool, sessions: int, per: int) -> dict[str, str]:
+    """PostgreSQL column (threadline on PostgresStore), when THREADLINE_BENCH_PG_DSN is set."""
+    if not dsn:
+        return {}
+    import postgres_columns as pg  # optional: needs threadline[postgres]
+
+    return {
+        "append": f"{pg.pg_append(dsn, 300 if quick else 2000):,.0f}",
+        "history": f"{pg.pg_history(dsn, 1000) * 1000:.2f}",
+        "search": f"{pg.pg_search(dsn, sessions, per) * 1000:.2f}",
+    }
+
+
+def _print_table(rows: list[tuple[str, ...]]) -> None:
+    header = (
+        "workload",
+        "threadline SQLite",
+        "plain sqlite3",
+        "ratio",
+        "target",
+        "threadline PostgreSQL",
+    )
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
     print(line)
     print("-" * len(line))
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
-
-
-def _postgres_rows(dsn: str, quick: bool) -> None:
-    import postgres_columns as pg
-
-    print("\nPostgreSQL (same workloads, threadline on PostgresStore)")
-    print(f"  append: {pg.pg_append(dsn, 300 if quick else 2000):,.0f} msg/s")
-    print(f"  history 1000: {pg.pg_history(dsn, 1000) * 1000:.2f} ms")
-    per = 100
-    print(
-        f"  search over {(100 if quick else 1000) * per:,}: "
-        f"{pg.pg_search(dsn, 100 if quick else 1000, per) * 1000:.2f} ms/query"
-    )
 
 
 if __name__ == "__main__":

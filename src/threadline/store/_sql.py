@@ -47,7 +47,7 @@ A backend implements these hooks (all receive a :class:`Tx`, the open transactio
     ``-> list[(session_id, message_id, role, data, score)]``, best first (score higher is
     better; ties newest ``seq`` first), implementing SCHEMA.md's per-term rules for
     ``mode`` ``"all"`` or ``"any"``. ``terms`` is non-empty. The base runs "all", then
-    "any" if nothing matched, and builds the ``SearchHit`` objects.
+    "any" if nothing matched and there are several terms, and builds the ``SearchHit``s.
 ``_search_entry_rows(tx, app, label, terms, mode, limit)``
     ``-> list[(key, content, description)]``, best first, same rules.
 ``close() -> None``
@@ -72,6 +72,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 
 from threadline.errors import (
     InvalidArgumentError,
+    InvalidMessageError,
     MessageNotFoundError,
     SessionExistsError,
     SessionNotFoundError,
@@ -304,11 +305,32 @@ def _hit_time(message: Message) -> datetime | None:
         return None
 
 
-def _enforce_row_size(message: Message) -> Message:
-    # Imported lazily: compaction imports the store package's types, not the other way round.
-    from threadline.compaction.micro import enforce_row_size
+ROW_LIMIT = 1_800_000
+"""Stored JSON bytes above which ``enforce_row_size`` shrinks a message before writing."""
 
-    return enforce_row_size(message)
+
+def _encode_row(message: Message) -> tuple[Message, str, int]:
+    """``(message, compact JSON, UTF-8 size)`` after ``enforce_row_size``.
+
+    ``enforce_row_size`` returns a message unchanged when its compact JSON fits, so it only
+    runs when the size measured here says it may not (saves a JSON encode per append).
+    """
+    if (
+        not isinstance(message, dict)
+        or not isinstance(message.get("id"), str)
+        or not isinstance(message.get("role"), str)
+    ):
+        raise InvalidMessageError("the store takes normalised messages (string id and role)")
+    data = encode_message(message)
+    size = len(data.encode("utf-8"))
+    if size > ROW_LIMIT:
+        # Imported lazily: compaction depends on the store package, not the other way round.
+        from threadline.compaction.micro import enforce_row_size
+
+        message = enforce_row_size(message, ROW_LIMIT)
+        data = encode_message(message)
+        size = len(data.encode("utf-8"))
+    return message, data, size
 
 
 class SQLStore:
@@ -582,13 +604,12 @@ class SQLStore:
         state_delta: Mapping[str, Any] | None = None,
     ) -> list[Message]:
         """Append normalised messages in one transaction; each parents the next."""
-        batch = [_enforce_row_size(message) for message in messages]
         delta = stored_delta(state_delta, user_id)
-        if delta and len(batch) != 1:
+        if delta and len(messages) != 1:
             raise InvalidArgumentError("state_delta needs exactly one message")
-        if not batch:
+        if not messages:
             return []
-        encoded = [(message, encode_message(message)) for message in batch]
+        encoded = [_encode_row(message) for message in messages]
         return self._write(
             "append_messages",
             lambda tx: self._append(tx, app, session_id, encoded, parent_id, user_id, delta),
@@ -600,7 +621,7 @@ class SQLStore:
         tx: Tx,
         app: str,
         session_id: str,
-        encoded: list[tuple[Message, str]],
+        encoded: list[tuple[Message, str, int]],
         parent_id: str | AutoType | None,
         user_id: str | None,
         delta: dict[str, Any],
@@ -611,13 +632,12 @@ class SQLStore:
         undo = dumps(self._undo_record(tx, app, session_id, delta)) if delta else None
         out: list[Message] = []
         seq, written = last_seq, 0
-        for message, data in encoded:
+        for message, data, size in encoded:
             message_id = message["id"]
             if parent is None:  # explicit parent unknown: fine only if this message exists
                 if tx.one(SQL_MESSAGE, (app, session_id, message_id)) is None:
                     raise MessageNotFoundError(f"message {parent_id!r} not in session")
                 parent = (None, 0, 0)
-            size = len(data.encode("utf-8"))
             row = MessageRow(
                 app, session_id, message_id, seq + 1, parent[0], message["role"], size,
                 parent[1] + 1, parent[2] + size, message.get("createdAt"), undo, data,
@@ -665,7 +685,7 @@ class SQLStore:
 
     def update_message(self, app: str, session_id: str, message: Message) -> Message:
         """Replace an existing message's content; ``MessageNotFoundError`` if unknown."""
-        message = _enforce_row_size(message)
+        message = _encode_row(message)[0]
         return self._write(
             "update_message",
             lambda tx: self._update(tx, app, session_id, message),
@@ -902,7 +922,9 @@ class SQLStore:
         def run(tx: Tx) -> list[Row]:
             args = (session_id, user_id, limit)
             rows = self._search_message_rows(tx, app, terms, "all", *args)
-            return rows or self._search_message_rows(tx, app, terms, "any", *args)
+            if rows or len(terms) == 1:  # one term: "any" would repeat the same search
+                return rows
+            return self._search_message_rows(tx, app, terms, "any", *args)
 
         hits = []
         for sid, message_id, role, data, score in self._read("search_messages", run):
@@ -1086,7 +1108,9 @@ class SQLStore:
 
         def run(tx: Tx) -> list[Row]:
             rows = self._search_entry_rows(tx, app, label, terms, "all", limit)
-            return rows or self._search_entry_rows(tx, app, label, terms, "any", limit)
+            if rows or len(terms) == 1:
+                return rows
+            return self._search_entry_rows(tx, app, label, terms, "any", limit)
 
         return [Entry(r[0], r[1], r[2]) for r in self._read("search_entries", run)]
 

@@ -3,7 +3,13 @@
 One connection per store, shared by threads behind a lock; every public write is one
 ``BEGIN IMMEDIATE`` transaction, so writers in other processes queue on the busy timeout
 instead of forking a session. Search uses two FTS5 tables per corpus: ``porter unicode61``
-for stemmed words and ``trigram`` for substrings (e-mails, URLs, versions, CJK).
+for stemmed words and ``trigram`` for substrings (e-mails, URLs, versions, CJK), plus a
+small table of the message texts that hold CJK-like scripts or symbols, where one- and
+two-character terms are looked up.
+
+Messages are added to the search index in batches of :data:`_INDEX_BATCH` (an FTS5 segment
+per commit is what makes naive appends slow); a search first indexes whatever is pending,
+so results always include every committed message.
 
 Durability: WAL with ``synchronous=NORMAL`` (default) survives any process crash; a power
 loss may drop the last commits but never corrupts the file. ``synchronous="full"`` fsyncs
@@ -17,6 +23,7 @@ every commit.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sqlite3
 import threading
@@ -25,7 +32,7 @@ from typing import Any
 
 from threadline.errors import StoreError, ThreadlineError
 from threadline.messages import decode_message, text_of
-from threadline.search_query import MatchMode, Term, fts5_match, fts5_term
+from threadline.search_query import MatchMode, Term, fts5_quote, fts5_term, word_forms
 from threadline.store._sql import MESSAGE_COLUMNS, MessageRow, Row, SessionKey, SQLStore, T
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -60,6 +67,9 @@ _SCHEMA_V1 = (
     # detail=none: substring lookups go through LIKE, which re-checks the stored text anyway.
     "CREATE VIRTUAL TABLE IF NOT EXISTS tl_messages_tri "
     "USING fts5(text, tokenize='trigram', detail=none, columnsize=0)",
+    # Texts holding CJK-like scripts or symbols (see _WIDE), kept alongside the trigram index:
+    # one- and two-character substrings ("東京", "🙂") cannot use trigrams and are scanned here.
+    "CREATE TABLE IF NOT EXISTS tl_messages_cjk (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL)",
     """CREATE TABLE IF NOT EXISTS tl_compactions (
         app TEXT NOT NULL, session_id TEXT NOT NULL, id TEXT NOT NULL, summary TEXT NOT NULL,
         from_message_id TEXT NOT NULL, to_message_id TEXT NOT NULL, seq INTEGER NOT NULL,
@@ -88,17 +98,17 @@ _SCHEMA_V1 = (
 )
 
 
-# Messages reach the trigram index in batches (see SQLiteStore._catch_up_trigram): every
-# message with rowid <= tl_meta.trigram_upto is indexed, later ones are pending. SQLite reuses
-# the highest rowid after a delete, so deleting rows lowers the mark to the highest remaining
+# Messages reach the search index in batches (see SQLiteStore._catch_up_index): every message
+# with rowid <= tl_meta.indexed_upto is indexed, later ones are pending. SQLite reuses the
+# highest rowid after a delete, so deleting rows lowers the mark to the highest remaining
 # rowid; a reused rowid is then pending again instead of silently unindexed.
 _SCHEMA_V1_TRIGRAM = (
-    "INSERT INTO tl_meta (key, value) VALUES ('trigram_upto', '0') ON CONFLICT (key) DO NOTHING",
-    """CREATE TRIGGER IF NOT EXISTS tl_messages_trigram_mark AFTER DELETE ON tl_messages
-    WHEN old.rowid <= (SELECT CAST(value AS INTEGER) FROM tl_meta WHERE key = 'trigram_upto')
+    "INSERT INTO tl_meta (key, value) VALUES ('indexed_upto', '0') ON CONFLICT (key) DO NOTHING",
+    # No WHEN clause: rows of one DELETE go in any order, so every row re-checks the mark.
+    """CREATE TRIGGER IF NOT EXISTS tl_messages_index_mark AFTER DELETE ON tl_messages
     BEGIN
         UPDATE tl_meta SET value = CAST((SELECT COALESCE(MAX(rowid), 0) FROM tl_messages) AS TEXT)
-        WHERE key = 'trigram_upto'
+        WHERE key = 'indexed_upto'
         AND CAST(value AS INTEGER) > (SELECT COALESCE(MAX(rowid), 0) FROM tl_messages);
     END""",
 )
@@ -124,13 +134,15 @@ _SQL_INSERT_MESSAGE = (
 )
 _SQL_MESSAGE_ROWID = "SELECT rowid FROM tl_messages WHERE app = ? AND session_id = ? AND id = ?"
 _SQL_ENTRY_ROWID = "SELECT rowid FROM tl_entries WHERE app = ? AND label = ? AND key = ?"
-_SQL_TRIGRAM_MARK = "SELECT CAST(value AS INTEGER) FROM tl_meta WHERE key = 'trigram_upto'"
-_SQL_SET_TRIGRAM_MARK = "UPDATE tl_meta SET value = ? WHERE key = 'trigram_upto'"
+_SQL_INDEX_MARK = "SELECT CAST(value AS INTEGER) FROM tl_meta WHERE key = 'indexed_upto'"
+_SQL_SET_INDEX_MARK = "UPDATE tl_meta SET value = ? WHERE key = 'indexed_upto'"
 _SQL_MAX_MESSAGE_ROWID = "SELECT COALESCE(MAX(rowid), 0) FROM tl_messages"
-_SQL_PENDING_TRIGRAM = "SELECT rowid, data FROM tl_messages WHERE rowid > ? ORDER BY rowid"
-_TRIGRAM_BATCH = 64
-"""Pending messages that trigger a trigram catch-up inside an append (one FTS5 segment per
-batch instead of one per commit: the trigram index is the most expensive part of a write)."""
+_SQL_PENDING_INDEX = "SELECT rowid, data FROM tl_messages WHERE rowid > ? ORDER BY rowid"
+_SQL_INSERT_CJK = "INSERT INTO tl_messages_cjk (rowid, text) VALUES (?, ?)"
+_SQL_DELETE_CJK = "DELETE FROM tl_messages_cjk WHERE rowid = ?"
+_INDEX_BATCH = 64
+"""Pending messages that make an append index them all (one FTS5 segment per batch instead
+of one per commit: the search index is by far the most expensive part of a write)."""
 
 
 class _Corpus:
@@ -186,8 +198,13 @@ class SQLiteStore(SQLStore):
     """
 
     def __init__(
-        self, path: str = ":memory:", *, synchronous: str = "normal", busy_timeout: float = 30.0
+        self,
+        path: str | os.PathLike[str] = ":memory:",
+        *,
+        synchronous: str = "normal",
+        busy_timeout: float = 30.0,
     ) -> None:
+        path = os.fspath(path)
         mode = _SYNCHRONOUS.get(str(synchronous).lower())
         if mode is None:
             raise ValueError(f"synchronous must be 'normal' or 'full', got {synchronous!r}")
@@ -208,7 +225,7 @@ class SQLiteStore(SQLStore):
         except sqlite3.Error as exc:
             raise StoreError("open", exc) from exc
         self._tx = _Tx(self._conn)
-        self._trigram_hint = 0  # last known tl_meta.trigram_upto (a hint; re-read when used)
+        self._index_hint = 0  # last known tl_meta.indexed_upto (a hint; re-read when used)
         try:
             self._configure(mode, busy_timeout)
             self._migrate()
@@ -224,6 +241,9 @@ class SQLiteStore(SQLStore):
             if not _is_memory(self.path):
                 self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous}")
+            # 16 MiB page cache (default 2 MiB): keeps the hot index pages of large sessions
+            # (random message ids land anywhere in the primary key) out of the OS round trip.
+            self._conn.execute("PRAGMA cache_size = -16384")
         except sqlite3.Error as exc:
             raise StoreError("open", exc) from exc
 
@@ -325,51 +345,53 @@ class SQLiteStore(SQLStore):
         rowid = cursor.lastrowid
         if cursor.rowcount != 1 or rowid is None:
             return False
-        if row.text:
-            self._conn.execute(_MESSAGES.insert_fts, (rowid, row.text))
-        if rowid - self._trigram_hint >= _TRIGRAM_BATCH:
-            self._catch_up_trigram()
+        if rowid - self._index_hint >= _INDEX_BATCH:
+            self._catch_up_index()
         return True
 
-    def _trigram_mark(self) -> int:
-        row = self._conn.execute(_SQL_TRIGRAM_MARK).fetchone()
+    def _index_mark(self) -> int:
+        row = self._conn.execute(_SQL_INDEX_MARK).fetchone()
         mark = int(row[0]) if row else 0
-        self._trigram_hint = mark
+        self._index_hint = mark
         return mark
 
-    def _catch_up_trigram(self) -> None:
-        """Index every pending message in the trigram table (inside a write transaction)."""
-        mark = self._trigram_mark()
-        rows = self._conn.execute(_SQL_PENDING_TRIGRAM, (mark,)).fetchall()
+    def _catch_up_index(self) -> None:
+        """Index every pending message (inside a write transaction)."""
+        mark = self._index_mark()
+        rows = self._conn.execute(_SQL_PENDING_INDEX, (mark,)).fetchall()
         if not rows:
             return
         for rowid, data in rows:
-            text = text_of(decode_message(data))
-            if text:
-                self._conn.execute(_MESSAGES.insert_tri, (rowid, text))
-        self._trigram_hint = rows[-1][0]
-        self._conn.execute(_SQL_SET_TRIGRAM_MARK, (str(self._trigram_hint),))
+            self._index_message_text(rowid, text_of(decode_message(data)))
+        self._index_hint = rows[-1][0]
+        self._conn.execute(_SQL_SET_INDEX_MARK, (str(self._index_hint),))
 
-    def _ensure_trigram(self) -> None:
-        """Before a substring search: index pending messages (a short write transaction)."""
+    def _ensure_index(self) -> None:
+        """Before a message search: index pending messages (a short write transaction).
+
+        If that write fails (read-only file, lock held past the busy timeout) the search
+        still runs, on the messages indexed so far.
+        """
         row = self._conn.execute(_SQL_MAX_MESSAGE_ROWID).fetchone()
-        if row is not None and int(row[0]) > self._trigram_mark():
-            self._write("search_messages", lambda tx: self._catch_up_trigram())
+        if row is not None and int(row[0]) > self._index_mark():
+            with contextlib.suppress(StoreError):
+                self._write("search_messages", lambda tx: self._catch_up_index())
+
+    def _index_message_text(self, rowid: int, text: str) -> None:
+        if text:  # rows without text (tool calls) need no index entries
+            self._conn.execute(_MESSAGES.insert_fts, (rowid, text))
+            self._conn.execute(_MESSAGES.insert_tri, (rowid, text))
+            if _WIDE.search(text):
+                self._conn.execute(_SQL_INSERT_CJK, (rowid, text))
 
     def _reindex_message(
         self, tx: Any, app: str, session_id: str, message_id: str, text: str
     ) -> None:
         row = self._conn.execute(_SQL_MESSAGE_ROWID, (app, session_id, message_id)).fetchone()
-        if row is None:
-            return
-        rowid = row[0]
-        self._conn.execute(_MESSAGES.delete_fts, (rowid,))
-        if text:
-            self._conn.execute(_MESSAGES.insert_fts, (rowid, text))
-        if rowid <= self._trigram_mark():  # pending rows are indexed later from their data
-            self._conn.execute(_MESSAGES.delete_tri, (rowid,))
-            if text:
-                self._conn.execute(_MESSAGES.insert_tri, (rowid, text))
+        if row is not None and row[0] <= self._index_mark():  # pending rows: indexed later
+            self._unindex(_MESSAGES, row[0])
+            self._conn.execute(_SQL_DELETE_CJK, (row[0],))
+            self._index_message_text(row[0], text)
 
     def _unindex_messages(
         self, tx: Any, app: str, session_id: str, message_ids: Sequence[str] | None
@@ -382,7 +404,7 @@ class SQLiteStore(SQLStore):
             where = select
             if message_ids is not None:
                 where += " AND id IN (" + ", ".join("?" * len(batch)) + ")"
-            for table in (_MESSAGES.fts, _MESSAGES.tri):
+            for table in (_MESSAGES.fts, _MESSAGES.tri, "tl_messages_cjk"):
                 self._conn.execute(
                     f"DELETE FROM {table} WHERE rowid IN ({where})", (app, session_id, *batch)
                 )
@@ -443,8 +465,7 @@ class SQLiteStore(SQLStore):
             params = [app, app, user_id]
         else:
             scope, params = "{p}x.app = ?", [app]
-        if any(t.needs_substring and t.substring for t in terms):
-            self._ensure_trigram()
+        self._ensure_index()
         return self._search(_MESSAGES, terms, mode, scope, params, limit)
 
     def _search_entry_rows(
@@ -472,74 +493,228 @@ class SQLiteStore(SQLStore):
 
 # --------------------------------------------------------------------------- search SQL
 
+
+class _Stemmer:
+    """Porter stems of words, from SQLite's own tokenizer (an in-memory FTS5 table).
+
+    ``fts5_term`` ORs several inflections of a word; forms with the same stem match the same
+    rows, so keeping one per stem gives FTS5 (and bm25) less work for identical results.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cache: dict[str, str] = {}
+        self._conn: sqlite3.Connection | None = None
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            conn = sqlite3.connect(":memory:", check_same_thread=False)
+            conn.execute("CREATE VIRTUAL TABLE s USING fts5(t, tokenize='porter unicode61')")
+            conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(s, 'instance')")
+            self._conn = conn
+        return self._conn
+
+    def distinct(self, words: Sequence[str]) -> list[str]:
+        """``words`` without those whose stem an earlier word already has."""
+        with self._lock:
+            missing = [w for w in words if w not in self._cache]
+            if missing:
+                conn = self._connection()
+                conn.executemany("INSERT INTO s (rowid, t) VALUES (?, ?)", enumerate(missing))
+                for doc, stem in conn.execute("SELECT doc, term FROM v").fetchall():
+                    self._cache[missing[doc]] = stem
+                conn.execute("DELETE FROM s")
+                if len(self._cache) > 50_000:
+                    self._cache.clear()
+            stems = [self._cache.get(w, w) for w in words]
+        return [w for i, w in enumerate(words) if stems[i] not in stems[:i]]
+
+
+_STEMMER = _Stemmer()
+
+
+def _fts_term(term: Term) -> str | None:
+    """``fts5_term`` with inflections that share a Porter stem collapsed to one."""
+    expression = fts5_term(term)
+    if expression is None or term.is_phrase or len(term.tokens) != 1:
+        return expression
+    forms = word_forms(term.tokens[0])
+    if expression != "(" + " OR ".join(fts5_quote(f) for f in forms) + ")":
+        return expression  # not the expansion this optimisation knows: keep it as is
+    kept = _STEMMER.distinct(forms)
+    return fts5_quote(kept[0]) if len(kept) == 1 else "(" + " OR ".join(map(fts5_quote, kept)) + ")"
+
+
+def _fts_match(terms: Sequence[Term], mode: MatchMode) -> str | None:
+    parts = [p for p in (_fts_term(t) for t in terms) if p is not None]
+    return (" AND " if mode == "all" else " OR ").join(parts) if parts else None
+
+
 _LIKE_SPECIAL = re.compile(r"[%_]")
 
+# A superset of the characters that make a one- or two-character term need a substring
+# search (search_query: scripts written without spaces, and symbols such as emoji, Unicode
+# category So). Texts containing none of them cannot match such a term.
+_WIDE_RANGES = (
+    (0x00A6, 0x00B0), (0x0482, 0x0482), (0x058D, 0x058E), (0x060E, 0x060F), (0x06DE, 0x06FE),
+    (0x07F6, 0x07F6), (0x09FA, 0x09FA), (0x0B70, 0x0B70), (0x0BF3, 0x0BFA), (0x0C7F, 0x0C7F),
+    (0x0D4F, 0x0D79), (0x0E00, 0x0FFF), (0x1000, 0x11FF), (0x1390, 0x1399), (0x166D, 0x166D),
+    (0x1780, 0x17FF), (0x1940, 0x1940), (0x19DE, 0x19FF), (0x1B61, 0x1B7C), (0x2100, 0x21FF),
+    (0x2300, 0x2BFF), (0x2CE5, 0x2CEA), (0x2E50, 0xA4CF), (0xA828, 0xA839), (0xA960, 0xA97F),
+    (0xAA77, 0xAA79), (0xAC00, 0xD7FF), (0xF900, 0xFAFF), (0xFD40, 0xFD4F), (0xFDCF, 0xFDFF),
+    (0xFF66, 0xFFFD), (0x10137, 0x101FC), (0x10877, 0x10878), (0x10AC8, 0x10AC8),
+    (0x1173F, 0x1173F), (0x11FD5, 0x11FF1), (0x16B3C, 0x16B45), (0x1BC9C, 0x1BC9C),
+    (0x1CF50, 0x1DAFF), (0x1E14F, 0x1E14F), (0x1EC70, 0x1EEFF), (0x1F000, 0x3FFFF),
+)  # fmt: skip
+_WIDE = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _WIDE_RANGES) + "]")
 
-def _term_condition(corpus: _Corpus, term: Term, *, words: bool) -> tuple[str, list[Any]]:
-    """SQL true for rows of ``x`` that satisfy ``term`` (word phrase and/or substring)."""
+
+def _needs_substring(term: Term) -> bool:
+    return term.needs_substring and bool(term.substring)
+
+
+def _like(term: Term) -> tuple[str, list[Any]]:
+    """``LIKE`` test of the term's substring on a ``text`` column (``{col}`` = text/+text).
+
+    No ESCAPE clause (it would keep FTS5 from using the trigram index): ``%`` and ``_`` in the
+    term widen the pattern, so such terms are re-checked exactly with ``instr``. Never give
+    such a pattern to the trigram index itself (see :func:`_substring_source`).
+    """
+    sub = term.substring
+    if "%" in sub or "_" in sub:
+        return "{col} LIKE ? AND instr(lower(text), ?) > 0", [f"%{sub}%", sub]
+    return "{col} LIKE ?", [f"%{sub}%"]
+
+
+def _substring_only_rows(corpus: _Corpus, term: Term) -> tuple[str, list[Any]]:
+    """Rowids whose text contains the term's substring but that do not match it as words.
+
+    Excluding the word matches first spares FTS5 re-reading their text to verify the LIKE.
+    """
+    source, test, params = _substring_source(corpus, term)
+    words = _fts_term(term)
+    if words is None:
+        return f"SELECT rowid FROM {source} WHERE {test}", params
+    return (
+        f"SELECT rowid FROM {source} WHERE rowid NOT IN "
+        f"(SELECT rowid FROM {corpus.fts} WHERE {corpus.fts} MATCH ?) AND {test}",
+        [words, *params],
+    )
+
+
+def _substring_source(corpus: _Corpus, term: Term) -> tuple[str, str, list[Any]]:
+    """Where to look for the term's substring: ``(table, condition, params)``.
+
+    The trigram index serves ``LIKE '%run%'`` for a literal run of three or more characters.
+    SQLite 3.40's trigram LIKE crashes on patterns holding ``%``/``_`` between multi-byte
+    characters and finds nothing for patterns under three multi-byte characters, so the
+    index only ever sees the longest plain run, and ``instr`` checks the exact substring.
+    Shorter terms scan ``tl_messages_cjk`` (all texts that can hold them) or the trigram
+    table's text without its index (``+text``).
+    """
+    sub = term.substring
+    longest = max(_LIKE_SPECIAL.split(sub), key=len)
+    if len(longest) >= 3:
+        if longest == sub:
+            return corpus.tri, "text LIKE ?", [f"%{sub}%"]
+        return corpus.tri, "text LIKE ? AND instr(lower(text), ?) > 0", [f"%{longest}%", sub]
+    test, params = _like(term)
+    if corpus is _MESSAGES and _WIDE.search(sub):
+        return "tl_messages_cjk", test.format(col="text"), params  # an ordinary table
+    return corpus.tri, test.format(col="+text"), params
+
+
+def _row_satisfies(corpus: _Corpus, term: Term) -> tuple[str, list[Any]]:
+    """Correlated test that row ``x`` satisfies ``term`` (words, or its substring)."""
     parts: list[str] = []
     params: list[Any] = []
-    expression = fts5_term(term) if words else None
-    if expression is not None:
-        parts.append(f"x.rowid IN (SELECT rowid FROM {corpus.fts} WHERE {corpus.fts} MATCH ?)")
-        params.append(expression)
-    if term.needs_substring and term.substring:
-        # LIKE (no ESCAPE, which would disable the trigram index); "%" and "_" inside the
-        # term widen the pattern, so such terms are re-checked exactly with instr().
-        # Only patterns with a literal run of three characters can use the index (SQLite's
-        # trigram LIKE returns nothing for shorter multi-byte patterns): "+text" scans instead.
-        sub = term.substring
-        exact = " AND instr(lower(text), ?) > 0" if ("%" in sub or "_" in sub) else ""
-        column = "text" if any(len(run) >= 3 for run in _LIKE_SPECIAL.split(sub)) else "+text"
+    words = _fts_term(term)
+    if words is not None:
         parts.append(
-            f"x.rowid IN (SELECT rowid FROM {corpus.tri} WHERE {column} LIKE ?{exact})"
+            f"EXISTS (SELECT 1 FROM {corpus.fts} WHERE {corpus.fts} MATCH ? "
+            f"AND {corpus.fts}.rowid = x.rowid)"
         )
-        params += [f"%{sub}%", sub] if exact else [f"%{sub}%"]
-    return ("(" + " OR ".join(parts) + ")" if parts else ""), params
+        params.append(words)
+    if _needs_substring(term):
+        test, like_params = _like(term)
+        parts.append(
+            f"EXISTS (SELECT 1 FROM {corpus.tri} WHERE {corpus.tri}.rowid = x.rowid "
+            f"AND {test.format(col='+text')})"
+        )
+        params += like_params
+    return "(" + " OR ".join(parts) + ")", params
 
 
 def _search_sql(
     corpus: _Corpus, terms: Sequence[Term], mode: MatchMode, scope: str, scope_params: list[Any]
 ) -> tuple[str, list[Any]]:
-    """One query: word hits ranked by bm25, plus substring-satisfied hits scored 0.
+    """One query: word hits ranked by bm25, plus hits owed to substrings, scored 0.
 
-    Branch 1 drives from the porter index (rows where every term — or, in "any" mode, some
-    term — matches as words). Branch 2 adds rows that satisfy the per-term rules only
-    thanks to substrings; ``GROUP BY`` keeps each row once with its best score.
+    Branch 1 drives from the porter index: rows where every term (in "any" mode, some term)
+    matches as words. Branch 2 adds rows that satisfy some substring term only through its
+    substring; in "all" mode each must also satisfy every other term (checked per row, the
+    candidates being few). In "all" mode the branches are disjoint; in "any" mode a row can
+    be in both and ``GROUP BY`` keeps its best score.
     """
+    match = _fts_match(terms, mode)
+    substring_terms = [t for t in terms if _needs_substring(t)]
+    if not substring_terms:
+        return _word_search_sql(corpus, match, scope, scope_params)
     branches: list[str] = []
     params: list[Any] = []
-    match = fts5_match(terms, mode)
-    if match is not None:
+    # In "all" mode a term without words (emoji...) can only match through its substring:
+    # then no row matches every term as words and branch 1 is left out.
+    if match is not None and (mode == "any" or all(_fts_term(t) for t in terms)):
         branches.append(
             f"SELECT x.rowid AS rid, {corpus.order} AS ord, -{corpus.fts}.rank AS score "
-            f"FROM {corpus.fts} JOIN {corpus.table} x ON x.rowid = {corpus.fts}.rowid "
-            f"WHERE {corpus.fts} MATCH ? AND {scope.format(p='')}"
+            # CROSS JOIN and "+": the FTS query must drive (SQLite would otherwise run the
+            # MATCH once per scope row).
+            f"FROM {corpus.fts} CROSS JOIN {corpus.table} x ON x.rowid = {corpus.fts}.rowid "
+            f"WHERE {corpus.fts} MATCH ? AND {scope.format(p='+')}"
         )
         params += [match, *scope_params]
-    if any(t.needs_substring and t.substring for t in terms):
-        # "all": every term satisfied (words or substring); "any": some substring matches
-        # (rows matching some term as words are already in branch 1).
-        conditions = [
-            _term_condition(corpus, t, words=(mode == "all"))
-            for t in terms
-            if mode == "all" or (t.needs_substring and t.substring)
-        ]
-        joined = (" AND " if mode == "all" else " OR ").join(c for c, _ in conditions if c)
-        branches.append(
-            f"SELECT x.rowid AS rid, {corpus.order} AS ord, 0.0 AS score FROM {corpus.table} x "
-            f"WHERE ({joined}) AND {scope.format(p='+')}"  # '+': drive from the rowid sets
-        )
-        for _, condition_params in conditions:
-            params += condition_params
-        params += scope_params
-    if not branches:
-        return "", []
+    drivers = [_substring_only_rows(corpus, t) for t in substring_terms]
+    checks = [_row_satisfies(corpus, t) for t in terms] if mode == "all" and len(terms) > 1 else []
+    branches.append(
+        f"SELECT x.rowid AS rid, {corpus.order} AS ord, 0.0 AS score FROM {corpus.table} x "
+        f"WHERE x.rowid IN ({' UNION '.join(sql for sql, _ in drivers)}) "
+        f"AND {scope.format(p='+')}" + "".join(f" AND {sql}" for sql, _ in checks)
+    )
+    for _, driver_params in drivers:
+        params += driver_params
+    params += scope_params
+    for _, check_params in checks:
+        params += check_params
+    union = " UNION ALL ".join(branches)
+    ranked = (
+        f"SELECT rid, MAX(score) AS score, ord FROM ({union}) GROUP BY rid"
+        if mode == "any"
+        else union
+    )
     sql = (
         f"SELECT {corpus.columns}, h.score, h.ord FROM ("
-        f"SELECT rid, MAX(score) AS score, ord FROM ({' UNION ALL '.join(branches)}) "
-        "GROUP BY rid ORDER BY score DESC, ord DESC, rid DESC LIMIT ?"
+        f"SELECT rid, score, ord FROM ({ranked}) "
+        "ORDER BY score DESC, ord DESC, rid DESC LIMIT ?"
         f") h JOIN {corpus.table} x ON x.rowid = h.rid "
         "ORDER BY h.score DESC, h.ord DESC, h.rid DESC"
     )
     return sql, params
+
+
+def _word_search_sql(
+    corpus: _Corpus, match: str | None, scope: str, scope_params: list[Any]
+) -> tuple[str, list[Any]]:
+    """Word terms only: rank the porter matches, then load the bodies of the top rows."""
+    if match is None:
+        return "", []
+    top = (
+        f"SELECT x.rowid AS rid, {corpus.fts}.rank AS r, {corpus.order} AS ord "
+        f"FROM {corpus.fts} CROSS JOIN {corpus.table} x ON x.rowid = {corpus.fts}.rowid "
+        f"WHERE {corpus.fts} MATCH ? AND {scope.format(p='+')} "
+        "ORDER BY r, ord DESC, rid DESC LIMIT ?"
+    )
+    sql = (
+        f"SELECT {corpus.columns}, -h.r, h.ord FROM ({top}) h "
+        f"JOIN {corpus.table} x ON x.rowid = h.rid ORDER BY h.r, h.ord DESC, h.rid DESC"
+    )
+    return sql, [match, *scope_params]

@@ -115,6 +115,9 @@ class StoreBackend:
     def get_path_ids(self, leaf_id: str | None = None) -> list[str]:
         return self.store.get_path_ids(self.app, self.session_id, leaf_id)
 
+    def get_path_encoded(self, leaf_id: str | None = None) -> list[tuple[str, str]]:
+        return self.store.get_path_encoded(self.app, self.session_id, leaf_id)
+
     def get_recent_path(self, max_bytes: int, min_messages: int) -> RecentPath:
         return self.store.get_recent_path(self.app, self.session_id, max_bytes, min_messages)
 
@@ -204,6 +207,11 @@ class ProviderBackend:
 
     def get_path_ids(self, leaf_id: str | None = None) -> list[str]:
         return [m["id"] for m in self.get_path(leaf_id)]
+
+    def get_path_encoded(self, leaf_id: str | None = None) -> list[tuple[str, str]]:
+        from threadline.messages import encode_message
+
+        return [(m["id"], encode_message(m)) for m in self.get_path(leaf_id)]
 
     def get_recent_path(self, max_bytes: int, min_messages: int) -> RecentPath:
         from threadline.messages import encode_message

@@ -21,7 +21,11 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from threadline.backends import ProviderBackend, SessionProvider, StoreBackend, is_store
-from threadline.compaction.overlays import apply_overlays, earliest_visible_overlay
+from threadline.compaction.overlays import (
+    apply_overlays,
+    apply_overlays_encoded,
+    earliest_visible_overlay,
+)
 from threadline.context import ContextBlocks, ContextConfig
 from threadline.errors import (
     CompactionError,
@@ -30,7 +34,13 @@ from threadline.errors import (
     MessageNotFoundError,
     ThreadlineError,
 )
-from threadline.messages import is_overlay_id, normalize_message, parse_timestamp, skill_loads_of
+from threadline.messages import (
+    decode_message,
+    is_overlay_id,
+    normalize_message,
+    parse_timestamp,
+    skill_loads_of,
+)
 from threadline.state import merge_state, split_delta, validate_delta
 from threadline.store import connect
 from threadline.store.base import Store
@@ -337,10 +347,11 @@ class Session:
         >>> len(s.get_history(limit=1))
         1
         """
-        path = self._backend.get_path(leaf_id)
-        if not path:
+        rows = self._backend.get_path_encoded(leaf_id)
+        if not rows:
             return []
-        history = apply_overlays(path, self._backend.get_compactions())
+        compactions = self._backend.get_compactions()
+        history = apply_overlays_encoded(rows, compactions, decode_message)
         return _window(history, limit=limit, max_tokens=max_tokens, after=after)
 
     def get_recent_history(self, max_bytes: int, min_recent_messages: int = 1) -> RecentHistory:

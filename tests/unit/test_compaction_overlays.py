@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import copy
+import json as _json
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
+from datetime import datetime as _dt
+from datetime import timezone as _tz
 
 from hypothesis import given
+from hypothesis import given as _given
+from hypothesis import strategies as _st
 from hypothesis import strategies as st
 
 from threadline.compaction.overlays import (
     apply_overlays,
+    apply_overlays_encoded,
     earliest_visible_overlay,
     overlay_message,
     visible_overlays,
 )
 from threadline.types import Compaction, Message
+from threadline.types import Compaction as _Compaction
 
 T0 = datetime(2026, 11, 21, 10, 0, tzinfo=timezone.utc)
 
@@ -228,3 +235,59 @@ def test_property_earliest_visible_overlay(
     first = next((m["id"] for m in out if m["id"].startswith("compaction_")), None)
     earliest = earliest_visible_overlay(path, overlays)
     assert (None if earliest is None else f"compaction_{earliest.id}") == first
+
+
+# -- apply_overlays_encoded: same result, decoding only what is shown ---------------------------
+
+
+def _encoded(n: int) -> list[tuple[str, str]]:
+    return [
+        (
+            f"m{i}",
+            _json.dumps(
+                {
+                    "id": f"m{i}",
+                    "role": "user",
+                    "parts": [],
+                    "createdAt": f"2026-01-01T00:00:{i:02d}.000Z",
+                }
+            ),
+        )
+        for i in range(n)
+    ]
+
+
+@_given(
+    _st.integers(1, 25), _st.lists(_st.tuples(_st.integers(0, 24), _st.integers(0, 24)), max_size=5)
+)
+def test_encoded_matches_decoded(n: int, ranges: list[tuple[int, int]]) -> None:
+    rows = _encoded(n)
+    comps = [
+        _Compaction(
+            f"c{k}",
+            f"S{k}",
+            f"m{min(a, b) % n}",
+            f"m{max(a, b) % n}",
+            _dt(2026, 1, 1, 0, 0, k, tzinfo=_tz.utc),
+        )
+        for k, (a, b) in enumerate(ranges)
+        if min(a, b) % n <= max(a, b) % n
+    ]
+    decoded = [_json.loads(data) for _, data in rows]
+    assert apply_overlays_encoded(rows, comps, _json.loads) == apply_overlays(decoded, comps)
+
+
+def test_hidden_messages_are_not_decoded() -> None:
+    rows = _encoded(10)
+    seen: list[str] = []
+
+    def decode(text: str) -> dict[str, object]:
+        message: dict[str, object] = _json.loads(text)
+        seen.append(str(message["id"]))
+        return message
+
+    overlay = _Compaction("c1", "S", "m1", "m8", _dt(2026, 1, 1, tzinfo=_tz.utc))
+    out = apply_overlays_encoded(rows, [overlay], decode)
+    assert [m["id"] for m in out] == ["m0", "compaction_c1", "m9"]
+    assert out[1]["createdAt"] == "2026-01-01T00:00:08.000Z"  # from the last covered message
+    assert sorted(seen) == ["m0", "m8", "m9"]  # m1..m7 never decoded

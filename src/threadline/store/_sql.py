@@ -229,11 +229,12 @@ _UP = (
 )
 _HEAD_ANCHOR = "(SELECT head_id FROM tl_sessions WHERE app = ? AND id = ?)"
 SQL_PATH = (
-    _UP.format(extra=", data", mextra=", m.data", anchor="?") + "SELECT data FROM p ORDER BY depth"
+    _UP.format(extra=", data", mextra=", m.data", anchor="?")
+    + "SELECT id, data FROM p ORDER BY depth"
 )
 SQL_PATH_HEAD = (
     _UP.format(extra=", data", mextra=", m.data", anchor=_HEAD_ANCHOR)
-    + "SELECT data FROM p ORDER BY depth"
+    + "SELECT id, data FROM p ORDER BY depth"
 )
 SQL_PATH_IDS = _UP.format(extra="", mextra="", anchor="?") + "SELECT id FROM p ORDER BY depth"
 SQL_PATH_IDS_HEAD = (
@@ -841,7 +842,14 @@ class SQLStore:
     def get_path(self, app: str, session_id: str, leaf_id: str | None = None) -> list[Message]:
         """Root→leaf path ending at ``leaf_id`` (default: the head)."""
         rows = self._path_rows("get_path", SQL_PATH, SQL_PATH_HEAD, app, session_id, leaf_id)
-        return [decode_message(row[0]) for row in rows]
+        return [decode_message(row[1]) for row in rows]
+
+    def get_path_encoded(
+        self, app: str, session_id: str, leaf_id: str | None = None
+    ) -> list[tuple[str, str]]:
+        """``(id, stored JSON)`` of :meth:`get_path`, so callers decode only what they show."""
+        rows = self._path_rows("get_path", SQL_PATH, SQL_PATH_HEAD, app, session_id, leaf_id)
+        return [(row[0], row[1]) for row in rows]
 
     def get_path_ids(self, app: str, session_id: str, leaf_id: str | None = None) -> list[str]:
         """Ids of :meth:`get_path` without loading bodies."""

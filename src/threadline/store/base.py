@@ -210,6 +210,13 @@ class Store(Protocol):
         """Raw root→leaf path ending at ``leaf_id`` (default: head); ``[]`` for an empty session;
         ``MessageNotFoundError`` for an unknown ``leaf_id``. Walks parent links only."""
 
+    def get_path_encoded(
+        self, app: str, session_id: str, leaf_id: str | None = None
+    ) -> list[tuple[str, str]]:
+        """``(id, stored compact JSON)`` for each message of :meth:`get_path`, root first.
+
+        Lets a reader decode only the messages it will show (overlays hide the rest)."""
+
     def get_path_ids(self, app: str, session_id: str, leaf_id: str | None = None) -> list[str]:
         """Ids of :meth:`get_path`, without loading message bodies."""
 

@@ -40,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.run(args))
-    except threadline.ThreadlineError as exc:
+    except (threadline.ThreadlineError, ValueError) as exc:  # bad input: a message, no traceback
         print(f"threadline: {exc}", file=sys.stderr)
         return 1
 
@@ -94,6 +94,7 @@ def _demo(args: argparse.Namespace) -> int:
         _demo_branches(console, manager)
         _demo_memory(console, manager)
         _demo_users_and_fork(console, manager)
+        _demo_compaction(console, store)
     console.rule("[bold green]done")
     return 0
 
@@ -157,6 +158,27 @@ def _demo_users_and_fork(console: Console, manager: threadline.SessionManager) -
         )
     hits = manager.search("Lisbon", user_id="ana")
     console.print(f"\n[bold]9. Cross-session search 'Lisbon' for user ana[/]: {len(hits)} hit(s)")
+
+
+def _demo_compaction(console: Console, store: threadline.Store) -> None:
+    from threadline.summarizers import extractive
+
+    session = (
+        Session(store, session_id="long-chat", app_name="demo")
+        .on_compaction(threadline.create_compact_function(extractive(), tail_token_budget=60))
+        .compact_after(150)
+    )
+    topics = ["flights", "hotels", "museums", "trams", "food", "fado", "beaches", "day trips"]
+    for topic in topics:
+        session.append_message(user(f"Tell me about {topic} in Lisbon. Any tips?"))
+        session.append_message(assistant(f"For {topic}: book early, ask locals, check prices."))
+    history = session.get_history()
+    console.print(
+        f"\n[bold]10. Automatic compaction[/] (threshold 150 tokens): {len(topics) * 2} stored "
+        f"messages read back as {len(history)}; {len(session.get_compactions())} overlay(s)"
+    )
+    summary = next(m for m in history if m["id"].startswith("compaction_"))
+    console.print(_short(text_of(summary), 110), highlight=False)
 
 
 def _tree(session: Session) -> Tree:

@@ -401,3 +401,28 @@ def test_property_plan_respects_boundaries(
     for i in range(start, end):
         if msgs[i]["id"].startswith("c"):
             assert i + 1 < end
+
+
+def test_tail_budget_on_a_tool_heavy_history_with_a_custom_counter() -> None:
+    # Tool results are expensive (1000 tokens each), everything else costs 10. With a 2500-token
+    # tail budget the tail can hold two results; the cut must then move back so the call that
+    # each kept result answers stays with it.
+    history: list[Message] = [text("u0"), text("a0", "assistant"), text("u1")]
+    for k in range(5):
+        history += [call(f"c{k}", f"id{k}"), result(f"r{k}", f"id{k}", output="x" * 50)]
+    history.append(text("final", "assistant"))
+
+    def weighted(messages: list[Message]) -> int:
+        (message,) = messages
+        part = message["parts"][0] if message["parts"] else {}
+        return 1000 if part.get("state") == "output-available" else 10
+
+    recorder = Recorder()
+    fn = create_compact_function(recorder, tail_token_budget=2500, token_counter=weighted)
+    res = fn(history, None)
+    assert res is not None
+    ids = [m["id"] for m in history]
+    tail = ids[ids.index(res.to_message_id) + 1 :]
+    assert tail == ["c3", "r3", "c4", "r4", "final"]  # two results + their calls + the last turn
+    assert res.from_message_id == "c0" and res.to_message_id == "r2"
+    assert sum(weighted([m]) for m in history if m["id"] in tail) <= 2500

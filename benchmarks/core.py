@@ -10,7 +10,8 @@ Workloads (same varied text for both sides):
   W5  append latency at 100 000 vs 1 000 messages in one session (finding the head must not scan)
   W6  get_history of a 10 000-message path with one overlay covering 9 000 messages vs none
 The plain script stores a message row + an FTS5 row + a head update per message, one commit per
-message, WAL and synchronous=NORMAL: the floor any SQLite-backed memory store stands on.
+message, WAL and synchronous=NORMAL: the floor any SQLite-backed memory store stands on. Its search
+follows the same rule (all words, then any word when nothing matches all).
 Set THREADLINE_BENCH_PG_DSN=postgresql://... to add PostgreSQL columns.
 """
 
@@ -83,11 +84,17 @@ class Plain:
         ).fetchall()
 
     def search(self, query: str) -> list[tuple[object, ...]]:
-        return self.db.execute(
-            "SELECT m.id, m.data FROM fts JOIN msgs m ON m.rowid = fts.rowid "
-            "WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT 10",
-            (" ".join(f'"{w}"' for w in query.split()),),
-        ).fetchall()
+        # The same rule threadline follows (api.md §8): all words first, any word as fallback.
+        words = [f'"{w}"' for w in query.split()]
+        for joiner in (" AND ", " OR "):
+            rows = self.db.execute(
+                "SELECT m.id, m.data FROM fts JOIN msgs m ON m.rowid = fts.rowid "
+                "WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT 10",
+                (joiner.join(words),),
+            ).fetchall()
+            if rows:
+                break
+        return rows
 
 
 def timed(fn: Callable[[], object], repeat: int = 1) -> float:

@@ -121,6 +121,7 @@ class Session:
     def for_session(self, session_id: str) -> Session:
         """Use this session id (default ``"default"``)."""
         self._session_id = _check_name("session_id", session_id)
+        self._temp = {}  # temp: state belongs to the session it was set on
         self._reset_runtime()
         return self
 
@@ -133,6 +134,7 @@ class Session:
     def for_app(self, app_name: str) -> Session:
         """Namespace everything under this app name (default ``"default"``)."""
         self._app_name = _check_name("app_name", app_name)
+        self._temp = {}
         self._reset_runtime()
         return self
 

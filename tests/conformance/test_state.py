@@ -215,3 +215,10 @@ def test_update_state_is_all_or_nothing(store: Any) -> None:
         assert session.get_state("a") == 0
         assert new(store).get_state("a") == 0
         assert new(store).get_state("bad") is None
+
+
+def test_temp_state_does_not_follow_a_switch_to_another_session(store: threadline.Store) -> None:
+    session = threadline.Session(store, session_id="first")
+    session.update_state({"temp:draft": "x", "topic": "tea"})
+    session.for_session("second")
+    assert "temp:draft" not in session.state and "topic" not in session.state

@@ -122,7 +122,9 @@ def row_to_session_info(row: Sequence[Any]) -> SessionInfo:
     >>> row_to_session_info(row).updated_at.microsecond
     1
     """
-    metadata = json.loads(row[11]) if row[11] else {}
+    text = row[11]
+    # Most sessions carry no metadata: skip the JSON decoder for the stored default '{}'.
+    metadata = json.loads(text) if text and text != "{}" else {}
     return SessionInfo(
         id=row[0],
         app_name=row[1],

@@ -188,6 +188,7 @@ SQL_SESSION_AFTER_APPEND = (
     "last_seq = excluded.last_seq, "
     "message_count = tl_sessions.message_count + excluded.message_count, " + _UPDATED_AT
 )
+SQL_SESSION = f"SELECT {SESSION_COLUMNS} FROM tl_sessions WHERE app = ? AND id = ?"
 SQL_HEAD_STATE = (
     "SELECT s.head_id, s.last_seq, m.depth, m.path_bytes FROM tl_sessions s "
     "LEFT JOIN tl_messages m ON m.app = s.app AND m.session_id = s.id AND m.id = s.head_id "
@@ -413,10 +414,7 @@ class SQLStore:
 
     @staticmethod
     def _session_row(tx: Tx, app: str, session_id: str) -> SessionInfo | None:
-        row = tx.one(
-            f"SELECT {SESSION_COLUMNS} FROM tl_sessions WHERE app = ? AND id = ?",
-            (app, session_id),
-        )
+        row = tx.one(SQL_SESSION, (app, session_id))
         return row_to_session_info(row) if row is not None else None
 
     # ------------------------------------------------------------------ session registry
@@ -686,14 +684,17 @@ class SQLStore:
 
     def update_message(self, app: str, session_id: str, message: Message) -> Message:
         """Replace an existing message's content; ``MessageNotFoundError`` if unknown."""
-        message = _encode_row(message)[0]
+        encoded = _encode_row(message)
         return self._write(
             "update_message",
-            lambda tx: self._update(tx, app, session_id, message),
+            lambda tx: self._update(tx, app, session_id, encoded),
             lock=(app, session_id, None),
         )
 
-    def _update(self, tx: Tx, app: str, session_id: str, message: Message) -> Message:
+    def _update(
+        self, tx: Tx, app: str, session_id: str, encoded: tuple[Message, str, int]
+    ) -> Message:
+        message, data, size = encoded
         message_id = message.get("id")
         old = tx.one(
             "SELECT data, byte_size FROM tl_messages WHERE app = ? AND session_id = ? AND id = ?",
@@ -704,9 +705,10 @@ class SQLStore:
         if "createdAt" not in message:
             created = decode_message(old[0]).get("createdAt")
             if created is not None:
+                # Only a kept createdAt changes the JSON _encode_row already produced.
                 message = {**message, "createdAt": created}
-        data = encode_message(message)
-        size = len(data.encode("utf-8"))
+                data = encode_message(message)
+                size = len(data.encode("utf-8"))
         tx.execute(
             "UPDATE tl_messages SET role = ?, data = ?, byte_size = ?, created_at = ? "
             "WHERE app = ? AND session_id = ? AND id = ?",

@@ -175,7 +175,6 @@ class _PgTx:
 
 # --------------------------------------------------------------------------- schema
 
-SCHEMA_VERSION = 1
 _DDL_LOCK_KEY = 0x74686C6E64646C  # "thlnddl": one advisory lock serialises every schema change
 # to_tsvector fails when a text's lexemes exceed 1 MiB: only this many characters (4 bytes each
 # at most) are word-indexed. Substring search (pg_trgm / LIKE) still sees the whole text.
@@ -241,6 +240,8 @@ _V1 = [
 
 MIGRATIONS: list[list[str]] = [_V1]
 """``MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (version 0: no tables yet)."""
+
+SCHEMA_VERSION = len(MIGRATIONS)  # derived, so adding a migration cannot leave it behind
 
 # Trigram indexes are checked on every open, outside the version scheme: they need pg_trgm,
 # which may only become available after the tables were created.
@@ -311,10 +312,10 @@ def ensure_schema(conn: PgConn) -> None:
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", [_DDL_LOCK_KEY])
         version = _stored_version(conn)
-        if version > len(MIGRATIONS):
+        if version > SCHEMA_VERSION:
             raise ThreadlineError(
                 f"the store's schema version {version} is newer than this threadline supports "
-                f"({len(MIGRATIONS)}); upgrade threadline"
+                f"({SCHEMA_VERSION}); upgrade threadline"
             )
         conn.execute("CREATE TABLE IF NOT EXISTS tl_meta (key TEXT PRIMARY KEY, value TEXT)")
         for statements in MIGRATIONS[version:]:
@@ -323,7 +324,7 @@ def ensure_schema(conn: PgConn) -> None:
         conn.execute(
             "INSERT INTO tl_meta (key, value) VALUES ('schema_version', %s) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            [str(max(version, len(MIGRATIONS)))],
+            [str(SCHEMA_VERSION)],
         )
         _ensure_trgm_indexes(conn)
 

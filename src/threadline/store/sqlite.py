@@ -30,15 +30,23 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from threadline.errors import StoreError, ThreadlineError
+from threadline.errors import StoreError
 from threadline.messages import decode_message, text_of
 from threadline.search_query import MatchMode, Term, fts5_quote, fts5_term, word_forms
-from threadline.store._sql import MESSAGE_COLUMNS, MessageRow, Row, SessionKey, SQLStore, T
+from threadline.store._sql import (
+    MESSAGE_COLUMNS,
+    MessageRow,
+    Row,
+    SessionKey,
+    SQLStore,
+    T,
+    _chunks,
+    _in_list,
+)
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 _SYNCHRONOUS = {"normal": "NORMAL", "full": "FULL"}
-_CHUNK = 400
 
 # --------------------------------------------------------------------------- schema
 
@@ -298,7 +306,7 @@ class SQLiteStore(SQLStore):
                 conn.execute("COMMIT")
             except BaseException as exc:
                 self._rollback()
-                if isinstance(exc, sqlite3.Error) and not isinstance(exc, ThreadlineError):
+                if isinstance(exc, sqlite3.Error):  # ThreadlineErrors from fn pass untouched
                     raise StoreError(operation, exc) from exc
                 raise
             return result
@@ -378,11 +386,9 @@ class SQLiteStore(SQLStore):
                 self._write("search_messages", lambda tx: self._catch_up_index())
 
     def _index_message_text(self, rowid: int, text: str) -> None:
-        if text:  # rows without text (tool calls) need no index entries
-            self._conn.execute(_MESSAGES.insert_fts, (rowid, text))
-            self._conn.execute(_MESSAGES.insert_tri, (rowid, text))
-            if _WIDE.search(text):
-                self._conn.execute(_SQL_INSERT_CJK, (rowid, text))
+        self._index(_MESSAGES, rowid, text)
+        if text and _WIDE.search(text):
+            self._conn.execute(_SQL_INSERT_CJK, (rowid, text))
 
     def _reindex_message(
         self, tx: Any, app: str, session_id: str, message_id: str, text: str
@@ -397,13 +403,9 @@ class SQLiteStore(SQLStore):
         self, tx: Any, app: str, session_id: str, message_ids: Sequence[str] | None
     ) -> None:
         select = "SELECT rowid FROM tl_messages WHERE app = ? AND session_id = ?"
-        batches: list[Sequence[str]] = [()]
-        if message_ids is not None:
-            batches = [message_ids[i : i + _CHUNK] for i in range(0, len(message_ids), _CHUNK)]
+        batches: list[Sequence[str]] = [()] if message_ids is None else _chunks(message_ids)
         for batch in batches:
-            where = select
-            if message_ids is not None:
-                where += " AND id IN (" + ", ".join("?" * len(batch)) + ")"
+            where = select if message_ids is None else f"{select} AND id IN {_in_list(len(batch))}"
             for table in (_MESSAGES.fts, _MESSAGES.tri, "tl_messages_cjk"):
                 self._conn.execute(
                     f"DELETE FROM {table} WHERE rowid IN ({where})", (app, session_id, *batch)

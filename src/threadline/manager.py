@@ -19,14 +19,20 @@ from threadline.context import ContextConfig
 from threadline.errors import (
     InvalidArgumentError,
     MessageNotFoundError,
+    SessionExistsError,
     SessionNotFoundError,
 )
 from threadline.messages import new_id
-from threadline.session import CompactFunction, ErrorHandler, Session
-from threadline.state import split_delta, validate_delta
+from threadline.session import CompactFunction, ErrorHandler, Session, check_token_threshold
+from threadline.state import check_user_keys, split_delta, validate_delta
 from threadline.store import connect
 from threadline.store.base import Store
-from threadline.tools import Toolset, make_session_search_tool
+from threadline.tools import (
+    SEARCH_RESULT_LIMIT,
+    Toolset,
+    format_search_hits,
+    make_session_search_tool,
+)
 from threadline.types import (
     AUTO,
     AutoType,
@@ -103,7 +109,7 @@ class SessionManager:
         self, token_threshold: int, *, token_counter: Callable[..., int] | None = None
     ) -> SessionManager:
         """Automatic compaction threshold for every session."""
-        self._compact_after = (token_threshold, token_counter)
+        self._compact_after = (check_token_threshold(token_threshold), token_counter)
         return self._changed()
 
     def on_compaction_error(self, handler: ErrorHandler) -> SessionManager:
@@ -149,6 +155,7 @@ class SessionManager:
         temp: dict[str, Any] = {}
         if state is not None:
             stored_state, temp = split_delta(validate_delta(state))
+            check_user_keys(stored_state, user_id)  # fail before the registry row exists
         sid = session_id if session_id is not None else new_id()
         info = self.store.create_session(
             self.app_name,
@@ -162,9 +169,10 @@ class SessionManager:
         )
         if stored_state:
             self.store.update_state(self.app_name, sid, user_id, stored_state)
+            info = self.get(sid) or info  # the state write moved updated_at
         if temp:
             self.get_session(sid).update_state(temp)
-        return self.get(sid) or info
+        return info
 
     def get(self, session_id: str) -> SessionInfo | None:
         """The registry row of a session, or ``None``."""
@@ -179,7 +187,7 @@ class SessionManager:
             return existing
         try:
             return self.create(session_id=session_id, user_id=user_id, **fields)
-        except Exception:
+        except SessionExistsError:
             again = self.get(session_id)  # another process created it first
             if again is None:
                 raise
@@ -210,9 +218,14 @@ class SessionManager:
             before = older_than if older_than.tzinfo else older_than.replace(tzinfo=timezone.utc)
         else:
             raise InvalidArgumentError("older_than must be a datetime or a timedelta")
+        with self._lock:
+            cached = list(self._sessions)
+        # Forget only the purged sessions: the others keep their live temp: state.
+        doomed = [sid for sid in cached if _purged_by(self.get(sid), before, user_id)]
         count = self.store.purge_sessions(self.app_name, before=before, user_id=user_id)
         with self._lock:
-            self._sessions.clear()
+            for sid in doomed:
+                self._sessions.pop(sid, None)
         return count
 
     # -- sessions ----------------------------------------------------------------------------------
@@ -267,8 +280,11 @@ class SessionManager:
         """Update the message if its id exists in the session, else append it."""
         session = self.get_session(session_id)
         mid = message.get("id") if isinstance(message, Mapping) else None
-        if isinstance(mid, str) and session.get_message(mid) is not None:
-            return session.update_message(message)
+        if isinstance(mid, str):
+            try:  # update_message reads the stored message itself: no separate existence check
+                return session.update_message(message)
+            except MessageNotFoundError:
+                pass
         return session.append_message(message, parent_id)
 
     def append_all(
@@ -370,7 +386,9 @@ class SessionManager:
 
     def tools(self) -> Toolset:
         """Tools for the model: ``session_search`` across this app's sessions."""
-        return Toolset([make_session_search_tool(lambda q: self.search(q, limit=10))])
+        return Toolset(
+            [make_session_search_tool(lambda q: self.search(q, limit=SEARCH_RESULT_LIMIT))]
+        )
 
     # -- state -------------------------------------------------------------------------------------
     def get_state(self, session_id: str) -> dict[str, Any]:
@@ -383,10 +401,15 @@ class SessionManager:
 
     def rewind(self, session_id: str, before_message_id: str) -> None:
         """Move the head before a message and undo its session-state changes (nothing deleted)."""
-        session = self.get_session(session_id)
-        if session.get_message(before_message_id) is None:
-            raise MessageNotFoundError(f"message {before_message_id!r} is not in {session_id!r}")
+        # The store raises MessageNotFoundError for an id not in the session (Store contract).
         self.store.rewind(self.app_name, session_id, before_message_id)
+
+
+def _purged_by(info: SessionInfo | None, before: datetime, user_id: str | None) -> bool:
+    """Whether ``purge(before, user_id)`` deletes the session with this registry row."""
+    if info is None or info.updated_at >= before:
+        return False
+    return user_id is None or info.user_id == user_id
 
 
 class _HistorySearch:
@@ -400,7 +423,4 @@ class _HistorySearch:
         return f"{count} session{'' if count == 1 else 's'} available for search."
 
     def search(self, query: str) -> str | None:
-        hits = self._manager.search(query, limit=10)
-        if not hits:
-            return None
-        return "\n---\n".join(f"[{h.role}] {h.content}" for h in hits)
+        return format_search_hits(self._manager.search(query, limit=SEARCH_RESULT_LIMIT))

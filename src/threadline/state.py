@@ -74,6 +74,17 @@ def split_delta(delta: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any
     return stored, temp
 
 
+def check_user_keys(delta: Mapping[str, Any], user_id: str | None) -> None:
+    """``user:`` keys need a user: without ``user_id`` raise ``InvalidArgumentError`` naming one.
+
+    >>> check_user_keys({"user:name": "Ada"}, "u1")
+    """
+    if user_id is None:
+        for key in delta:
+            if scope_of(key) == "user":
+                raise InvalidArgumentError(f"state key {key!r} needs a user_id")
+
+
 def apply_delta(state: dict[str, Any], delta: Mapping[str, Any]) -> None:
     """Apply a delta in place: ``None`` deletes, anything else sets.
 
@@ -104,6 +115,7 @@ __all__ = [
     "USER_PREFIX",
     "StateScope",
     "apply_delta",
+    "check_user_keys",
     "merge_state",
     "scope_of",
     "split_delta",

@@ -1,0 +1,54 @@
+"""Regression tests found in review: SessionManager purge and builder behaviour."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+
+from threadline import SessionManager
+from threadline.messages import user
+
+
+def test_purge_keeps_temp_state_of_sessions_it_did_not_delete(store: Any) -> None:
+    manager = SessionManager(store, app_name="review-purge")
+    manager.create(session_id="old")
+    manager.append("old", user("bye", id="o1"))
+    manager.update_state("old", {"temp:draft": "gone", "topic": "old"})
+    time.sleep(0.01)
+    cutoff = datetime.now(timezone.utc)
+    time.sleep(0.01)
+    manager.create(session_id="live")
+    manager.update_state("live", {"temp:draft": "x", "topic": "tea"})
+
+    assert manager.purge(older_than=cutoff) == 1
+
+    # temp: keys live in the session object until it is discarded: purging another session
+    # must not discard it.
+    assert manager.get_state("live") == {"temp:draft": "x", "topic": "tea"}
+    # The purged session's object is discarded: nothing of it survives, temp: included.
+    assert manager.get_state("old") == {}
+    assert manager.get_history("old") == []
+
+
+@pytest.mark.parametrize("threshold", [0, -5, 1.5, True])
+def test_manager_compact_after_rejects_a_bad_threshold_at_once(store: Any, threshold: Any) -> None:
+    manager = SessionManager(store, app_name="review-threshold")
+    with pytest.raises(ValueError, match="compact_after"):
+        manager.compact_after(threshold)
+    # Before the fix the bad value was kept and every later append failed instead.
+    manager.append("s1", user("hi", id="m1"))
+
+
+def test_state_error_on_create_leaves_no_session_and_is_not_swallowed(store: Any) -> None:
+    manager = SessionManager(store, app_name="review-create")
+    with pytest.raises(ValueError, match="user:name"):
+        manager.create(session_id="a", state={"user:name": "Ada"})  # no user_id
+    assert manager.get("a") is None
+    with pytest.raises(ValueError, match="user:name"):
+        manager.get_or_create("b", state={"user:name": "Ada"})
+    assert manager.get("b") is None
+    assert manager.get_or_create("c", user_id="u1", state={"user:name": "Ada"}).id == "c"
+    assert manager.get_state("c") == {"user:name": "Ada"}

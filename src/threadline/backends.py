@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from threadline.errors import InvalidArgumentError, MessageNotFoundError, ThreadlineError
+from threadline.messages import encode_message, skill_loads_of
 from threadline.store.base import RecentPath, SkillLoad, Store
 from threadline.types import AUTO, AutoType, Compaction, Message, SearchHit
 
@@ -112,9 +113,6 @@ class StoreBackend:
     def get_path(self, leaf_id: str | None = None) -> list[Message]:
         return self.store.get_path(self.app, self.session_id, leaf_id)
 
-    def get_path_ids(self, leaf_id: str | None = None) -> list[str]:
-        return self.store.get_path_ids(self.app, self.session_id, leaf_id)
-
     def get_path_encoded(self, leaf_id: str | None = None) -> list[tuple[str, str]]:
         return self.store.get_path_encoded(self.app, self.session_id, leaf_id)
 
@@ -205,17 +203,10 @@ class ProviderBackend:
             raise MessageNotFoundError(f"message {leaf_id!r} is not in this session")
         return list(self.provider.get_history(leaf_id))
 
-    def get_path_ids(self, leaf_id: str | None = None) -> list[str]:
-        return [m["id"] for m in self.get_path(leaf_id)]
-
     def get_path_encoded(self, leaf_id: str | None = None) -> list[tuple[str, str]]:
-        from threadline.messages import encode_message
-
         return [(m["id"], encode_message(m)) for m in self.get_path(leaf_id)]
 
     def get_recent_path(self, max_bytes: int, min_messages: int) -> RecentPath:
-        from threadline.messages import encode_message
-
         path = self.get_path()
         sizes = [len(encode_message(m).encode("utf-8")) for m in path]
         total, start = 0, len(path)
@@ -239,7 +230,10 @@ class ProviderBackend:
         return list(self.provider.search_messages(query, limit))
 
     def add_compaction(self, summary: str, from_id: str, to_id: str) -> Compaction:
-        path_ids = self.get_path_ids(to_id) if self.provider.get_message(to_id) else []
+        try:
+            path_ids = [m["id"] for m in self.get_path(to_id)]
+        except MessageNotFoundError:
+            path_ids = []
         if from_id not in path_ids:
             raise InvalidArgumentError(
                 f"overlay range {from_id!r}..{to_id!r}: both ids must be in the session and "
@@ -252,8 +246,6 @@ class ProviderBackend:
         return list(self.provider.get_compactions())
 
     def get_skill_loads(self) -> list[SkillLoad]:
-        from threadline.messages import skill_loads_of
-
         loads: list[SkillLoad] = []
         for message in self.get_path():
             for label, key, call_id in skill_loads_of(message):

@@ -226,6 +226,18 @@ def normalize_message(message: object, *, now: str | None = None) -> Message:
     return out
 
 
+def compact_json(value: Any) -> str:
+    """Compact JSON (``separators=(",", ":")``, non-ASCII kept); non-JSON values become ``str``.
+
+    The one encoding used to measure and render structured values (tool inputs and outputs,
+    micro-compaction sizes, token estimates).
+
+    >>> compact_json({"a": [1, "é"]})
+    '{"a":[1,"é"]}'
+    """
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def encode_message(message: Message) -> str:
     """Encode a message as compact JSON (the stored form; UTF-8 size = stored byte size).
 
@@ -299,7 +311,12 @@ def tool_call(
 # --------------------------------------------------------------------------- inspection
 
 
-def _parts_of(message: object) -> list[dict[str, Any]]:
+def parts_of(message: object) -> list[dict[str, Any]]:
+    """The dict parts of a message (``[]`` when it has no ``parts`` list); never raises.
+
+    >>> parts_of({"parts": [{"type": "text", "text": "a"}, "junk"]})
+    [{'type': 'text', 'text': 'a'}]
+    """
     parts = message.get("parts") if isinstance(message, dict) else None
     if not isinstance(parts, list):
         return []
@@ -314,7 +331,7 @@ def text_of(message: object) -> str:
     """
     texts = [
         p["text"]
-        for p in _parts_of(message)
+        for p in parts_of(message)
         if p.get("type") == "text" and isinstance(p.get("text"), str)
     ]
     # An un-normalised OpenAI-style message: its content string is its text.
@@ -352,6 +369,25 @@ def tool_name_of(part: object) -> str | None:
     return kind[len("tool-") :] if kind.startswith("tool-") else None
 
 
+def _skill_load(part: dict[str, Any]) -> tuple[str, str, str | None] | None:
+    """``(label, key, toolCallId)`` of a completed ``load_context`` tool part, else None."""
+    if tool_name_of(part) != SKILL_LOAD_TOOL or part.get("state") != "output-available":
+        return None
+    args = part.get("input")
+    if not isinstance(args, dict):
+        return None
+    label, key = args.get("label"), args.get("key")
+    if not isinstance(label, str) or not isinstance(key, str):
+        return None
+    call_id = part.get("toolCallId")
+    return label, key, call_id if isinstance(call_id, str) else None
+
+
+def _is_unloaded(part: dict[str, Any]) -> bool:
+    output = part.get("output")
+    return isinstance(output, str) and output.startswith(_UNLOADED_PREFIX)
+
+
 def skill_loads_of(message: object) -> list[tuple[str, str, str | None]]:
     """Return ``(label, key, toolCallId)`` for each completed, still-loaded ``load_context`` call.
 
@@ -359,35 +395,46 @@ def skill_loads_of(message: object) -> list[tuple[str, str, str | None]]:
     [('s', 'k', 'c1')]
     """
     found: list[tuple[str, str, str | None]] = []
-    for part in _parts_of(message):
-        if tool_name_of(part) != SKILL_LOAD_TOOL or part.get("state") != "output-available":
-            continue
-        args = part.get("input")
-        if not isinstance(args, dict):
-            continue
-        label, key = args.get("label"), args.get("key")
-        if not isinstance(label, str) or not isinstance(key, str):
-            continue
-        output = part.get("output")
-        if isinstance(output, str) and output.startswith(_UNLOADED_PREFIX):
-            continue
-        call_id = part.get("toolCallId")
-        found.append((label, key, call_id if isinstance(call_id, str) else None))
+    for part in parts_of(message):
+        load = _skill_load(part)
+        if load is not None and not _is_unloaded(part):
+            found.append(load)
     return found
+
+
+def mark_skill_unloaded(message: Message, label: str, key: str) -> Message:
+    """Copy of ``message`` whose ``load_context`` results for label/key read
+    ``[skill unloaded: <key>]`` — what ``unload_context`` stores (only when one is still loaded).
+
+    >>> m = tool_call("load_context", {"label": "s", "key": "k"}, "doc")
+    >>> mark_skill_unloaded(m, "s", "k")["parts"][0]["output"]
+    '[skill unloaded: k]'
+    """
+    loaded = any((lbl, k) == (label, key) for lbl, k, _ in skill_loads_of(message))
+    parts = []
+    for part in message.get("parts", []):
+        load = _skill_load(part) if loaded and isinstance(part, dict) else None
+        if load is not None and load[:2] == (label, key):
+            part = {**part, "output": f"[skill unloaded: {key}]"}
+        parts.append(part)
+    return {**message, "parts": parts}
 
 
 __all__ = [
     "OVERLAY_ID_PREFIX",
     "assistant",
+    "compact_json",
     "decode_message",
     "encode_message",
     "format_timestamp",
     "is_overlay_id",
     "is_tool_part",
+    "mark_skill_unloaded",
     "new_id",
     "normalize_message",
     "now_iso",
     "parse_timestamp",
+    "parts_of",
     "skill_loads_of",
     "text_of",
     "tool_call",

@@ -35,8 +35,10 @@ from threadline.errors import (
     ThreadlineError,
 )
 from threadline.messages import (
+    OVERLAY_ID_PREFIX,
     decode_message,
     is_overlay_id,
+    mark_skill_unloaded,
     normalize_message,
     parse_timestamp,
     skill_loads_of,
@@ -44,7 +46,7 @@ from threadline.messages import (
 from threadline.state import merge_state, split_delta, validate_delta
 from threadline.store import connect
 from threadline.store.base import Store
-from threadline.tokens import estimate_message_tokens, estimate_tokens
+from threadline.tokens import default_token_counter, estimate_message_tokens
 from threadline.tools import Toolset, build_context_tools
 from threadline.types import (
     AUTO,
@@ -153,13 +155,15 @@ class Session:
         >>> s.get_context_block("memory").writable
         True
         """
-        config = ContextConfig(label, description, max_tokens, provider, scope)
-        if any(c.label == label for c in self._configs):
-            raise InvalidArgumentError(f"context block {label!r} is already registered")
+        self._register(ContextConfig(label, description, max_tokens, provider, scope))
+        return self
+
+    def _register(self, config: ContextConfig) -> None:
+        if any(c.label == config.label for c in self._configs):
+            raise InvalidArgumentError(f"context block {config.label!r} is already registered")
         self._configs.append(config)
         if self._blocks_obj is not None:
             self._blocks_obj.add(config)
-        return self
 
     def with_cached_prompt(self, provider: Any = None) -> Session:
         """Persist the frozen system prompt (in the store, or in a writable ``provider``)."""
@@ -179,11 +183,7 @@ class Session:
 
         ``token_counter`` is called as ``counter(messages=..., system_prompt=..., blocks=...)``.
         """
-        if isinstance(token_threshold, bool) or not isinstance(token_threshold, int):
-            raise InvalidArgumentError("compact_after needs an integer token threshold")
-        if token_threshold < 1:
-            raise InvalidArgumentError("compact_after needs a positive token threshold")
-        self._threshold = token_threshold
+        self._threshold = check_token_threshold(token_threshold)
         self._token_counter = token_counter
         return self
 
@@ -273,10 +273,11 @@ class Session:
                 meta = dict(normalised.get("metadata") or {})
                 meta["stateDelta"] = stored_delta
                 normalised["metadata"] = meta
-        stored = self._backend.append_messages([normalised], parent_id, stored_delta or None)[0]
+        stored = self._backend.append_messages([normalised], parent_id, stored_delta or None)
         self._temp_apply(temp)
+        self._note_skill_loads(stored)
         self._after_append()
-        return stored
+        return stored[0]
 
     def append_messages(
         self, messages: Sequence[Mapping[str, Any]], parent_id: str | AutoType | None = AUTO
@@ -288,6 +289,7 @@ class Session:
         if not normalised:
             return []
         stored = self._backend.append_messages(normalised, parent_id)
+        self._note_skill_loads(stored)
         self._after_append()
         return stored
 
@@ -449,7 +451,7 @@ class Session:
         if self._token_counter is not None:
             blocks = self.get_context_blocks()
             return int(self._token_counter(messages=history, system_prompt=prompt, blocks=blocks))
-        return estimate_message_tokens(history) + estimate_tokens(prompt)
+        return default_token_counter(messages=history, system_prompt=prompt)
 
     def _current_prompt(self) -> str:
         """The frozen prompt if there is one (memory or cache), else a fresh render (not saved)."""
@@ -492,12 +494,7 @@ class Session:
 
     def add_context(self, label: str, **options: Any) -> ContextBlock | None:
         """Add a block at run time (the frozen prompt is unchanged until refreshed)."""
-        config = ContextConfig(label, **options)
-        if any(c.label == label for c in self._configs):
-            raise InvalidArgumentError(f"context block {label!r} is already registered")
-        self._configs.append(config)
-        if self._blocks_obj is not None:
-            self._blocks_obj.add(config)
+        self._register(ContextConfig(label, **options))
         return self._blocks.get(label)
 
     def remove_context(self, label: str) -> bool:
@@ -564,7 +561,7 @@ class Session:
         """Load a skill document and remember it as loaded (``"label:key"``)."""
         content = self._blocks.load(label, key)
         if content is not None:
-            self._loaded_set().add(f"{label}:{key}")
+            self._loaded_set().add(_skill_name(label, key))
         return content
 
     def search_context_block(self, label: str, query: str) -> str | None:
@@ -578,21 +575,30 @@ class Session:
 
     def _loaded_set(self) -> set[str]:
         if self._loaded is None:
-            self._loaded = {f"{s.label}:{s.key}" for s in self._backend.get_skill_loads()}
+            self._loaded = {_skill_name(s.label, s.key) for s in self._backend.get_skill_loads()}
         return self._loaded
+
+    def _note_skill_loads(self, stored: Sequence[Message]) -> None:
+        """Keep a built ``loaded_skills`` set in step with ``load_context`` results appended."""
+        if self._loaded is not None:
+            for message in stored:
+                self._loaded.update(_skill_name(lbl, k) for lbl, k, _ in skill_loads_of(message))
 
     def unload_skill(self, label: str, key: str) -> bool:
         """Rewrite the stored ``load_context`` result to ``[skill unloaded: <key>]``.
 
         Returns ``False`` if that skill is not currently loaded.
         """
-        loaded = self._loaded_set()
-        name = f"{label}:{key}"
-        records = [s for s in self._backend.get_skill_loads() if (s.label, s.key) == (label, key)]
+        loads = self._backend.get_skill_loads()
+        if self._loaded is None:  # first use: build the set from the same read
+            self._loaded = {_skill_name(s.label, s.key) for s in loads}
+        loaded = self._loaded
+        name = _skill_name(label, key)
+        records = [s for s in loads if (s.label, s.key) == (label, key)]
         for record in records:
             message = self._backend.get_message(record.message_id)
             if message is not None:
-                self._backend.update_message(_unloaded(message, label, key))
+                self._backend.update_message(mark_skill_unloaded(message, label, key))
         if name not in loaded and not records:
             return False
         loaded.discard(name)
@@ -642,13 +648,27 @@ def _extended_start(
     if visible is None:
         return from_id
     ids = [m["id"] for m in history]
-    overlay_at = ids.index(f"compaction_{visible.id}") if f"compaction_{visible.id}" in ids else -1
-    if from_id not in ids or overlay_at < 0 or overlay_at > ids.index(from_id):
+    overlay_id = f"{OVERLAY_ID_PREFIX}{visible.id}"
+    if from_id not in ids or overlay_id not in ids:
         return from_id
-    between = ids[overlay_at + 1 : ids.index(from_id)]
-    if all(is_overlay_id(i) for i in between):
+    overlay_at, from_at = ids.index(overlay_id), ids.index(from_id)
+    if overlay_at < from_at and all(is_overlay_id(i) for i in ids[overlay_at + 1 : from_at]):
         return visible.from_message_id
     return from_id
+
+
+def check_token_threshold(token_threshold: object) -> int:
+    """The ``compact_after`` threshold if it is a positive int, else ``InvalidArgumentError``."""
+    if isinstance(token_threshold, bool) or not isinstance(token_threshold, int):
+        raise InvalidArgumentError("compact_after needs an integer token threshold")
+    if token_threshold < 1:
+        raise InvalidArgumentError("compact_after needs a positive token threshold")
+    return token_threshold
+
+
+def _skill_name(label: str, key: str) -> str:
+    """How a loaded skill is named in ``loaded_skills``: ``"label:key"``."""
+    return f"{label}:{key}"
 
 
 def _check_name(what: str, value: object) -> str:
@@ -696,13 +716,11 @@ def _window(
 
 def _cutoff(after: object) -> datetime:
     """``after`` as an aware datetime: a datetime (naive = UTC) or an ISO 8601 string."""
-    if isinstance(after, datetime):
-        return after if after.tzinfo else after.replace(tzinfo=timezone.utc)
-    if isinstance(after, str):
+    if isinstance(after, (datetime, str)):
         try:
             return parse_timestamp(after)
         except ThreadlineError as exc:
-            raise InvalidArgumentError(f"after: not an ISO 8601 timestamp: {after!r}") from exc
+            raise InvalidArgumentError(f"after: not a usable timestamp: {after!r}") from exc
     raise InvalidArgumentError(f"after must be a datetime or ISO 8601 string, got {after!r}")
 
 
@@ -711,28 +729,3 @@ def _created(message: Message) -> datetime:
     if value is None:
         return datetime.min.replace(tzinfo=timezone.utc)
     return parse_timestamp(value)
-
-
-def _unloaded(message: Message, label: str, key: str) -> Message:
-    """Copy of ``message`` whose ``load_context`` result for label/key says it was unloaded."""
-    parts = []
-    loads = {(lbl, k) for lbl, k, _ in skill_loads_of(message)}
-    for part in message.get("parts", []):
-        if (label, key) in loads and _is_load_of(part, label, key):
-            part = {**part, "output": f"[skill unloaded: {key}]"}
-        parts.append(part)
-    return {**message, "parts": parts}
-
-
-def _is_load_of(part: Any, label: str, key: str) -> bool:
-    if not isinstance(part, dict):
-        return False
-    name = part.get("toolName") or str(part.get("type", "")).removeprefix("tool-")
-    args = part.get("input")
-    return (
-        name == "load_context"
-        and isinstance(args, dict)
-        and args.get("label") == label
-        and args.get("key") == key
-        and part.get("state") == "output-available"
-    )

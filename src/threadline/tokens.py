@@ -11,12 +11,11 @@ The heuristic needs nothing installed; :func:`tiktoken_counter` uses ``tiktoken`
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from threadline.errors import ThreadlineError
-from threadline.messages import is_tool_part
+from threadline.messages import compact_json, is_tool_part
 from threadline.types import ContextBlock, Message
 
 MESSAGE_OVERHEAD = 4
@@ -66,7 +65,7 @@ def _as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+        return compact_json(value)
     except (TypeError, ValueError):  # circular structures and the like: count their repr
         return repr(value)
 

@@ -30,6 +30,7 @@ __all__ = [
     "ToolHost",
     "Toolset",
     "build_context_tools",
+    "format_search_hits",
     "make_session_search_tool",
 ]
 
@@ -496,6 +497,17 @@ class _Hit(Protocol):
     def content(self) -> str: ...
 
 
+def format_search_hits(hits: Iterable[_Hit]) -> str | None:
+    """The best 10 hits as ``[role] content`` separated by ``---`` lines; ``None`` if none.
+
+    >>> from threadline.types import SearchHit
+    >>> format_search_hits([SearchHit("m1", "user", "hi", None, "s", 1.0)])
+    '[user] hi'
+    """
+    shown = list(hits)[:SEARCH_RESULT_LIMIT]
+    return "\n---\n".join(f"[{h.role}] {h.content}" for h in shown) if shown else None
+
+
 def make_session_search_tool(
     search_fn: Callable[[str], Sequence[_Hit]], *, description: str | None = None
 ) -> Tool:
@@ -511,10 +523,7 @@ def make_session_search_tool(
     """
 
     def run(args: dict[str, Any]) -> str:
-        hits = list(search_fn(args["query"]))[:SEARCH_RESULT_LIMIT]
-        if not hits:
-            return NO_RESULTS
-        return "\n---\n".join(f"[{h.role}] {h.content}" for h in hits)
+        return format_search_hits(search_fn(args["query"])) or NO_RESULTS
 
     schema = _object_schema(
         {"query": {"type": "string", "description": "Words or a quoted phrase to find."}},

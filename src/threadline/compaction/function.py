@@ -19,14 +19,20 @@ True
 from __future__ import annotations
 
 import inspect
-import json
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from threadline.errors import CompactionError, InvalidArgumentError
-from threadline.messages import is_overlay_id, is_tool_part, text_of, tool_name_of
+from threadline.messages import (
+    compact_json,
+    is_overlay_id,
+    is_tool_part,
+    parts_of,
+    text_of,
+    tool_name_of,
+)
 from threadline.tokens import estimate_message_tokens
 from threadline.types import CompactContext, CompactResult, Message
 
@@ -51,11 +57,6 @@ _IGNORED_PART_TYPES = frozenset({"step-start"})
 # --------------------------------------------------------------------------- tool boundaries
 
 
-def _parts(message: Message) -> list[dict[str, Any]]:
-    parts = message.get("parts")
-    return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
-
-
 def _has_output(part: dict[str, Any]) -> bool:
     state = part.get("state")
     if isinstance(state, str):
@@ -65,7 +66,7 @@ def _has_output(part: dict[str, Any]) -> bool:
 
 def _call_ids(message: Message) -> tuple[set[str], bool]:
     """Tool-call ids in ``message`` and whether it holds any tool call at all."""
-    calls = [p for p in _parts(message) if is_tool_part(p)]
+    calls = [p for p in parts_of(message) if is_tool_part(p)]
     openai_calls = message.get("tool_calls")
     if isinstance(openai_calls, list):  # un-normalised Chat Completions shape
         calls += [c for c in openai_calls if isinstance(c, dict)]
@@ -74,7 +75,7 @@ def _call_ids(message: Message) -> tuple[set[str], bool]:
 
 
 def _pending_call(message: Message) -> bool:
-    return any(is_tool_part(p) and not _has_output(p) for p in _parts(message))
+    return any(is_tool_part(p) and not _has_output(p) for p in parts_of(message))
 
 
 def is_tool_result(message: Message, previous: Message) -> bool:
@@ -91,7 +92,7 @@ def is_tool_result(message: Message, previous: Message) -> bool:
     >>> is_tool_result(result, call)
     True
     """
-    parts = [p for p in _parts(message) if p.get("type") not in _IGNORED_PART_TYPES]
+    parts = [p for p in parts_of(message) if p.get("type") not in _IGNORED_PART_TYPES]
     only_results = bool(parts) and all(is_tool_part(p) and _has_output(p) for p in parts)
     if message.get("role") != "tool" and not only_results:
         return False
@@ -183,7 +184,7 @@ def _render_value(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+        return compact_json(value)
     except (TypeError, ValueError):  # circular structure: say so rather than print a repr
         return f"<unserialisable {type(value).__name__}>"
 
@@ -222,7 +223,7 @@ def render_transcript(messages: Sequence[Message]) -> str:
     blocks = []
     for message in messages:
         lines: list[str] = []
-        for part in _parts(message):
+        for part in parts_of(message):
             lines.extend(_render_part(part))
         if not lines and isinstance(message.get("content"), str):
             lines.append(text_of(message))

@@ -12,11 +12,11 @@ limits on its UTF-8 encoding.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from threadline.messages import compact_json as _json
 from threadline.messages import is_tool_part
 from threadline.types import Message
 
@@ -40,10 +40,6 @@ _RECORD_KEYS = (
     "compactedPartsRemoved",
     "compactedMetadata",
 )
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _size(value: Any) -> int:

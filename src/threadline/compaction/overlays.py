@@ -115,7 +115,11 @@ def apply_overlays(path: Sequence[Message], compactions: Sequence[Compaction]) -
     >>> apply_overlays([{"id": "m1", "role": "user", "parts": []}], [])[0]["id"]
     'm1'
     """
-    spans = visible_overlays(path, compactions)
+    return _replace_spans(path, visible_overlays(path, compactions))
+
+
+def _replace_spans(path: Sequence[Message], spans: Sequence[OverlaySpan]) -> list[Message]:
+    """``path`` with each span's range replaced by its overlay message."""
     if not spans:
         return list(path)
     out: list[Message] = []
@@ -143,16 +147,6 @@ def earliest_visible_overlay(
     return spans[0].compaction if spans else None
 
 
-__all__ = [
-    "OverlaySpan",
-    "apply_overlays",
-    "apply_overlays_encoded",
-    "earliest_visible_overlay",
-    "overlay_message",
-    "visible_overlays",
-]
-
-
 def apply_overlays_encoded(
     rows: Sequence[tuple[str, str]],
     compactions: Sequence[Compaction],
@@ -176,5 +170,14 @@ def apply_overlays_encoded(
     for span in spans:
         hidden.update(range(span.start, span.end))
     path = [stubs[k] if k in hidden else decode(rows[k][1]) for k in range(len(rows))]
-    return apply_overlays(path, compactions) if spans else path
+    return _replace_spans(path, spans)  # spans found once, on the stubs (same ids)
 
+
+__all__ = [
+    "OverlaySpan",
+    "apply_overlays",
+    "apply_overlays_encoded",
+    "earliest_visible_overlay",
+    "overlay_message",
+    "visible_overlays",
+]

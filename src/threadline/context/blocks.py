@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from threadline.context.keys import entry_key
-from threadline.context.kinds import ProviderKind, call_provider, has_method, provider_kind
+from threadline.context.kinds import (
+    ProviderKind,
+    call_provider,
+    has_method,
+    is_keyed_kind,
+    provider_kind,
+)
 from threadline.context.providers import SCOPES, StoreContextProvider, as_provider
 from threadline.context.render import render_system_prompt
 from threadline.errors import (
@@ -271,7 +277,7 @@ class ContextBlocks:
     def _text_slot(self, label: str) -> _Slot:
         """The slot of a writable, non-keyed block (else the matching error)."""
         slot = self._slot(label)
-        if slot.kind in ("skill", "search"):
+        if is_keyed_kind(slot.kind):
             raise InvalidArgumentError(
                 f'block "{label}" holds keyed entries ({slot.kind}); write an entry with a key '
                 "(write_entry / set_context with metadata.title) instead"
@@ -304,8 +310,8 @@ class ContextBlocks:
 
     def _keyed_slot(self, label: str, kind: ProviderKind | None = None) -> _Slot:
         slot = self._slot(label)
-        wanted = (kind,) if kind else ("skill", "search")
-        if slot.kind not in wanted:
+        matches = slot.kind == kind if kind else is_keyed_kind(slot.kind)
+        if not matches:
             what = {"skill": "a skill block", "search": "searchable"}.get(kind or "", "keyed")
             raise InvalidArgumentError(f'block "{label}" is not {what}')
         return slot

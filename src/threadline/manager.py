@@ -151,6 +151,8 @@ class SessionManager:
         metadata: Mapping[str, Any] | None = None,
     ) -> SessionInfo:
         """Create a session (id generated unless given; an existing id: SessionExistsError)."""
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidArgumentError(f"metadata must be a mapping, got {type(metadata).__name__}")
         stored_state: dict[str, Any] = {}
         temp: dict[str, Any] = {}
         if state is not None:

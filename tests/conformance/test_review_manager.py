@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import threadline
 from threadline import SessionManager
 from threadline.messages import user
 
@@ -52,3 +53,11 @@ def test_state_error_on_create_leaves_no_session_and_is_not_swallowed(store: Any
     assert manager.get("b") is None
     assert manager.get_or_create("c", user_id="u1", state={"user:name": "Ada"}).id == "c"
     assert manager.get_state("c") == {"user:name": "Ada"}
+
+
+def test_create_rejects_non_mapping_metadata(store: threadline.Store) -> None:
+    # Regression: a list used to escape as a bare TypeError from dict(...) in the store.
+    manager = threadline.SessionManager(store, app_name="meta")
+    with pytest.raises(threadline.InvalidArgumentError):
+        manager.create("x", metadata=["not", "a", "mapping"])  # type: ignore[arg-type]
+    assert manager.list().sessions == []

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from threadline.errors import InvalidArgumentError
+from threadline.state import scope_of
 from threadline.types import SessionInfo
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -153,9 +154,10 @@ def state_owner(key: str, session_id: str, user_id: str | None) -> tuple[str, st
     >>> state_owner("app:x", "s1", None), state_owner("x", "s1", None)
     (('app', ''), ('session', 's1'))
     """
-    if key.startswith("app:"):
+    scope = scope_of(key)
+    if scope == "app":
         return "app", ""
-    if key.startswith("user:"):
+    if scope == "user":
         if user_id is None:
             raise InvalidArgumentError(f"state key {key!r} needs a user_id")
         return "user", user_id
@@ -172,9 +174,9 @@ def stored_delta(delta: Mapping[str, Any] | None, user_id: str | None) -> dict[s
     for key, value in (delta or {}).items():
         if not isinstance(key, str) or not key:
             raise InvalidArgumentError(f"state keys must be non-empty strings, got {key!r}")
-        if key.startswith("temp:"):
+        if scope_of(key) == "temp":
             continue
-        if key.startswith("user:") and user_id is None:
+        if scope_of(key) == "user" and user_id is None:
             raise InvalidArgumentError(f"state key {key!r} needs a user_id")
         out[key] = value
     return out
@@ -186,7 +188,7 @@ def is_session_key(key: str) -> bool:
     >>> is_session_key("topic"), is_session_key("user:name")
     (True, False)
     """
-    return not key.startswith(("app:", "user:", "temp:"))
+    return scope_of(key) == "session"
 
 
 def state_undo(delta: Mapping[str, Any], current: Mapping[str, str]) -> dict[str, list[Any]]:

@@ -227,3 +227,24 @@ def pg_ctl() -> Iterator[PgCtl]:
     finally:
         if not control.is_running():
             control.start()
+
+
+# The rendering example of spec/formats.md §1, byte for byte (soul + memory holding 4 tokens).
+FORMATS_GOLDEN = (
+    "══════════════════════════════════════════════\n"
+    "SOUL [readonly]\n"
+    "══════════════════════════════════════════════\n"
+    "You are helpful.\n"
+    "\n"
+    "══════════════════════════════════════════════\n"
+    "MEMORY (Facts) [0% — 4/1100 tokens] [writable]\n"
+    "══════════════════════════════════════════════\n"
+    "likes TypeScript"
+)
+
+
+@pytest.fixture
+def formats_golden() -> str:
+    """The system-prompt rendering example of formats.md §1."""
+    return FORMATS_GOLDEN
+

@@ -18,17 +18,6 @@ from threadline import Session, SessionManager, StaticContext, StoreSearchProvid
 
 SEP = "═" * 46
 
-GOLDEN = (
-    "══════════════════════════════════════════════\n"
-    "SOUL [readonly]\n"
-    "══════════════════════════════════════════════\n"
-    "You are helpful.\n"
-    "\n"
-    "══════════════════════════════════════════════\n"
-    "MEMORY (Facts) [0% — 4/1100 tokens] [writable]\n"
-    "══════════════════════════════════════════════\n"
-    "likes TypeScript"
-)
 
 
 def block(header: str, content: str) -> str:
@@ -72,13 +61,13 @@ class Box:
 # ---------------------------------------------------------------------------- rendering
 
 
-def test_golden_rendering_byte_for_byte(store: Any) -> None:
+def test_golden_rendering_byte_for_byte(store: Any, formats_golden: str) -> None:
     session = golden_session(store)
     session.replace_context_block("memory", "likes TypeScript")
     assert SEP == "\u2550" * 46
     prompt = session.freeze_system_prompt()
-    assert prompt == GOLDEN
-    assert prompt.encode("utf-8") == GOLDEN.encode("utf-8")
+    assert prompt == formats_golden
+    assert prompt.encode("utf-8") == formats_golden.encode("utf-8")
 
 
 def test_no_blocks_renders_empty_string(store: Any) -> None:

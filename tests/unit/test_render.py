@@ -11,18 +11,6 @@ from threadline.context import ContextBlocks, ContextConfig, StaticContext
 from threadline.context.render import SEP, render_header, render_system_prompt, usage_percent
 from threadline.types import ContextBlock
 
-GOLDEN = (
-    "══════════════════════════════════════════════\n"
-    "SOUL [readonly]\n"
-    "══════════════════════════════════════════════\n"
-    "You are helpful.\n"
-    "\n"
-    "══════════════════════════════════════════════\n"
-    "MEMORY (Facts) [0% — 4/1100 tokens] [writable]\n"
-    "══════════════════════════════════════════════\n"
-    "likes TypeScript"
-)
-
 
 def block(
     label: str = "b",
@@ -51,7 +39,7 @@ class Memory:
         self.text = content
 
 
-def test_golden_example_byte_for_byte() -> None:
+def test_golden_example_byte_for_byte(formats_golden: str) -> None:
     blocks = ContextBlocks(
         [
             ContextConfig("soul", provider=StaticContext("You are helpful.")),
@@ -60,7 +48,7 @@ def test_golden_example_byte_for_byte() -> None:
             ),
         ]
     )
-    assert blocks.render() == GOLDEN
+    assert blocks.render() == formats_golden
     assert blocks.get("memory") is not None and blocks.get("memory").tokens == 4  # type: ignore[union-attr]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from threadline.context import ContextConfig
@@ -215,9 +215,9 @@ class SessionManager:
     def purge(self, *, older_than: datetime | timedelta, user_id: str | None = None) -> int:
         """Delete this app's sessions not updated since ``older_than``; returns how many."""
         if isinstance(older_than, timedelta):
-            before = datetime.now(timezone.utc) - older_than
+            before = datetime.now(UTC) - older_than
         elif isinstance(older_than, datetime):
-            before = older_than if older_than.tzinfo else older_than.replace(tzinfo=timezone.utc)
+            before = older_than if older_than.tzinfo else older_than.replace(tzinfo=UTC)
         else:
             raise InvalidArgumentError("older_than must be a datetime or a timedelta")
         with self._lock:

@@ -14,7 +14,7 @@ import copy
 import json
 import re
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from threadline.errors import InvalidMessageError
@@ -73,8 +73,8 @@ def format_timestamp(dt: datetime) -> str:
     '2026-11-21T10:00:00.123Z'
     """
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    dt = dt.astimezone(timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
+    dt = dt.astimezone(UTC)
     # Truncate (not round) to milliseconds so a timestamp never moves into the future.
     return (
         f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}"
@@ -88,7 +88,7 @@ def now_iso() -> str:
     >>> now_iso().endswith("Z")
     True
     """
-    return format_timestamp(datetime.now(timezone.utc))
+    return format_timestamp(datetime.now(UTC))
 
 
 _ISO_RE = re.compile(
@@ -100,7 +100,7 @@ _ISO_RE = re.compile(
 
 def _parse_offset(text: str | None) -> timezone:
     if text is None or text in ("Z", "z"):
-        return timezone.utc
+        return UTC
     sign = -1 if text[0] == "-" else 1
     digits = text[1:].replace(":", "")
     hours, minutes = int(digits[:2]), int(digits[2:4] or "0")
@@ -116,9 +116,9 @@ def parse_timestamp(value: str | datetime) -> datetime:
     '2026-11-21T10:00:00+00:00'
     """
     if isinstance(value, datetime):
-        dt = value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+        dt = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
         try:
-            return dt.astimezone(timezone.utc)
+            return dt.astimezone(UTC)
         except (ValueError, OverflowError) as exc:  # e.g. year 1 with a positive offset
             raise InvalidMessageError(f"timestamp out of range: {value!r}") from exc
     if not isinstance(value, str):
@@ -141,7 +141,7 @@ def parse_timestamp(value: str | datetime) -> datetime:
             micro,
             tzinfo=_parse_offset(offset),
         )
-        return dt.astimezone(timezone.utc)
+        return dt.astimezone(UTC)
     except (ValueError, OverflowError) as exc:  # month 13, offset +25:00, year overflow...
         raise InvalidMessageError(f"invalid ISO 8601 timestamp: {value!r}") from exc
 

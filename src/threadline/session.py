@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, cast
 
@@ -727,5 +727,5 @@ def _cutoff(after: object) -> datetime:
 def _created(message: Message) -> datetime:
     value = message.get("createdAt")
     if value is None:
-        return datetime.min.replace(tzinfo=timezone.utc)
+        return datetime.min.replace(tzinfo=UTC)
     return parse_timestamp(value)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -64,7 +64,7 @@ def chain(session: Session, *mids: str) -> None:
 def test_empty_session_history_is_empty(session: Session) -> None:
     assert session.get_history() == []
     assert session.get_history(limit=5, max_tokens=10) == []
-    assert session.get_history(after=datetime(2000, 1, 1, tzinfo=timezone.utc)) == []
+    assert session.get_history(after=datetime(2000, 1, 1, tzinfo=UTC)) == []
 
 
 def test_history_is_root_to_head_path(session: Session) -> None:
@@ -179,7 +179,7 @@ def test_after_keeps_messages_created_at_or_after(session: Session) -> None:
     session.append_message(msg("m1", at="2026-01-01T09:00:00.000Z"))
     session.append_message(msg("m2", at="2026-01-01T10:00:00.000Z"))
     session.append_message(msg("m3", at="2026-01-01T11:00:00.000Z"))
-    utc10 = datetime(2026, 1, 1, 10, 0, tzinfo=timezone.utc)
+    utc10 = datetime(2026, 1, 1, 10, 0, tzinfo=UTC)
     assert ids(session.get_history(after=utc10)) == ["m2", "m3"]
     assert ids(session.get_history(after=utc10 + timedelta(milliseconds=1))) == ["m3"]
     assert ids(session.get_history(after=utc10 - timedelta(hours=5))) == ["m1", "m2", "m3"]
@@ -198,7 +198,7 @@ def test_after_compares_each_message_not_a_suffix(session: Session) -> None:
     session.append_message(msg("m1", at="2026-01-01T12:00:00.000Z"))
     session.append_message(msg("m2", at="2026-01-01T09:00:00.000Z"))
     session.append_message(msg("m3", at="2026-01-01T10:00:00.000Z"))
-    after = datetime(2026, 1, 1, 9, 30, tzinfo=timezone.utc)
+    after = datetime(2026, 1, 1, 9, 30, tzinfo=UTC)
     assert ids(session.get_history(after=after)) == ["m1", "m3"]
 
 
@@ -206,7 +206,7 @@ def test_after_is_applied_before_limit(session: Session) -> None:
     session.append_message(msg("m1", at="2026-01-01T12:00:00.000Z"))
     session.append_message(msg("m2", at="2026-01-01T09:00:00.000Z"))
     session.append_message(msg("m3", at="2026-01-01T10:00:00.000Z"))
-    after = datetime(2026, 1, 1, 11, 0, tzinfo=timezone.utc)
+    after = datetime(2026, 1, 1, 11, 0, tzinfo=UTC)
     # after first: [m1], then limit 1 -> [m1]; limit first would give [m3] -> []
     assert ids(session.get_history(after=after, limit=1)) == ["m1"]
 
@@ -219,7 +219,7 @@ def test_overlays_are_applied_before_after(session: Session) -> None:
     c = session.add_compaction("early part", "m1", "m2")
     overlay = f"compaction_{c.id}"
     # the overlay carries m2's createdAt (10:00)
-    t = datetime(2026, 1, 1, 10, 0, tzinfo=timezone.utc)
+    t = datetime(2026, 1, 1, 10, 0, tzinfo=UTC)
     assert ids(session.get_history(after=t)) == [overlay, "m3", "m4"]
     assert ids(session.get_history(after=t - timedelta(minutes=30))) == [overlay, "m3", "m4"]
     assert ids(session.get_history(after=t + timedelta(minutes=30))) == ["m3", "m4"]
@@ -230,7 +230,7 @@ def test_after_then_limit_then_max_tokens(session: Session) -> None:
         session.append_message(msg(f"m{i}", " ".join(["same"] * 10),
                                    at=f"2026-01-01T0{i}:00:00.000Z"))
     cost = message_tokens(session.get_message("m6"))
-    after = datetime(2026, 1, 1, 2, 0, tzinfo=timezone.utc)
+    after = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
     assert ids(session.get_history(after=after, limit=4, max_tokens=3 * cost)) == ["m4", "m5", "m6"]
     assert ids(session.get_history(after=after, limit=2, max_tokens=3 * cost)) == ["m5", "m6"]
 

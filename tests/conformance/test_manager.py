@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -479,7 +479,7 @@ def test_purge_with_datetime_and_timedelta(store: Any) -> None:
     manager.append("old2", user("zebra", id="m1"))
     other.create(session_id="old-other")
     time.sleep(0.3)
-    cutoff = datetime.now(timezone.utc)
+    cutoff = datetime.now(UTC)
     time.sleep(0.3)
     manager.create(session_id="new1", user_id="u1")
     # user filter: only u1's old sessions

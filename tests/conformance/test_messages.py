@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -24,7 +24,7 @@ def session(store: Any) -> Session:
 
 
 def parse_z(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
 
 
 # --------------------------------------------------------------------------- ids
@@ -117,9 +117,9 @@ def test_stored_message_is_plain_json(session: Session) -> None:
 
 
 def test_missing_created_at_is_the_write_time(session: Session) -> None:
-    before = datetime.now(timezone.utc)
+    before = datetime.now(UTC)
     out = session.append_message({"id": "m1", "role": "user", "content": "x"})
-    after = datetime.now(timezone.utc)
+    after = datetime.now(UTC)
     assert CANONICAL.match(out["createdAt"]), out["createdAt"]
     written = parse_z(out["createdAt"])
     assert before - timedelta(milliseconds=1) <= written <= after + timedelta(milliseconds=1)
@@ -134,7 +134,7 @@ def test_missing_created_at_is_the_write_time(session: Session) -> None:
         ("2026-11-21T11:30:00+01:30", "2026-11-21T10:00:00.000Z"),
         ("2026-11-21T05:00:00.250-05:00", "2026-11-21T10:00:00.250Z"),
         ("2026-11-21T10:00:00.123456+00:00", "2026-11-21T10:00:00.123Z"),
-        (datetime(2026, 11, 21, 10, 0, 0, 123000, tzinfo=timezone.utc), "2026-11-21T10:00:00.123Z"),
+        (datetime(2026, 11, 21, 10, 0, 0, 123000, tzinfo=UTC), "2026-11-21T10:00:00.123Z"),
         (datetime(2026, 11, 21, 12, 0, tzinfo=timezone(timedelta(hours=2))),
          "2026-11-21T10:00:00.000Z"),
         (datetime(2026, 11, 21, 10, 0, 0), "2026-11-21T10:00:00.000Z"),  # naive means UTC

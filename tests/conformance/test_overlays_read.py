@@ -7,7 +7,7 @@ message ``compaction_<id>``; originals are never deleted.
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -45,7 +45,7 @@ def session(store: Any) -> Session:
 
 
 def test_add_compaction_returns_a_compaction(session: Session) -> None:
-    before = datetime.now(timezone.utc)
+    before = datetime.now(UTC)
     c = session.add_compaction("the summary", "m1", "m3")
     assert isinstance(c, Compaction)
     assert isinstance(c.id, str) and c.id
@@ -53,7 +53,7 @@ def test_add_compaction_returns_a_compaction(session: Session) -> None:
     assert c.from_message_id == "m1"
     assert c.to_message_id == "m3"
     assert isinstance(c.created_at, datetime)
-    assert c.created_at.utcoffset() == timezone.utc.utcoffset(None)
+    assert c.created_at.utcoffset() == UTC.utcoffset(None)
     assert abs((c.created_at - before).total_seconds()) < 60
     assert c.to_dict()["summary"] == "the summary"
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -19,7 +19,7 @@ def test_purge_keeps_temp_state_of_sessions_it_did_not_delete(store: Any) -> Non
     manager.append("old", user("bye", id="o1"))
     manager.update_state("old", {"temp:draft": "gone", "topic": "old"})
     time.sleep(0.01)
-    cutoff = datetime.now(timezone.utc)
+    cutoff = datetime.now(UTC)
     time.sleep(0.01)
     manager.create(session_id="live")
     manager.update_state("live", {"temp:draft": "x", "topic": "tea"})

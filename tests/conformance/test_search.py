@@ -6,7 +6,7 @@ User text is never query syntax: any string returns hits or ``[]``, never an err
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -57,14 +57,14 @@ def test_search_hit_fields(session: Session) -> None:
     assert isinstance(hit.created_at, datetime)
     assert hit.created_at.utcoffset() is not None
     expected = datetime.strptime(session.get_message("m2")["createdAt"], "%Y-%m-%dT%H:%M:%S.%fZ")
-    assert hit.created_at == expected.replace(tzinfo=timezone.utc)
+    assert hit.created_at == expected.replace(tzinfo=UTC)
     first = session.search("beacon")[0]
-    assert first.created_at == datetime(2026, 3, 4, 5, 6, 7, 89000, tzinfo=timezone.utc)
+    assert first.created_at == datetime(2026, 3, 4, 5, 6, 7, 89000, tzinfo=UTC)
     assert set(hit.to_dict()) >= {"id", "role", "content", "created_at", "session_id", "score"}
     session.update_message({**msg("m1", "where is the lighthouse beacon"),
                             "createdAt": "2027-01-01T00:00:00.000Z", "role": "assistant"})
     [moved] = session.search("beacon")
-    assert moved.created_at == datetime(2027, 1, 1, tzinfo=timezone.utc)
+    assert moved.created_at == datetime(2027, 1, 1, tzinfo=UTC)
     assert moved.role == "assistant"
     with pytest.raises(dataclasses.FrozenInstanceError):
         hit.score = 0.0  # type: ignore[misc]

@@ -6,9 +6,8 @@ import copy
 import json as _json
 import time
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from datetime import datetime as _dt
-from datetime import timezone as _tz
 
 from hypothesis import given
 from hypothesis import given as _given
@@ -25,7 +24,7 @@ from threadline.compaction.overlays import (
 from threadline.types import Compaction, Message
 from threadline.types import Compaction as _Compaction
 
-T0 = datetime(2026, 11, 21, 10, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 
 
 def path_of(n: int, *, stamped: bool = True) -> list[Message]:
@@ -268,7 +267,7 @@ def test_encoded_matches_decoded(n: int, ranges: list[tuple[int, int]]) -> None:
             f"S{k}",
             f"m{min(a, b) % n}",
             f"m{max(a, b) % n}",
-            _dt(2026, 1, 1, 0, 0, k, tzinfo=_tz.utc),
+            _dt(2026, 1, 1, 0, 0, k, tzinfo=UTC),
         )
         for k, (a, b) in enumerate(ranges)
         if min(a, b) % n <= max(a, b) % n
@@ -286,7 +285,7 @@ def test_hidden_messages_are_not_decoded() -> None:
         seen.append(str(message["id"]))
         return message
 
-    overlay = _Compaction("c1", "S", "m1", "m8", _dt(2026, 1, 1, tzinfo=_tz.utc))
+    overlay = _Compaction("c1", "S", "m1", "m8", _dt(2026, 1, 1, tzinfo=UTC))
     out = apply_overlays_encoded(rows, [overlay], decode)
     assert [m["id"] for m in out] == ["m0", "compaction_c1", "m9"]
     assert out[1]["createdAt"] == "2026-01-01T00:00:08.000Z"  # from the last covered message

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -48,7 +48,7 @@ def test_new_id_is_unique_string() -> None:
 def test_now_iso_is_canonical_and_current() -> None:
     value = now_iso()
     assert CANONICAL.fullmatch(value)
-    assert abs(parse_timestamp(value) - datetime.now(timezone.utc)) < timedelta(seconds=5)
+    assert abs(parse_timestamp(value) - datetime.now(UTC)) < timedelta(seconds=5)
 
 
 def test_format_timestamp_naive_is_utc_and_truncates_to_ms() -> None:
@@ -85,9 +85,9 @@ def test_parse_timestamp_accepts_iso_variants(text: str, expected: str) -> None:
 
 def test_parse_timestamp_datetime_inputs() -> None:
     naive = datetime(2026, 1, 1, 12)
-    assert parse_timestamp(naive) == datetime(2026, 1, 1, 12, tzinfo=timezone.utc)
+    assert parse_timestamp(naive) == datetime(2026, 1, 1, 12, tzinfo=UTC)
     aware = datetime(2026, 1, 1, 12, tzinfo=timezone(timedelta(hours=-3)))
-    assert parse_timestamp(aware) == datetime(2026, 1, 1, 15, tzinfo=timezone.utc)
+    assert parse_timestamp(aware) == datetime(2026, 1, 1, 15, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(

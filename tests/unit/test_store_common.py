@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
@@ -42,7 +42,7 @@ def test_us_to_datetime_is_aware_utc() -> None:
 
 def test_naive_datetimes_count_as_utc() -> None:
     naive = datetime(2026, 11, 21, 10, 0, 0, 5)
-    aware = naive.replace(tzinfo=timezone.utc)
+    aware = naive.replace(tzinfo=UTC)
     assert datetime_to_us(naive) == datetime_to_us(aware)
     offset = datetime(2026, 11, 21, 11, 0, 0, 5, tzinfo=timezone(timedelta(hours=1)))
     assert datetime_to_us(offset) == datetime_to_us(aware)

@@ -14,14 +14,14 @@ import binascii
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from threadline.errors import InvalidArgumentError
 from threadline.state import scope_of
 from threadline.types import SessionInfo
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 SESSION_COLUMNS = (
     "id, app, user_id, name, parent_session_id, model, source, input_tokens, output_tokens, "
@@ -58,7 +58,7 @@ def datetime_to_us(value: datetime) -> int:
     1000000
     """
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     delta = value - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 

@@ -1,0 +1,106 @@
+"""Databases written by earlier releases open, upgrade in place and keep every record.
+
+The fixtures in ``tests/fixtures/upgrade/`` were written by threadline 0.1.0 (schema version 1)
+with ``populate.py``; each later schema change adds a fixture of the release before it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import threadline
+from threadline.messages import text_of, user
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "upgrade"
+FIXTURE_SCHEMA = "threadline_v1_fixture"  # the schema name inside the PostgreSQL dump
+
+
+def _sqlite_v1(tmp_path: Path) -> str:
+    target = tmp_path / "upgraded.db"
+    shutil.copy(FIXTURES / "schema_v1.sqlite3", target)
+    return f"sqlite:///{target.as_posix()}"
+
+
+def _postgres_v1(pg_dsn: str) -> str:
+    """Load the dump into the test's fresh schema (the first on the DSN's search path)."""
+    import psycopg
+
+    with psycopg.connect(pg_dsn) as conn:
+        schema = conn.execute("SELECT current_schema()").fetchone()[0]  # type: ignore[index]
+    dump = (FIXTURES / "schema_v1.postgres.sql").read_text(encoding="utf-8")
+    dump = dump.replace(f"CREATE SCHEMA {FIXTURE_SCHEMA};", "").replace(FIXTURE_SCHEMA, schema)
+    base = pg_dsn.split("?", 1)[0]
+    done = subprocess.run(
+        ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", base],
+        input=dump,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return pg_dsn
+
+
+@pytest.fixture(params=["sqlite-file", pytest.param("postgres", marks=pytest.mark.postgres)])
+def v1_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite-file":
+        return _sqlite_v1(tmp_path)
+    return _postgres_v1(request.getfixturevalue("pg_dsn"))
+
+
+def test_v1_sessions_and_usage_survive(v1_url: str) -> None:
+    with threadline.SessionManager(v1_url, app_name="fixture") as manager:
+        info = manager.get("trip")
+        assert info is not None
+        assert (info.name, info.user_id, info.model, info.source) == (
+            "Lisbon trip (booked)", "ana", "gpt-x", "cli",
+        )  # fmt: skip
+        assert (info.input_tokens, info.output_tokens) == (120, 45)
+        assert info.estimated_cost == pytest.approx(0.0123)
+        assert info.message_count == 5
+        assert [s.id for s in manager.list(user_id="bob").sessions] == ["tokyo"]
+        assert {s.id for s in manager.list().sessions} == {"trip", "tokyo", "anon"}
+
+
+def test_v1_tree_overlays_and_state_survive(v1_url: str) -> None:
+    with threadline.SessionManager(v1_url, app_name="fixture") as manager:
+        chat = manager.get_session("trip")
+        store = chat.store
+        assert store is not None
+        assert store.get_path_ids("fixture", "trip") == ["u1", "a2", "u2", "a3"]
+        assert [m["id"] for m in chat.get_branches("u1")] == ["a1", "a2"]
+        history = chat.get_history()
+        assert "Príncipe Real" in text_of(history[0])  # the compaction summary overlay
+        assert history[-1]["id"] == "a3"
+        assert history[-1]["parts"][0]["toolCallId"] == "call_1"
+        assert chat.state["booked"] is True
+        assert chat.state["user:tier"] == "gold"
+        assert chat.state["app:season"] == "spring"
+        assert manager.get_history("tokyo")[0]["createdAt"].startswith("2026-01-02T03:06")
+
+
+def test_v1_blocks_prompt_and_entries_survive(v1_url: str) -> None:
+    with threadline.connect(v1_url) as store:
+        assert store.get_block("fixture", "session", "trip", "memory") == "prefers quiet areas"
+        assert store.get_block("fixture", "user", "ana", "profile") == "Ana, vegetarian"
+        prompt = store.get_prompt("fixture", "trip")
+        assert prompt is not None and "careful travel agent" in prompt
+        entry = store.get_entry("fixture", "skills", "pdf")
+        assert entry is not None and entry.content == "Extract tables from PDFs."
+
+
+def test_v1_search_finds_old_messages_and_new_writes_work(v1_url: str) -> None:
+    with threadline.SessionManager(v1_url, app_name="fixture") as manager:
+        assert [h.id for h in manager.search("zebrafish")] == ["u2"]
+        assert "t1" in [h.id for h in manager.search("東京")]
+        manager.append("trip", user("Also a dinner tip near the okapi statue", id="u3"))
+        assert manager.get_session("trip").get_history()[-1]["id"] == "u3"
+        assert [h.id for h in manager.search("okapi")] == ["u3"]
+        manager.create("fresh", session_id="new-after-upgrade")
+        manager.append("new-after-upgrade", user("hello again"))
+        assert manager.get_message_count("new-after-upgrade") == 1

@@ -1,4 +1,4 @@
-"""Regression tests found in review: a live Session agrees with what a fresh one reads."""
+"""A live Session agrees with what a fresh one reads about loaded skills."""
 
 from __future__ import annotations
 

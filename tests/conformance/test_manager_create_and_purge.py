@@ -1,4 +1,4 @@
-"""Regression tests found in review: SessionManager purge and builder behaviour."""
+"""SessionManager: create validates before writing, builders reject bad settings, purge spares survivors."""
 
 from __future__ import annotations
 

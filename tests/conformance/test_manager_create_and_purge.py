@@ -1,4 +1,4 @@
-"""SessionManager: create validates before writing, builders reject bad settings, purge spares survivors."""
+"""SessionManager: create validates before writing, bad settings fail early, purge spares others."""
 
 from __future__ import annotations
 

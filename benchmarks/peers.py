@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +157,7 @@ async def adk_setup(svc: Any, public: int, total: int) -> float:
         await svc.create_session(app_name=APP, user_id=USER, session_id=sid(i))
     per_call = (time.perf_counter() - start) / public
     storage_session = svc._get_schema_classes().StorageSession  # the class create_session uses
-    base = datetime.now(timezone.utc).replace(tzinfo=None)  # ADK stores naive UTC on SQLite
+    base = datetime.now(UTC).replace(tzinfo=None)  # ADK stores naive UTC on SQLite
     async with svc.database_session_factory() as db:
         db.add_all(
             [

@@ -33,7 +33,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,7 @@ CREATE TABLE sessions (
     PRIMARY KEY (app, id)) WITHOUT ROWID;
 CREATE INDEX sessions_recent ON sessions (app, updated_at DESC, id DESC);
 """
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 Row = tuple[str, str, str, str, str]
 
 

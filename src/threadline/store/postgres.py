@@ -23,7 +23,7 @@ psycopg is imported lazily: this module imports without it, and opening a store 
 ``ThreadlineError`` naming the ``threadline[postgres]`` extra.
 
 >>> import threadline
->>> store = threadline.connect("postgresql://user@localhost/app?pool_max_size=4")
+>>> store = threadline.connect(pg_url)  # e.g. "postgresql://user@localhost/app?pool_max_size=4"
 >>> store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])[0]["id"]
 'm1'
 """
@@ -503,8 +503,8 @@ class PostgresStore(SQLStore):
     and processes). Opening creates or upgrades the tables in the first schema of the
     search path. Needs the ``threadline[postgres]`` extra.
 
-    >>> store = PostgresStore("postgresql://localhost/app?pool_max_size=4")  # doctest: +SKIP
-    >>> store.count_sessions("default")  # doctest: +SKIP
+    >>> store = PostgresStore(pg_url)  # e.g. "postgresql://localhost/app?pool_max_size=4"
+    >>> store.count_sessions("default")
     0
     """
 

@@ -84,7 +84,7 @@ class Plain:
         ).fetchall()
 
     def search(self, query: str) -> list[tuple[object, ...]]:
-        # The same rule threadline follows (api.md §8): all words first, any word as fallback.
+        # The same rule threadline follows: all words first, any word as fallback.
         words = [f'"{w}"' for w in query.split()]
         for joiner in (" AND ", " OR "):
             rows = self.db.execute(

@@ -229,7 +229,7 @@ def pg_ctl() -> Iterator[PgCtl]:
             control.start()
 
 
-# The rendering example of spec/formats.md §1, byte for byte (soul + memory holding 4 tokens).
+# The reference rendering example, byte for byte (soul + memory holding 4 tokens).
 FORMATS_GOLDEN = (
     "══════════════════════════════════════════════\n"
     "SOUL [readonly]\n"
@@ -245,6 +245,6 @@ FORMATS_GOLDEN = (
 
 @pytest.fixture
 def formats_golden() -> str:
-    """The system-prompt rendering example of formats.md §1."""
+    """The system-prompt rendering example of the rendering contract."""
     return FORMATS_GOLDEN
 

@@ -2,8 +2,8 @@
 
 A ``Session`` talks to one *backend* bound to its (app, session id, user). ``StoreBackend`` binds
 a full :class:`~threadline.store.base.Store`; ``ProviderBackend`` adapts a user's own
-message-only ``SessionProvider`` (the seeds' extension point), which then cannot offer store
-features (state, store-backed blocks, a cached prompt in the store).
+message-only ``SessionProvider`` (the extension point for an existing message store), which
+then cannot offer store features (state, store-backed blocks, a cached prompt in the store).
 
 >>> import threadline
 >>> backend = StoreBackend(threadline.connect(":memory:"), app="default", session_id="s1")
@@ -26,7 +26,7 @@ __all__ = ["ProviderBackend", "SessionProvider", "StoreBackend", "is_store"]
 
 @runtime_checkable
 class SessionProvider(Protocol):
-    """A custom message store (messages only), as in the seeds.
+    """A custom message store (messages only).
 
     ``get_history`` returns the raw root→leaf path (no overlays); ``append_message`` stores an
     already-normalised message under ``parent_id`` (``None`` = root) and makes it the latest leaf.

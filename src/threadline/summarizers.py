@@ -2,8 +2,9 @@
 
 ``openai`` and ``anthropic`` wrap an SDK client that you create (the SDKs are never imported
 here); with an async client (``AsyncOpenAI``, ``AsyncAnthropic``) they return an async callable
-for ``AsyncSession``. ``extractive`` needs no LLM at all: it reads the transcript back out of
-the prompt built by ``build_summary_prompt`` and picks sentences deterministically.
+(for ``create_async_compact_function``). ``extractive`` needs no LLM at all: it reads the
+transcript back out of the prompt built by ``build_summary_prompt`` and picks sentences
+deterministically.
 
 >>> summarize = extractive()
 >>> from threadline.compaction.function import build_summary_prompt

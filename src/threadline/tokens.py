@@ -1,4 +1,4 @@
-"""Token estimation: the default heuristic (formats.md §5) and optional exact counters.
+"""Token estimation: the default heuristic and optional exact counters.
 
 The heuristic needs nothing installed; :func:`tiktoken_counter` uses ``tiktoken`` (the
 ``threadline[tiktoken]`` extra) or any object with ``encode(str) -> list``.

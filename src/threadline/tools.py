@@ -1,8 +1,8 @@
-"""Tools an LLM calls to read and edit its memory, and their export to LLM APIs (api.md §9).
+"""Tools an LLM calls to read and edit its memory, and their export to LLM APIs.
 
 A :class:`Toolset` maps tool names to :class:`Tool` values. ``execute(name, args)`` always
 returns a string — errors come back as ``"Error: ..."`` for the model to read, never as
-exceptions. Result strings follow formats.md §2.
+exceptions.
 
 >>> echo = Tool("echo", "Repeat the text.", {"type": "object",
 ...     "properties": {"text": {"type": "string"}}, "required": ["text"],
@@ -465,7 +465,7 @@ def _search_tool(host: ToolHost, searchable: Sequence[ContextBlock]) -> Tool:
 
 
 def build_context_tools(host: ToolHost) -> Toolset:
-    """The memory tools the host's blocks call for (formats.md §2), computed now.
+    """The memory tools the host's blocks call for, computed now.
 
     ``set_context`` if any block is writable, ``load_context``/``unload_context`` if any is a
     skill block, ``search_context`` if any is searchable.

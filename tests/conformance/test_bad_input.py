@@ -1,4 +1,4 @@
-"""Conformance: invalid input is refused and leaves the store unchanged (api.md §2, §10, §11).
+"""Conformance: invalid input is refused and leaves the store unchanged.
 
 Every invalid message raises ``InvalidMessageError`` (a ``ValueError`` and a
 ``ThreadlineError``), stores nothing, and the caller's dict is never mutated.

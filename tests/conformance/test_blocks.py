@@ -1,4 +1,4 @@
-"""Context blocks and providers (api.md §3 "Context blocks", §5, §11 "Blocks and providers").
+"""Context blocks and providers.
 
 Black-box: only the public API of ``threadline`` is used; custom provider classes below are
 the documented user extension point, not fakes of threadline's storage.

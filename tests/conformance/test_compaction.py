@@ -1,4 +1,4 @@
-"""Session compaction (api.md §3 "Compaction", §6.2–§6.3, §11 "Compaction"; formats.md §3).
+"""Session compaction.
 
 Black-box: only the public API of ``threadline``; compaction functions and token counters below
 are the documented user extension points.

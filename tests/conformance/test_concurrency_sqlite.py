@@ -1,4 +1,4 @@
-"""Conformance: concurrent writers in several processes (DESIGN.md principle 4, api.md §1).
+"""Conformance: concurrent writers in several processes.
 
 Four processes each append 250 messages with the default parent (the head) into one session of
 one store. Every append moves the head atomically with the insert, so the result is one linear

@@ -1,4 +1,4 @@
-"""Conformance: a process crash never loses an acknowledged write nor corrupts the file (api.md §1).
+"""Conformance: a process crash never loses an acknowledged write nor corrupts the file.
 
 A writer subprocess appends messages to a SQLite file in a loop and prints each id after
 ``append_message`` returned. The test SIGKILLs it at random moments, several rounds in a row

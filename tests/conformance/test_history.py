@@ -1,4 +1,4 @@
-"""Conformance: history reads (api.md §3 get_history / get_recent_history, §11 "Reads").
+"""Conformance: history reads.
 
 Order of get_history filters: overlays, ``after``, ``limit``, ``max_tokens``.
 """
@@ -38,7 +38,7 @@ def size(message: dict[str, Any]) -> int:
 
 
 def estimate(text: str) -> int:
-    """formats.md §5 heuristic for one text."""
+    """The default token heuristic for one text."""
     if not text:
         return 0
     return math.ceil(max(len(text) / 4, len(text.split()) * 1.3))

@@ -1,4 +1,4 @@
-"""SessionManager (api.md §4, §11 "Manager and state", "More precise rules").
+"""SessionManager.
 
 Black-box: only the public API of ``threadline``; the ``Store`` protocol is used to check that a
 deleted session leaves nothing behind.

@@ -1,4 +1,4 @@
-"""Conformance: message shape and normalisation on write (api.md §2, §11 "Normalisation").
+"""Conformance: message shape and normalisation on write.
 
 What a store returns must be exactly the normalised message, on every backend.
 """

@@ -1,4 +1,4 @@
-"""Conformance: compaction overlays at read time (api.md §6.1, §3 add_compaction, §11).
+"""Conformance: compaction overlays at read time.
 
 An overlay replaces the range from..to of the path being read by one synthetic assistant
 message ``compaction_<id>``; originals are never deleted.

@@ -1,4 +1,4 @@
-"""System prompt rendering, freezing and caching (api.md §3 "Context blocks", §5.4; formats.md §1).
+"""System prompt rendering, freezing and caching.
 
 Black-box: only the public API of ``threadline`` and the ``Store`` protocol are used.
 """

@@ -1,4 +1,4 @@
-"""Rewind (api.md §7.3) and which session operations count as writes (§11 "More precise rules").
+"""Rewind and which session operations count as writes (§11 "More precise rules").
 
 Black-box: only the public API of ``threadline``.
 """

@@ -1,4 +1,4 @@
-"""Oversized messages are compacted on write, never rejected (api.md §6.4; formats.md §4).
+"""Oversized messages are compacted on write, never rejected.
 
 Black-box: only the public API of ``threadline``.
 """

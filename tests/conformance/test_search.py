@@ -1,4 +1,4 @@
-"""Conformance: full-text search over a session (api.md §3 search, §8, §11 "Search").
+"""Conformance: full-text search over a session.
 
 User text is never query syntax: any string returns hits or ``[]``, never an error.
 """

@@ -1,4 +1,4 @@
-"""Scoped state (api.md §3 "State", §7.1–§7.2, §11 "Manager and state").
+"""Scoped state.
 
 Black-box: only the public API of ``threadline`` (and the ``Store`` protocol to check what
 reached storage).

@@ -1,4 +1,4 @@
-"""Conformance: opening stores (api.md §1, §11 "Objects").
+"""Conformance: opening stores.
 
 URL forms, ``:memory:`` independence, context managers, ``Session.create(url)`` owning its store,
 lazy table creation, schema versioning and reopening a file store.

@@ -1,4 +1,4 @@
-"""Tools generated from blocks (api.md §9, §5.2, §11; formats.md §2).
+"""Tools generated from blocks.
 
 Black-box: only the public API of ``threadline`` is used; custom provider classes below are
 the documented user extension point.
@@ -24,7 +24,7 @@ from threadline import (
 from threadline.messages import tool_call, user
 
 # ---------------------------------------------------------------------------- reference keys
-# formats.md §2.1, written from the spec (not from the implementation).
+# The documented key format, written from the contract (not from the implementation).
 
 
 def _units(s: str) -> list[int]:

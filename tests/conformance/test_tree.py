@@ -1,4 +1,4 @@
-"""Conformance: the message tree (api.md §3 "Messages and the tree", §11 "Appends and updates").
+"""Conformance: the message tree.
 
 Every test runs against each backend through the ``store`` fixture (tests/conftest.py) and uses
 the public ``Session`` API only.

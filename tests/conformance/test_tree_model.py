@@ -1,6 +1,6 @@
 """Conformance: random operation sequences checked against a small reference model.
 
-The model is an independent, naive re-statement of api.md §3/§11 (tree, head, delete rules,
+The model is an independent, naive re-statement of the tree contract (tree, head, delete rules,
 overlay rules, recent-history window). Hypothesis drives random sequences of appends (default,
 explicit, root, re-append), checkouts, updates, deletes and overlays, and every read of the
 session must match the model. Each example uses a fresh session id on the same store.

@@ -1,4 +1,4 @@
-"""The default compaction function: planning (formats.md §3), prompt, sync/async summarize."""
+"""The default compaction function: planning, prompt, sync/async summarize."""
 
 from __future__ import annotations
 
@@ -312,7 +312,7 @@ def test_async_summarize_in_sync_call_raises_without_warning() -> None:
     fn = create_compact_function(summarize, tail_token_budget=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # "coroutine was never awaited" would fail the test
-        with pytest.raises(CompactionError, match="AsyncSession"):
+        with pytest.raises(CompactionError, match="acompact"):
             fn(convo(10))
 
 

@@ -1,4 +1,4 @@
-"""Micro-compaction: read-time truncation and the store's row-size guard (formats.md §4)."""
+"""Micro-compaction: read-time truncation and the store's row-size guard."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ContextBlocks and providers: resolution, write rules (api.md §5.3) and built-in providers."""
+"""ContextBlocks and providers: resolution, write rules and built-in providers."""
 
 from __future__ import annotations
 

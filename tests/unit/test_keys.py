@@ -1,4 +1,4 @@
-"""Keys for keyed entries (formats.md §2.1): goldens and invariants."""
+"""Keys for keyed entries: goldens and invariants."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""System prompt rendering (formats.md §1): golden output, skip rules, percentages."""
+"""System prompt rendering: golden output, skip rules, percentages."""
 
 from __future__ import annotations
 

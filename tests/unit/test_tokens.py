@@ -1,4 +1,4 @@
-"""Token estimation heuristic (formats.md §5) and exact counters."""
+"""Token estimation heuristic and exact counters."""
 
 from __future__ import annotations
 

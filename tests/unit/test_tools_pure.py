@@ -1,4 +1,4 @@
-"""Context tools and Toolset (api.md §9, formats.md §2) over a real in-memory store.
+"""Context tools and Toolset over a real in-memory store.
 
 The host below is a minimal ToolHost: blocks come from ``ContextBlocks`` (store-backed
 providers on ``threadline.connect(":memory:")``); loaded skills are tracked in a set, as a

@@ -1,12 +1,12 @@
 """The default compaction function: plan a middle range, ask a summariser, return the range.
 
-Algorithm: formats.md §3. The planning (:func:`plan_compaction`) and the prompt
+The planning (:func:`plan_compaction`) and the prompt
 (:func:`build_summary_prompt`) are pure; only the ``summarize`` call does I/O.
 
 Sync and async: ``create_compact_function`` returns a :class:`CompactFunction` whose plain
 call is synchronous; if ``summarize`` turns out to return an awaitable, that call raises
-``CompactionError`` (use ``AsyncSession``). Its ``acompact`` method is async and accepts both
-kinds of ``summarize``; ``AsyncSession`` uses it. ``create_async_compact_function`` returns an
+``CompactionError``: await its ``acompact`` method instead, which is async and accepts both
+kinds of ``summarize``. ``create_async_compact_function`` returns an
 :class:`AsyncCompactFunction`, whose plain call is itself a coroutine.
 
 >>> fn = create_compact_function(lambda prompt: "## Topic\\nWeather", protect_head=1)
@@ -145,8 +145,9 @@ def plan_compaction(
 ) -> tuple[int, int] | None:
     """Return ``(start, end)`` so that ``messages[start:end]`` is the range to summarise.
 
-    Steps 1-4 of formats.md §3; ``None`` when there is nothing to compact (including a range
-    holding only overlay messages). ``count_tokens`` counts one message (default: heuristic).
+    Steps 1-4 of the algorithm (README: "Compaction"); ``None`` when there is nothing to compact
+    (including a range holding only overlay messages). ``count_tokens`` counts one message
+    (default: heuristic).
 
     >>> msgs = [{"id": str(i), "role": "user", "parts": []} for i in range(10)]
     >>> plan_compaction(msgs, tail_token_budget=8)
@@ -376,8 +377,8 @@ class CompactFunction:
             if inspect.iscoroutine(summary):
                 summary.close()  # never awaited on purpose; avoid the RuntimeWarning
             raise CompactionError(
-                "summarize is asynchronous: use AsyncSession (which awaits "
-                "CompactFunction.acompact) or create_async_compact_function"
+                "summarize is asynchronous: await CompactFunction.acompact(...) instead, "
+                "or build the function with create_async_compact_function"
             )
         return job.finish(summary)
 
@@ -420,7 +421,7 @@ def create_compact_function(
     min_tail_messages: int = 2,
     token_counter: Callable[[list[Message]], int] | None = None,
 ) -> CompactFunction:
-    """Return the default compaction function (formats.md §3) around ``summarize(prompt)``.
+    """Return the default compaction function (README: "Compaction") around ``summarize(prompt)``.
 
     ``token_counter(messages) -> int`` counts the tail per message (called with ``[m]``);
     without it the session's counter from ``CompactContext`` is used, else the heuristic.

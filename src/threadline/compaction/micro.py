@@ -1,4 +1,4 @@
-"""Micro-compaction: shrink bulky tool outputs and text without an LLM (formats.md §4).
+"""Micro-compaction: shrink bulky tool outputs and text without an LLM.
 
 ``truncate_older_messages`` is a read-time copy for building a prompt; ``enforce_row_size`` is
 what the store applies before writing one message that is too large. Neither mutates its input.
@@ -352,7 +352,7 @@ def _minimal(draft: _Draft) -> None:
 def enforce_row_size(message: Message, max_bytes: int = 1_800_000) -> Message:
     """Return ``message`` if its compact UTF-8 JSON fits ``max_bytes``, else a shrunk copy.
 
-    Steps, stopping as soon as it fits (formats.md §4): (1) completed tool outputs (any role) cut to
+    Steps, stopping as soon as it fits: (1) completed tool outputs (any role) cut to
     1,000 characters, shape preserved, call ids in ``metadata.compactedToolOutputs``; (2) text
     parts over 1,000 characters, oldest first, become ``[Text truncated for storage (N chars).
     First 500 chars: ...]``, indices in ``metadata.compactedTextParts``. Last resort, so the

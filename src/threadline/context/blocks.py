@@ -252,7 +252,7 @@ class ContextBlocks:
             return slot.kind
 
     def render(self) -> str:
-        """The system prompt text of the current blocks (formats.md §1)."""
+        """The system prompt text of the current blocks."""
         return render_system_prompt(self.all())
 
     # -- writes -----------------------------------------------------------------------------------
@@ -293,7 +293,7 @@ class ContextBlocks:
         return slot.block
 
     def replace(self, label: str, content: str) -> ContextBlock:
-        """Replace a writable block's content (api.md §5.3 write rules)."""
+        """Replace a writable block's content (README: "Memory blocks, providers and tools")."""
         content = _check_content(content)
         with self._lock:
             return self._store_text(self._text_slot(label), content)

@@ -1,4 +1,4 @@
-"""Keys for keyed entries of skill and search blocks (formats.md §2.1).
+"""Keys for keyed entries of skill and search blocks.
 
 Keys are computed over UTF-16 code units so that a key made here equals the key the
 JavaScript implementations make for the same text (``"😀"`` counts as two units there).

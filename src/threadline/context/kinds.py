@@ -1,4 +1,4 @@
-"""Context provider kinds, recognised by duck typing (api.md §5.1).
+"""Context provider kinds, recognised by duck typing.
 
 A provider is any object with a ``get()`` method; which other methods it has decides its kind:
 

@@ -1,4 +1,4 @@
-"""Built-in context providers (api.md §5.1).
+"""Built-in context providers.
 
 * :class:`StaticContext` / :class:`CallableContext` — read-only text.
 * :class:`StoreContextProvider` — writable text kept in the store (the auto-wired default).

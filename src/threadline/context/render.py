@@ -1,4 +1,4 @@
-"""Rendering context blocks into the system prompt (formats.md §1).
+"""Rendering context blocks into the system prompt.
 
 Pure functions over :class:`~threadline.types.ContextBlock` values.
 

@@ -13,9 +13,9 @@ SQL in this module is written with ``?`` placeholders and contains no literal ``
 ``sql.replace("?", "%s")``). Only portable SQL is used: ``WITH RECURSIVE``, ``INSERT ...
 ON CONFLICT (...) DO UPDATE/NOTHING`` with ``excluded.``, row-value comparisons,
 ``CAST(? AS TEXT)`` for untyped parameters in CTE anchors, ``CASE`` instead of
-``MAX(a, b)``/``GREATEST``. No ``RETURNING`` is needed. Tables and columns follow
-``/coord/SCHEMA.md``; ``tl_messages`` columns are :data:`MESSAGE_COLUMNS` (plus whatever the
-backend adds for search, e.g. PostgreSQL's ``search_text``).
+``MAX(a, b)``/``GREATEST``. No ``RETURNING`` is needed. Tables and columns are
+described in docs/architecture.md; ``tl_messages`` columns are :data:`MESSAGE_COLUMNS` (plus
+whatever the backend adds for search, e.g. PostgreSQL's ``search_text``).
 
 A backend implements these hooks (all receive a :class:`Tx`, the open transaction):
 
@@ -45,7 +45,7 @@ A backend implements these hooks (all receive a :class:`Tx`, the open transactio
     Before the base deletes an entry row: drop its search entry.
 ``_search_message_rows(tx, app, terms, mode, session_id, user_id, limit)``
     ``-> list[(session_id, message_id, role, data, score)]``, best first (score higher is
-    better; ties newest ``seq`` first), implementing SCHEMA.md's per-term rules for
+    better; ties newest ``seq`` first), implementing the per-term rules of docs/search.md for
     ``mode`` ``"all"`` or ``"any"``. ``terms`` is non-empty. The base runs "all", then
     "any" if nothing matched and there are several terms, and builds the ``SearchHit``s.
 ``_search_entry_rows(tx, app, label, terms, mode, limit)``
@@ -924,7 +924,7 @@ class SQLStore:
         user_id: str | None = None,
         limit: int = 20,
     ) -> list[SearchHit]:
-        """Full-text search (api.md §8); never raises on query text."""
+        """Full-text search (docs/search.md); never raises on query text."""
         terms = parse_query(query)
         if not terms or limit < 1:
             return []

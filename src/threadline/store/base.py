@@ -244,7 +244,7 @@ class Store(Protocol):
         user_id: str | None = None,
         limit: int = 20,
     ) -> list[SearchHit]:
-        """Full-text search (api.md §8) over one session or, with ``session_id=None``, every
+        """Full-text search (docs/search.md) over one session or, with ``session_id=None``, every
         session of ``app`` (optionally only ``user_id``'s). Never raises on any query text."""
 
     # -- overlays ----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ the DDL, the search SQL (``tsvector`` + ``pg_trgm``), and the ``?`` → ``%s`` t
   (server restart, network) is retried once; a write is not (its COMMIT may have landed: the
   caller decides), only deadlocks and serialisation failures are rerun. The pool checks each
   connection it hands out, so it recovers by itself after a server restart.
-* Search (api.md §8): a ``tsvector`` column (``english``) with a GIN index for words and
+* Search (docs/search.md): a ``tsvector`` column (``english``) with a GIN index for words and
   phrases, and a ``pg_trgm`` GIN index for substrings (CJK, e-mails, URLs, versions) over the
   lowercased text; without pg_trgm, substring terms fall back to plain ``LIKE`` scans.
 * ``pool_min_size`` / ``pool_max_size`` URL parameters (default 1 / 10) size the pool; every

@@ -336,7 +336,18 @@ def _encode_row(message: Message) -> tuple[Message, str, int]:
 
 
 class SQLStore:
-    """Shared implementation of the Store protocol; subclasses supply the dialect hooks."""
+    """Shared implementation of the Store protocol; subclasses supply the dialect hooks.
+
+    Lock order, the same for every write so that two writes never wait on each other in a
+    cycle: (1) session registry rows, several in ``id`` order; (2) the rows hanging off those
+    sessions (messages, overlays, skill loads, prompt, session blocks and state); (3) rows
+    shared between sessions (``user:``/``app:`` state in key order, user/app blocks, entries).
+    Deleting a session therefore locks its registry row before touching its messages.
+    """
+
+    #: Suffix that row-locks what a ``SELECT`` returns; empty where a write transaction
+    #: already excludes every other writer (SQLite's ``BEGIN IMMEDIATE``).
+    _FOR_UPDATE = ""
 
     # ------------------------------------------------------------------ dialect hooks
 
@@ -532,8 +543,19 @@ class SQLStore:
         """Delete the session and everything keyed by it; ``False`` if nothing existed."""
         return self._write("delete_session", lambda tx: self._delete_session(tx, app, session_id))
 
+    def _lock_sessions(self, tx: Tx, app: str, where: str, params: Sequence[Any]) -> list[str]:
+        """Row-lock the registry rows of ``app`` matching ``where``, in id order; their ids."""
+        sql = f"SELECT id FROM tl_sessions WHERE app = ? AND {where} ORDER BY id{self._FOR_UPDATE}"
+        return [row[0] for row in tx.all(sql, (app, *params))]
+
+    def _claim_session_row(self, tx: Tx, app: str, session_id: str) -> bool:
+        """Lock the session's registry row, holding its id even if it is missing; True if it
+        existed. (SQLite: the write transaction already excludes every other writer.)"""
+        return self._session_row(tx, app, session_id) is not None
+
     def _delete_session(self, tx: Tx, app: str, session_id: str) -> bool:
         key = (app, session_id)
+        existed = self._claim_session_row(tx, app, session_id)
         self._unindex_messages(tx, app, session_id, None)
         changed = tx.execute("DELETE FROM tl_messages WHERE app = ? AND session_id = ?", key)
         for table in ("tl_compactions", "tl_skill_loads", "tl_prompts"):
@@ -544,20 +566,20 @@ class SQLStore:
         changed += tx.execute(
             "DELETE FROM tl_state WHERE app = ? AND owner = 'session' AND owner_id = ?", key
         )
-        changed += tx.execute("DELETE FROM tl_sessions WHERE app = ? AND id = ?", key)
-        return changed > 0
+        tx.execute("DELETE FROM tl_sessions WHERE app = ? AND id = ?", key)
+        return existed or changed > 0
 
     def purge_sessions(self, app: str, *, before: datetime, user_id: str | None = None) -> int:
         """Delete every session of ``app`` with ``updated_at < before``; returns the count."""
         cutoff = datetime_to_us(before)
-        sql = "SELECT id FROM tl_sessions WHERE app = ? AND updated_at < ?"
-        params: tuple[Any, ...] = (app, cutoff)
+        where = "updated_at < ?"
+        params: tuple[Any, ...] = (cutoff,)
         if user_id is not None:
-            sql += " AND user_id = ?"
+            where += " AND user_id = ?"
             params = (*params, user_id)
 
         def run(tx: Tx) -> int:
-            ids = [row[0] for row in tx.all(sql, params)]
+            ids = self._lock_sessions(tx, app, where, params)
             for session_id in ids:
                 self._delete_session(tx, app, session_id)
             return len(ids)
@@ -1054,15 +1076,22 @@ class SQLStore:
         """Persist (or with ``None`` forget) the frozen system prompt."""
         if prompt is None:
             sql = "DELETE FROM tl_prompts WHERE app = ? AND session_id = ?"
-            self._write("set_prompt", lambda tx: tx.execute(sql, (app, session_id)))
-            return
-        sql = (
-            "INSERT INTO tl_prompts (app, session_id, prompt, updated_at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (app, session_id) DO UPDATE SET prompt = excluded.prompt, "
-            "updated_at = excluded.updated_at"
-        )
-        params = (app, session_id, prompt, now_us())
-        self._write("set_prompt", lambda tx: tx.execute(sql, params))
+            params: tuple[Any, ...] = (app, session_id)
+        else:
+            sql = (
+                "INSERT INTO tl_prompts (app, session_id, prompt, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (app, session_id) DO UPDATE SET prompt = excluded.prompt, "
+                "updated_at = excluded.updated_at"
+            )
+            params = (app, session_id, prompt, now_us())
+
+        def run(tx: Tx) -> None:
+            # Like every write to a session it registers the session: a prompt is never left
+            # behind by a racing delete_session without its session.
+            tx.execute(sql, params)
+            self._touch(tx, app, session_id)
+
+        self._write("set_prompt", run, lock=(app, session_id, None))
 
     # ------------------------------------------------------------------ keyed entries
 
@@ -1164,7 +1193,8 @@ class SQLStore:
     def _apply_state(
         tx: Tx, app: str, session_id: str, user_id: str | None, delta: Mapping[str, Any]
     ) -> None:
-        for key, value in delta.items():
+        # Key order: two writers sharing app:/user: keys lock them in the same order.
+        for key, value in sorted(delta.items()):
             owner, owner_id = state_owner(key, session_id, user_id)
             if value is None:
                 tx.execute(SQL_STATE_DELETE, (app, owner, owner_id, key))

@@ -508,6 +508,8 @@ class PostgresStore(SQLStore):
     0
     """
 
+    _FOR_UPDATE = " FOR UPDATE"
+
     def __init__(self, url: str) -> None:
         self._driver, pool_module = _import_driver()
         # Waiting for the pool already took its timeout: retrying would only double the wait.
@@ -589,10 +591,17 @@ class PostgresStore(SQLStore):
         raise AssertionError("unreachable")
 
     @staticmethod
-    def _lock_session(tx: _PgTx, key: SessionKey) -> None:
+    def _lock_session(tx: _PgTx, key: SessionKey) -> bool:
+        """Lock the registry row, inserting it if missing; True if it already existed."""
         app, session_id, user_id = key
         now = now_us()
-        tx.execute(_LOCK_SESSION, (app, session_id, user_id, now, now))
+        return tx.execute(_LOCK_SESSION, (app, session_id, user_id, now, now)) == 0
+
+    def _claim_session_row(self, tx: Tx, app: str, session_id: str) -> bool:
+        # A plain SELECT ... FOR UPDATE would miss a row that a concurrent append is
+        # inserting (or re-inserting after another delete): the upsert waits for it instead.
+        assert isinstance(tx, _PgTx)
+        return self._lock_session(tx, (app, session_id, None))
 
     # ------------------------------------------------------------------ dialect: search index
 

@@ -76,7 +76,9 @@ class SessionManager:
         self._compact_fn: CompactFunction | None = None
         self._compact_after: tuple[int, Callable[..., int] | None] | None = None
         self._error_handler: ErrorHandler | None = None
-        self._sessions: dict[str, Session] = {}
+        # Keyed by (session id, the user_id the caller named): a caller naming a user never
+        # gets a Session object built for another caller's view of the same id.
+        self._sessions: dict[tuple[str, str | None], Session] = {}
         self._lock = threading.Lock()
 
     # -- builder -----------------------------------------------------------------------------------
@@ -117,9 +119,18 @@ class SessionManager:
         self._error_handler = handler
         return self._changed()
 
-    def with_searchable_history(self, label: str = "history") -> SessionManager:
-        """Add a read-only search block over every session of this app (cross-session recall)."""
-        return self.with_context(label, provider=_HistorySearch(self))
+    def with_searchable_history(
+        self, label: str = "history", *, scope: Scope = "user"
+    ) -> SessionManager:
+        """Add a read-only search block over past sessions (cross-session recall).
+
+        ``scope="user"`` (the default) keeps it private: a session with a user searches only
+        that user's sessions, a session without a user only sessions without one.
+        ``scope="app"`` searches every session of the app.
+        """
+        if scope not in ("user", "app"):
+            raise InvalidArgumentError(f'scope must be "user" or "app", got {scope!r}')
+        return self.with_context(label, provider=_HistorySearch(self, scope))
 
     def _changed(self) -> SessionManager:
         with self._lock:
@@ -176,21 +187,23 @@ class SessionManager:
             self.get_session(sid).update_state(temp)
         return info
 
-    def get(self, session_id: str) -> SessionInfo | None:
-        """The registry row of a session, or ``None``."""
-        return self.store.get_session(self.app_name, session_id)
+    def get(self, session_id: str, *, user_id: str | None = None) -> SessionInfo | None:
+        """The registry row of a session, or ``None`` (also when ``user_id`` is given and
+        another user owns it)."""
+        info = self.store.get_session(self.app_name, session_id)
+        return info if info is not None and _visible_to(info, user_id) else None
 
     def get_or_create(
         self, session_id: str, *, user_id: str | None = None, **fields: Any
     ) -> SessionInfo:
         """Return the session if it exists (unchanged), else create it with these fields."""
-        existing = self.get(session_id)
+        existing = self.store.get_session(self.app_name, session_id)
         if existing is not None:
-            return existing
+            return self._check_visible(existing, user_id)
         try:
             return self.create(session_id=session_id, user_id=user_id, **fields)
         except SessionExistsError:
-            again = self.get(session_id)  # another process created it first
+            again = self.get(session_id, user_id=user_id)  # another process created it first
             if again is None:
                 raise
             return again
@@ -201,16 +214,38 @@ class SessionManager:
         """Newest ``updated_at`` first; pass ``next_cursor`` back for the following page."""
         return self.store.list_sessions(self.app_name, user_id=user_id, limit=limit, cursor=cursor)
 
-    def rename(self, session_id: str, name: str) -> SessionInfo:
+    def rename(self, session_id: str, name: str, *, user_id: str | None = None) -> SessionInfo:
         """Rename a session (``SessionNotFoundError`` if unknown)."""
+        self._require(session_id, user_id)
         return self.store.update_session(self.app_name, session_id, name=name)
 
-    def delete(self, session_id: str) -> None:
+    def delete(self, session_id: str, *, user_id: str | None = None) -> None:
         """Delete a session and everything of it (messages, overlays, blocks, prompt, state)."""
+        self._require(session_id, user_id)
         if not self.store.delete_session(self.app_name, session_id):
             raise SessionNotFoundError(f"session {session_id!r} not found in app {self.app_name!r}")
+        self._forget_cached(lambda sid, _: sid == session_id)
+
+    def forget_user(self, user_id: str) -> int:
+        """Delete everything of a user in this app, in one transaction: their sessions (with
+        messages, overlays, blocks, prompts and state), user-scoped blocks and ``user:`` state.
+        Returns the number of sessions deleted.
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append("s1", {"role": "user", "content": "hi"}, user_id="ana")
+        >>> m.forget_user("ana"), m.get("s1")
+        (1, None)
+        """
+        if not isinstance(user_id, str) or not user_id:
+            raise InvalidArgumentError("user_id must be a non-empty string")
+        count = self.store.forget_user(self.app_name, user_id)
+        self._forget_cached(lambda _, session: session.user_id == user_id)
+        return count
+
+    def _forget_cached(self, doomed: Callable[[str, Session], bool]) -> None:
         with self._lock:
-            self._sessions.pop(session_id, None)
+            for key in [k for k, s in self._sessions.items() if doomed(k[0], s)]:
+                del self._sessions[key]
 
     def purge(self, *, older_than: datetime | timedelta, user_id: str | None = None) -> int:
         """Delete this app's sessions not updated since ``older_than``; returns how many."""
@@ -221,26 +256,31 @@ class SessionManager:
         else:
             raise InvalidArgumentError("older_than must be a datetime or a timedelta")
         with self._lock:
-            cached = list(self._sessions)
+            cached = {key[0] for key in self._sessions}
         # Forget only the purged sessions: the others keep their live temp: state.
-        doomed = [sid for sid in cached if _purged_by(self.get(sid), before, user_id)]
+        doomed = {sid for sid in cached if _purged_by(self.get(sid), before, user_id)}
         count = self.store.purge_sessions(self.app_name, before=before, user_id=user_id)
-        with self._lock:
-            for sid in doomed:
-                self._sessions.pop(sid, None)
+        self._forget_cached(lambda sid, _: sid in doomed)
         return count
 
     # -- sessions ----------------------------------------------------------------------------------
-    def get_session(self, session_id: str) -> Session:
-        """The ``Session`` object for an id, configured by this manager; cached, creates no row."""
+    def get_session(self, session_id: str, *, user_id: str | None = None) -> Session:
+        """The ``Session`` object for an id, configured by this manager; cached, creates no row.
+
+        With ``user_id``, a session another user owns is missing (``SessionNotFoundError``),
+        and a session that does not exist yet will be created owned by ``user_id``.
+        """
+        key = (session_id, user_id)
         with self._lock:
-            cached = self._sessions.get(session_id)
+            cached = self._sessions.get(key)
             if cached is not None:
                 return cached
-        info = self.get(session_id)
-        session = self._build(session_id, info.user_id if info else None)
+        info = self.store.get_session(self.app_name, session_id)
+        if info is not None:
+            self._check_visible(info, user_id)
+        session = self._build(session_id, info.user_id if info else user_id)
         with self._lock:
-            return self._sessions.setdefault(session_id, session)
+            return self._sessions.setdefault(key, session)
 
     def _build(self, session_id: str, user_id: str | None) -> Session:
         session = Session(
@@ -267,9 +307,11 @@ class SessionManager:
         parent_id: str | AutoType | None = AUTO,
         *,
         state_delta: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
     ) -> Message:
-        """Append a message to a session (creating its registry row if needed)."""
-        return self.get_session(session_id).append_message(
+        """Append a message to a session (creating its registry row if needed, owned by
+        ``user_id`` when given)."""
+        return self.get_session(session_id, user_id=user_id).append_message(
             message, parent_id, state_delta=state_delta
         )
 
@@ -278,9 +320,11 @@ class SessionManager:
         session_id: str,
         message: Mapping[str, Any],
         parent_id: str | AutoType | None = AUTO,
+        *,
+        user_id: str | None = None,
     ) -> Message:
         """Update the message if its id exists in the session, else append it."""
-        session = self.get_session(session_id)
+        session = self.get_session(session_id, user_id=user_id)
         mid = message.get("id") if isinstance(message, Mapping) else None
         if isinstance(mid, str):
             try:  # update_message reads the stored message itself: no separate existence check
@@ -294,44 +338,71 @@ class SessionManager:
         session_id: str,
         messages: Sequence[Mapping[str, Any]],
         parent_id: str | AutoType | None = AUTO,
+        *,
+        user_id: str | None = None,
     ) -> _Messages:
         """Append several messages in one transaction (attached to the head by default)."""
-        return self.get_session(session_id).append_messages(messages, parent_id)
+        return self.get_session(session_id, user_id=user_id).append_messages(messages, parent_id)
 
-    def get_history(self, session_id: str, leaf_id: str | None = None, **options: Any) -> _Messages:
+    def get_history(
+        self,
+        session_id: str,
+        leaf_id: str | None = None,
+        *,
+        user_id: str | None = None,
+        **options: Any,
+    ) -> _Messages:
         """History of a session (see ``Session.get_history``)."""
-        return self.get_session(session_id).get_history(leaf_id, **options)
+        return self.get_session(session_id, user_id=user_id).get_history(leaf_id, **options)
 
-    def get_message_count(self, session_id: str) -> int:
+    def get_message_count(self, session_id: str, *, user_id: str | None = None) -> int:
         """Messages on the head path of a session (raw, overlays not applied)."""
-        return self.get_session(session_id).get_path_length()
+        return self.get_session(session_id, user_id=user_id).get_path_length()
 
-    def clear_messages(self, session_id: str) -> None:
+    def clear_messages(self, session_id: str, *, user_id: str | None = None) -> None:
         """Delete every message and overlay of a session."""
-        self.get_session(session_id).clear_messages()
+        self.get_session(session_id, user_id=user_id).clear_messages()
 
-    def delete_messages(self, session_id: str, ids: Sequence[str]) -> int:
+    def delete_messages(
+        self, session_id: str, ids: Sequence[str], *, user_id: str | None = None
+    ) -> int:
         """Delete some messages of a session."""
-        return self.get_session(session_id).delete_messages(ids)
+        return self.get_session(session_id, user_id=user_id).delete_messages(ids)
 
-    def get_branches(self, session_id: str, message_id: str) -> _Messages:
+    def get_branches(
+        self, session_id: str, message_id: str, *, user_id: str | None = None
+    ) -> _Messages:
         """Children of a message in a session, oldest first."""
-        return self.get_session(session_id).get_branches(message_id)
+        return self.get_session(session_id, user_id=user_id).get_branches(message_id)
 
     def add_compaction(
-        self, session_id: str, summary: str, from_message_id: str, to_message_id: str
+        self,
+        session_id: str,
+        summary: str,
+        from_message_id: str,
+        to_message_id: str,
+        *,
+        user_id: str | None = None,
     ) -> Compaction:
         """Store a summary overlay in a session."""
-        return self.get_session(session_id).add_compaction(summary, from_message_id, to_message_id)
+        session = self.get_session(session_id, user_id=user_id)
+        return session.add_compaction(summary, from_message_id, to_message_id)
 
-    def get_compactions(self, session_id: str) -> _Compactions:
+    def get_compactions(self, session_id: str, *, user_id: str | None = None) -> _Compactions:
         """Overlays of a session, oldest first."""
-        return self.get_session(session_id).get_compactions()
+        return self.get_session(session_id, user_id=user_id).get_compactions()
 
     # -- fork, split, usage ------------------------------------------------------------------------
-    def fork(self, session_id: str, at_message_id: str, name: str | None = None) -> SessionInfo:
+    def fork(
+        self,
+        session_id: str,
+        at_message_id: str,
+        name: str | None = None,
+        *,
+        user_id: str | None = None,
+    ) -> SessionInfo:
         """New session whose history is the path to ``at_message_id`` (overlays materialised)."""
-        source = self._require(session_id)
+        source = self._require(session_id, user_id)
         history = self.get_session(session_id).get_history(at_message_id)
         child = self._child_of(source, name)
         copies = [{**m, "id": new_id()} for m in history]
@@ -342,14 +413,19 @@ class SessionManager:
         return self.get(child.id) or child
 
     def compact_and_split(
-        self, session_id: str, summary: str, name: str | None = None
+        self,
+        session_id: str,
+        summary: str,
+        name: str | None = None,
+        *,
+        user_id: str | None = None,
     ) -> SessionInfo:
         """End a session (``end_reason="compaction"``) and start a child seeded with ``summary``."""
-        source = self._require(session_id)
+        source = self._require(session_id, user_id)
         self.store.update_session(self.app_name, session_id, end_reason="compaction")
         child = self._child_of(source, name)
         text = f"{SPLIT_PREFIX}\n{summary}"
-        self.append(child.id, {"role": "user", "content": text})
+        self.append(child.id, {"role": "user", "content": text}, user_id=source.user_id)
         return self.get(child.id) or child
 
     def _child_of(self, source: SessionInfo, name: str | None) -> SessionInfo:
@@ -363,7 +439,13 @@ class SessionManager:
         )
 
     def add_usage(
-        self, session_id: str, input_tokens: int, output_tokens: int, cost: float = 0.0
+        self,
+        session_id: str,
+        input_tokens: int,
+        output_tokens: int,
+        cost: float = 0.0,
+        *,
+        user_id: str | None = None,
     ) -> None:
         """Atomically add token and cost counters to a session."""
         for what, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
@@ -371,12 +453,19 @@ class SessionManager:
                 raise InvalidArgumentError(f"{what} must be a non-negative integer")
         if isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost < 0:
             raise InvalidArgumentError("cost must be a non-negative number")
+        if user_id is not None:
+            self._require(session_id, user_id)
         self.store.add_usage(self.app_name, session_id, input_tokens, output_tokens, float(cost))
 
-    def _require(self, session_id: str) -> SessionInfo:
-        info = self.get(session_id)
+    def _require(self, session_id: str, user_id: str | None = None) -> SessionInfo:
+        info = self.get(session_id, user_id=user_id)
         if info is None:
             raise SessionNotFoundError(f"session {session_id!r} not found in app {self.app_name!r}")
+        return info
+
+    def _check_visible(self, info: SessionInfo, user_id: str | None) -> SessionInfo:
+        if not _visible_to(info, user_id):
+            raise SessionNotFoundError(f"session {info.id!r} not found in app {self.app_name!r}")
         return info
 
     # -- search and tools --------------------------------------------------------------------------
@@ -386,25 +475,39 @@ class SessionManager:
             return []
         return self.store.search_messages(self.app_name, query, user_id=user_id, limit=limit)
 
-    def tools(self) -> Toolset:
-        """Tools for the model: ``session_search`` across this app's sessions."""
-        return Toolset(
-            [make_session_search_tool(lambda q: self.search(q, limit=SEARCH_RESULT_LIMIT))]
-        )
+    def tools(self, *, user_id: str | None = None) -> Toolset:
+        """Tools for the model: ``session_search`` across this app's sessions, only
+        ``user_id``'s when given (give it whenever the model acts for one user)."""
+
+        def search(query: str) -> _Hits:
+            return self.search(query, limit=SEARCH_RESULT_LIMIT, user_id=user_id)
+
+        return Toolset([make_session_search_tool(search)])
 
     # -- state -------------------------------------------------------------------------------------
-    def get_state(self, session_id: str) -> dict[str, Any]:
+    def get_state(self, session_id: str, *, user_id: str | None = None) -> dict[str, Any]:
         """Merged state of a session (``app:``, ``user:``, session and live ``temp:`` keys)."""
-        return dict(self.get_session(session_id).state)
+        return dict(self.get_session(session_id, user_id=user_id).state)
 
-    def update_state(self, session_id: str, delta: Mapping[str, Any]) -> None:
+    def update_state(
+        self, session_id: str, delta: Mapping[str, Any], *, user_id: str | None = None
+    ) -> None:
         """Apply a state delta to a session (``None`` deletes)."""
-        self.get_session(session_id).update_state(delta)
+        self.get_session(session_id, user_id=user_id).update_state(delta)
 
-    def rewind(self, session_id: str, before_message_id: str) -> None:
+    def rewind(
+        self, session_id: str, before_message_id: str, *, user_id: str | None = None
+    ) -> None:
         """Move the head before a message and undo its session-state changes (nothing deleted)."""
+        if user_id is not None:
+            self._require(session_id, user_id)
         # The store raises MessageNotFoundError for an id not in the session (Store contract).
         self.store.rewind(self.app_name, session_id, before_message_id)
+
+
+def _visible_to(info: SessionInfo, user_id: str | None) -> bool:
+    """A caller naming ``user_id`` sees sessions of that user and sessions without a user."""
+    return user_id is None or info.user_id is None or info.user_id == user_id
 
 
 def _purged_by(info: SessionInfo | None, before: datetime, user_id: str | None) -> bool:
@@ -415,14 +518,40 @@ def _purged_by(info: SessionInfo | None, before: datetime, user_id: str | None) 
 
 
 class _HistorySearch:
-    """Read-only search block over every session of the manager's app."""
+    """Read-only search block over past sessions of the manager's app.
 
-    def __init__(self, manager: SessionManager) -> None:
+    ``scope="user"``: bound to a session (``for_session``) it covers that session's user's
+    sessions, or the sessions without a user; ``scope="app"``: every session of the app.
+    Unbound (used on its own) it covers only sessions without a user.
+    """
+
+    def __init__(
+        self, manager: SessionManager, scope: Scope, user_id: str | None = None
+    ) -> None:
         self._manager = manager
+        self._scope = scope
+        self._user_id = user_id
+
+    def for_session(self, app_name: str, session_id: str, user_id: str | None) -> _HistorySearch:
+        return _HistorySearch(self._manager, self._scope, user_id)
+
+    def _owner(self) -> dict[str, Any]:
+        if self._scope == "app":
+            return {}
+        if self._user_id is None:
+            return {"without_user": True}
+        return {"user_id": self._user_id}
 
     def get(self) -> str:
-        count = self._manager.store.count_sessions(self._manager.app_name)
+        manager = self._manager
+        count = manager.store.count_sessions(manager.app_name, **self._owner())
         return f"{count} session{'' if count == 1 else 's'} available for search."
 
     def search(self, query: str) -> str | None:
-        return format_search_hits(self._manager.search(query, limit=SEARCH_RESULT_LIMIT))
+        manager = self._manager
+        if not isinstance(query, str):
+            return None
+        hits = manager.store.search_messages(
+            manager.app_name, query, limit=SEARCH_RESULT_LIMIT, **self._owner()
+        )
+        return format_search_hits(hits)

@@ -119,8 +119,10 @@ def test_get_or_create(store: Any) -> None:
     manager = SessionManager(store, app_name="goc")
     made = manager.get_or_create("s1", user_id="u1", name="first")
     assert (made.id, made.user_id, made.name) == ("s1", "u1", "first")
-    again = manager.get_or_create("s1", user_id="u2", name="second")
+    again = manager.get_or_create("s1", user_id="u1", name="second")
     assert again == made  # existing: returned unchanged
+    with pytest.raises(SessionNotFoundError):  # another user's session: missing for u2
+        manager.get_or_create("s1", user_id="u2", name="second")
     assert info(manager, "s1") == made
 
 

@@ -110,8 +110,9 @@ class ContextBlocks:
     ``store``/``app_name``/``session_id``/``user_id`` are used to auto-wire
     :class:`~threadline.context.providers.StoreContextProvider` for configs without a provider;
     ``count_tokens`` measures block content (default: the heuristic ``estimate_tokens``).
-    A provider with a ``bind_app(app_name)`` method is told this session's app before its
-    ``init`` (the store-backed keyed providers use it when built without ``app_name``).
+    A provider with a ``for_session(app_name, session_id, user_id)`` method is replaced by what
+    that returns, before its ``init``: one provider instance shared by many sessions (or apps)
+    hands each session its own bound view, never another session's.
     Thread-safe: one lock guards resolution, the cache and writes.
 
     >>> blocks = ContextBlocks([ContextConfig("soul", provider="You are helpful.")])
@@ -193,8 +194,8 @@ class ContextBlocks:
             provider: Any = self._auto_provider(config)
         else:
             provider = as_provider(config.provider)
-        if has_method(provider, "bind_app"):  # store-backed keyed providers adopt our app
-            provider.bind_app(self._app_name)
+        if has_method(provider, "for_session"):
+            provider = provider.for_session(self._app_name, self._session_id, self._user_id)
         if has_method(provider, "init"):
             call_provider(provider, "init", config.label)
         slot.kind = provider_kind(provider)

@@ -12,11 +12,12 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from threadline.context.kinds import call_provider, has_method
 from threadline.errors import InvalidArgumentError, ThreadlineError
@@ -171,9 +172,10 @@ class StoreContextProvider:
 class _StoreEntries:
     """Shared plumbing of the store-backed keyed providers: entries per (app, label).
 
-    Without an explicit ``app_name`` the provider adopts the app of the first session that
-    registers it (``bind_app``), so ``StoreSearchProvider(store)`` in a manager of app "x"
-    keeps its entries in app "x"; used on its own it uses app ``"default"``.
+    Without an explicit ``app_name`` each session that registers the provider reads and
+    writes the entries of its own app (``for_session`` gives it a view bound to that app), so
+    ``StoreSearchProvider(store)`` shared by managers of apps "x" and "y" never serves one
+    app's entries to the other; used on its own it uses app ``"default"``.
     """
 
     def __init__(self, store: Store, *, app_name: str | None = None, label: str | None = None):
@@ -186,10 +188,12 @@ class _StoreEntries:
         """The app whose entries this provider reads and writes."""
         return self._app_name or "default"
 
-    def bind_app(self, app_name: str) -> None:
-        """Adopt ``app_name`` unless an app was given or adopted before."""
-        if self._app_name is None:
-            self._app_name = app_name
+    def for_session(self, app_name: str, session_id: str, user_id: str | None) -> Self:
+        """A copy bound to ``app_name`` (unless this provider was given an app)."""
+        view = copy.copy(self)
+        if view._app_name is None:
+            view._app_name = app_name
+        return view
 
     def init(self, label: str) -> None:
         """Adopt the block label unless one was given to the constructor."""

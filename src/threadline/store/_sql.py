@@ -43,11 +43,12 @@ A backend implements these hooks (all receive a :class:`Tx`, the open transactio
     Insert or replace a ``tl_entries`` row and its search entry.
 ``_unindex_entry(tx, app, label, key) -> None``
     Before the base deletes an entry row: drop its search entry.
-``_search_message_rows(tx, app, terms, mode, session_id, user_id, limit)``
+``_search_message_rows(tx, app, terms, mode, session_id, owner, limit)``
     ``-> list[(session_id, message_id, role, data, score)]``, best first (score higher is
     better; ties newest ``seq`` first), implementing the per-term rules of docs/search.md for
     ``mode`` ``"all"`` or ``"any"``. ``terms`` is non-empty. The base runs "all", then
     "any" if nothing matched and there are several terms, and builds the ``SearchHit``s.
+    ``owner`` (an :data:`OwnerFilter`) limits it to sessions of one user or without one.
 ``_search_entry_rows(tx, app, label, terms, mode, limit)``
     ``-> list[(key, content, description)]``, best first, same rules.
 ``close() -> None``
@@ -111,6 +112,20 @@ from threadline.types import (
 )
 
 T = TypeVar("T")
+
+OwnerFilter = tuple[str | None] | None
+"""Which sessions a search covers by owner: ``None`` every session, ``(user,)`` only that
+user's, ``(None,)`` only sessions without a user."""
+
+
+def owner_clause(owner: OwnerFilter, column: str) -> tuple[str, list[Any]]:
+    """`` AND <column> = ?`` / `` AND <column> IS NULL`` / nothing, and its parameters."""
+    if owner is None:
+        return "", []
+    if owner[0] is None:
+        return f" AND {column} IS NULL", []
+    return f" AND {column} = ?", [owner[0]]
+
 
 SessionKey = tuple[str, str, str | None]
 """``(app, session_id, user_id)`` of the session a write changes (see ``_write``)."""
@@ -177,20 +192,19 @@ _BUMP_UPDATED_AT = "updated_at = CASE WHEN ? > updated_at THEN ? ELSE updated_at
 
 SQL_TOUCH = (
     "INSERT INTO tl_sessions (app, id, user_id, metadata, created_at, updated_at) "
-    "VALUES (?, ?, ?, '{}', ?, ?) ON CONFLICT (app, id) DO UPDATE SET "
-    "user_id = COALESCE(tl_sessions.user_id, excluded.user_id), " + _UPDATED_AT
+    "VALUES (?, ?, ?, '{}', ?, ?) ON CONFLICT (app, id) DO UPDATE SET " + _UPDATED_AT
 )
 SQL_SESSION_AFTER_APPEND = (
     "INSERT INTO tl_sessions (app, id, user_id, metadata, created_at, updated_at, head_id, "
     "last_seq, message_count) VALUES (?, ?, ?, '{}', ?, ?, ?, ?, ?) "
-    "ON CONFLICT (app, id) DO UPDATE SET "
-    "user_id = COALESCE(tl_sessions.user_id, excluded.user_id), head_id = excluded.head_id, "
+    "ON CONFLICT (app, id) DO UPDATE SET head_id = excluded.head_id, "
     "last_seq = excluded.last_seq, "
     "message_count = tl_sessions.message_count + excluded.message_count, " + _UPDATED_AT
 )
+SQL_OWNER = "SELECT user_id FROM tl_sessions WHERE app = ? AND id = ?"
 SQL_SESSION = f"SELECT {SESSION_COLUMNS} FROM tl_sessions WHERE app = ? AND id = ?"
 SQL_HEAD_STATE = (
-    "SELECT s.head_id, s.last_seq, m.depth, m.path_bytes FROM tl_sessions s "
+    "SELECT s.head_id, s.last_seq, m.depth, m.path_bytes, s.user_id FROM tl_sessions s "
     "LEFT JOIN tl_messages m ON m.app = s.app AND m.session_id = s.id AND m.id = s.head_id "
     "WHERE s.app = ? AND s.id = ?"
 )
@@ -289,6 +303,24 @@ SQL_SESSION_STATE = (
 )
 
 
+def _owner_filter(user_id: str | None, without_user: bool) -> OwnerFilter:
+    """``user_id``/``without_user`` of the public API as one value for the dialect hooks."""
+    if without_user:
+        if user_id is not None:
+            raise InvalidArgumentError("pass user_id or without_user=True, not both")
+        return (None,)
+    return (user_id,) if user_id is not None else None
+
+
+def _check_owner(app: str, session_id: str, owner: str | None, user_id: str | None) -> None:
+    """A write naming a user to a session another user owns finds no such session.
+
+    The owner is fixed when the session is created; later writes never claim or change it.
+    """
+    if user_id is not None and owner is not None and owner != user_id:
+        raise SessionNotFoundError(f"session {session_id!r} not found in app {app!r}")
+
+
 def _in_list(count: int) -> str:
     return "(" + ", ".join("?" * count) + ")"
 
@@ -351,9 +383,7 @@ class SQLStore:
 
     # ------------------------------------------------------------------ dialect hooks
 
-    def _write(
-        self, operation: str, fn: Callable[[Tx], T], *, lock: SessionKey | None = None
-    ) -> T:
+    def _write(self, operation: str, fn: Callable[[Tx], T], *, lock: SessionKey | None = None) -> T:
         raise NotImplementedError
 
     def _read(self, operation: str, fn: Callable[[Tx], T]) -> T:
@@ -394,7 +424,7 @@ class SQLStore:
         terms: Sequence[Term],
         mode: MatchMode,
         session_id: str | None,
-        user_id: str | None,
+        owner: OwnerFilter,
         limit: int,
     ) -> list[Row]:
         raise NotImplementedError
@@ -420,6 +450,9 @@ class SQLStore:
 
     @staticmethod
     def _touch(tx: Tx, app: str, session_id: str, user_id: str | None = None) -> None:
+        if user_id is not None:
+            row = tx.one(SQL_OWNER, (app, session_id))
+            _check_owner(app, session_id, row[0] if row else None, user_id)
         now = now_us()
         tx.execute(SQL_TOUCH, (app, session_id, user_id, now, now))
 
@@ -600,17 +633,35 @@ class SQLStore:
             "estimated_cost = tl_sessions.estimated_cost + excluded.estimated_cost, " + _UPDATED_AT
         )
         params = (app, session_id, now, now, int(input_tokens), int(output_tokens), float(cost))
-        self._write(
-            "add_usage", lambda tx: tx.execute(sql, params), lock=(app, session_id, None)
-        )
+        self._write("add_usage", lambda tx: tx.execute(sql, params), lock=(app, session_id, None))
 
-    def count_sessions(self, app: str) -> int:
-        """Number of registry rows of ``app``."""
-        row = self._read(
-            "count_sessions",
-            lambda tx: tx.one("SELECT COUNT(*) FROM tl_sessions WHERE app = ?", (app,)),
-        )
+    def count_sessions(
+        self, app: str, *, user_id: str | None = None, without_user: bool = False
+    ) -> int:
+        """Number of registry rows of ``app`` (only ``user_id``'s, or only those without a
+        user)."""
+        where, params = owner_clause(_owner_filter(user_id, without_user), "user_id")
+        sql = f"SELECT COUNT(*) FROM tl_sessions WHERE app = ?{where}"
+        row = self._read("count_sessions", lambda tx: tx.one(sql, (app, *params)))
         return int(row[0]) if row else 0
+
+    def forget_user(self, app: str, user_id: str) -> int:
+        """Delete everything of ``user_id`` in ``app`` in one transaction: their sessions
+        (with all that hangs off them), user-scoped blocks and ``user:`` state. Returns the
+        number of sessions deleted."""
+
+        def run(tx: Tx) -> int:
+            ids = self._lock_sessions(tx, app, "user_id = ?", (user_id,))
+            for session_id in ids:
+                self._delete_session(tx, app, session_id)
+            for table in ("tl_blocks", "tl_state"):
+                tx.execute(
+                    f"DELETE FROM {table} WHERE app = ? AND owner = 'user' AND owner_id = ?",
+                    (app, user_id),
+                )
+            return len(ids)
+
+        return self._write("forget_user", run)
 
     # ------------------------------------------------------------------ appends
 
@@ -648,6 +699,7 @@ class SQLStore:
         delta: dict[str, Any],
     ) -> list[Message]:
         state = tx.one(SQL_HEAD_STATE, (app, session_id))
+        _check_owner(app, session_id, state[4] if state else None, user_id)
         head_id, last_seq = (state[0], state[1]) if state else (None, 0)
         parent = self._start_parent(tx, app, session_id, parent_id, state)
         undo = dumps(self._undo_record(tx, app, session_id, delta)) if delta else None
@@ -944,15 +996,17 @@ class SQLStore:
         *,
         session_id: str | None = None,
         user_id: str | None = None,
+        without_user: bool = False,
         limit: int = 20,
     ) -> list[SearchHit]:
         """Full-text search (docs/search.md); never raises on query text."""
         terms = parse_query(query)
         if not terms or limit < 1:
             return []
+        owner = _owner_filter(user_id, without_user)
 
         def run(tx: Tx) -> list[Row]:
-            args = (session_id, user_id, limit)
+            args = (session_id, owner, limit)
             rows = self._search_message_rows(tx, app, terms, "all", *args)
             if rows or len(terms) == 1:  # one term: "any" would repeat the same search
                 return rows
@@ -1133,9 +1187,13 @@ class SQLStore:
 
         def run(tx: Tx) -> bool:
             self._unindex_entry(tx, app, label, key)
-            return tx.execute(
-                "DELETE FROM tl_entries WHERE app = ? AND label = ? AND key = ?", (app, label, key)
-            ) > 0
+            return (
+                tx.execute(
+                    "DELETE FROM tl_entries WHERE app = ? AND label = ? AND key = ?",
+                    (app, label, key),
+                )
+                > 0
+            )
 
         return self._write("delete_entry", run)
 

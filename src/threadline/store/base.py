@@ -11,8 +11,11 @@ Rules every implementation follows (the conformance suite checks them):
 * Each public write is one transaction; concurrent writers (threads or processes) never lose
   or fork a message.
 * Every write to a session (messages, head, overlays, session-scoped blocks, state, usage)
-  creates its registry row if missing (with ``user_id`` when given) and moves ``updated_at``
+  creates its registry row if missing (owned by ``user_id`` when given) and moves ``updated_at``
   (microsecond resolution, strictly increasing per session). Reads never write.
+* A session's owner is the ``user_id`` it was created with and never changes: a write that
+  names another user raises ``SessionNotFoundError``; a write naming a user to a session
+  without one leaves it without one.
 * Messages are stored already normalised (``threadline.messages.normalize_message``) and after
   ``enforce_row_size``; the store stores and returns them unchanged, as compact JSON.
 * Per session, every message gets a monotonically increasing ``seq``; all "oldest/newest"
@@ -156,8 +159,16 @@ class Store(Protocol):
     ) -> None:
         """Atomically increment the usage counters (creating the row if missing)."""
 
-    def count_sessions(self, app: str) -> int:
-        """Number of registry rows of ``app``."""
+    def count_sessions(
+        self, app: str, *, user_id: str | None = None, without_user: bool = False
+    ) -> int:
+        """Number of registry rows of ``app``; only ``user_id``'s sessions when given, only
+        sessions without a user with ``without_user=True``."""
+
+    def forget_user(self, app: str, user_id: str) -> int:
+        """Delete, in one transaction, every session of ``user_id`` in ``app`` (with all that
+        hangs off it), the user's user-scoped blocks and ``user:`` state. Returns the number of
+        sessions deleted."""
 
     # -- messages and the tree ---------------------------------------------------------------
     def append_messages(
@@ -242,10 +253,12 @@ class Store(Protocol):
         *,
         session_id: str | None = None,
         user_id: str | None = None,
+        without_user: bool = False,
         limit: int = 20,
     ) -> list[SearchHit]:
         """Full-text search (docs/search.md) over one session or, with ``session_id=None``, every
-        session of ``app`` (optionally only ``user_id``'s). Never raises on any query text."""
+        session of ``app``: only ``user_id``'s when given, only sessions without a user with
+        ``without_user=True``. Never raises on any query text."""
 
     # -- overlays ----------------------------------------------------------------------------
     def add_compaction(

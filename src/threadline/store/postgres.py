@@ -41,7 +41,16 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from threadline.errors import InvalidArgumentError, StoreError, ThreadlineError
 from threadline.search_query import MatchMode, Term, like_pattern, pg_tsquery_parts
 from threadline.store._common import now_us
-from threadline.store._sql import MESSAGE_COLUMNS, MessageRow, Row, SessionKey, SQLStore, Tx
+from threadline.store._sql import (
+    MESSAGE_COLUMNS,
+    MessageRow,
+    OwnerFilter,
+    Row,
+    SessionKey,
+    SQLStore,
+    Tx,
+    owner_clause,
+)
 
 if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
     from psycopg import Connection
@@ -430,7 +439,7 @@ def message_search_sql(
     terms: Sequence[Term],
     mode: MatchMode,
     session_id: str | None,
-    user_id: str | None,
+    owner: OwnerFilter,
     limit: int,
 ) -> tuple[str, list[Any]] | None:
     """SQL (``?`` placeholders) and parameters of one message-search pass; None if no term.
@@ -447,10 +456,11 @@ def message_search_sql(
     if session_id is not None:
         scope.append("m.session_id = ?")
         scope_params.append(session_id)
-    if user_id is not None:
+    if owner is not None:
         join = " JOIN tl_sessions s ON s.app = m.app AND s.id = m.session_id"
-        scope.append("s.user_id = ?")
-        scope_params.append(user_id)
+        owner_where, owner_params = owner_clause(owner, "s.user_id")
+        scope.append("TRUE" + owner_where)
+        scope_params += owner_params
     sql = (
         f"SELECT m.session_id, m.id, m.role, m.data, {score} AS score FROM tl_messages m{join} "
         f"WHERE {' AND '.join(scope)} AND ({where}) "
@@ -567,9 +577,7 @@ class PostgresStore(SQLStore):
                 raise StoreError(operation, exc) from exc
         raise AssertionError("unreachable")
 
-    def _write(
-        self, operation: str, fn: Callable[[Tx], T], *, lock: SessionKey | None = None
-    ) -> T:
+    def _write(self, operation: str, fn: Callable[[Tx], T], *, lock: SessionKey | None = None) -> T:
         """Run ``fn`` in one transaction, after locking the session row when ``lock`` is given.
 
         Never retried after a connection failure (the COMMIT may have landed: the caller
@@ -645,10 +653,10 @@ class PostgresStore(SQLStore):
         terms: Sequence[Term],
         mode: MatchMode,
         session_id: str | None,
-        user_id: str | None,
+        owner: OwnerFilter,
         limit: int,
     ) -> list[Row]:
-        built = message_search_sql(app, terms, mode, session_id, user_id, limit)
+        built = message_search_sql(app, terms, mode, session_id, owner, limit)
         return tx.all(*built) if built is not None else []
 
     def _search_entry_rows(

@@ -36,12 +36,14 @@ from threadline.search_query import MatchMode, Term, fts5_quote, fts5_term, word
 from threadline.store._sql import (
     MESSAGE_COLUMNS,
     MessageRow,
+    OwnerFilter,
     Row,
     SessionKey,
     SQLStore,
     T,
     _chunks,
     _in_list,
+    owner_clause,
 )
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -454,19 +456,16 @@ class SQLiteStore(SQLStore):
         terms: Sequence[Term],
         mode: MatchMode,
         session_id: str | None,
-        user_id: str | None,
+        owner: OwnerFilter,
         limit: int,
     ) -> list[Row]:
+        scope, params = "{p}x.app = ?", [app]
         if session_id is not None:
-            scope, params = "{p}x.app = ? AND {p}x.session_id = ?", [app, session_id]
-        elif user_id is not None:
-            scope = (
-                "{p}x.app = ? AND {p}x.session_id IN "
-                "(SELECT id FROM tl_sessions WHERE app = ? AND user_id = ?)"
-            )
-            params = [app, app, user_id]
-        else:
-            scope, params = "{p}x.app = ?", [app]
+            scope, params = scope + " AND {p}x.session_id = ?", [*params, session_id]
+        if owner is not None:
+            where, owner_params = owner_clause(owner, "user_id")
+            scope += f" AND {{p}}x.session_id IN (SELECT id FROM tl_sessions WHERE app = ?{where})"
+            params += [app, *owner_params]
         self._ensure_index()
         return self._search(_MESSAGES, terms, mode, scope, params, limit)
 

@@ -41,7 +41,8 @@ def connect(url: str | os.PathLike[str]) -> Store:
     ``sqlite:///rel.db`` is relative and ``sqlite:////abs.db`` absolute (SQLAlchemy
     convention); a bare path or ``:memory:`` opens SQLite; ``postgresql://`` (alias
     ``postgres://``) opens PostgreSQL (needs the ``threadline[postgres]`` extra).
-    ``?synchronous=full`` on a SQLite URL fsyncs every commit.
+    ``?synchronous=full`` on a SQLite URL fsyncs every commit; ``?mode=ro`` opens it read-only
+    (reads and searches work, writes raise ``StoreError``).
 
     >>> store = connect(":memory:")
     >>> isinstance(store, SQLiteStore)
@@ -77,6 +78,11 @@ def _parse_sqlite_url(url: str) -> tuple[str, dict[str, Any]]:
             options["synchronous"] = value
         elif key in ("busy_timeout", "timeout"):
             options["busy_timeout"] = float(value)
+        elif key == "mode" and value in ("ro", "rw"):
+            options["read_only"] = value == "ro"
         else:
-            raise ValueError(f"unknown sqlite URL option {key!r}; known: synchronous, busy_timeout")
+            raise ValueError(
+                f"unknown sqlite URL option {key}={value!r}; known: synchronous, busy_timeout, "
+                "mode=ro"
+            )
     return path, options

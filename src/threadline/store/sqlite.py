@@ -27,6 +27,7 @@ import os
 import re
 import sqlite3
 import threading
+import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -146,9 +147,7 @@ _SQL_MESSAGE_ROWID = "SELECT rowid FROM tl_messages WHERE app = ? AND session_id
 _SQL_ENTRY_ROWID = "SELECT rowid FROM tl_entries WHERE app = ? AND label = ? AND key = ?"
 _SQL_INDEX_MARK = "SELECT CAST(value AS INTEGER) FROM tl_meta WHERE key = 'indexed_upto'"
 _SQL_SET_INDEX_MARK = "UPDATE tl_meta SET value = ? WHERE key = 'indexed_upto'"
-_SQL_MAX_MESSAGE_ROWID = "SELECT COALESCE(MAX(rowid), 0) FROM tl_messages"
 _SQL_PENDING_INDEX = "SELECT rowid, data FROM tl_messages WHERE rowid > ? ORDER BY rowid"
-_SQL_INSERT_CJK = "INSERT INTO tl_messages_cjk (rowid, text) VALUES (?, ?)"
 _SQL_DELETE_CJK = "DELETE FROM tl_messages_cjk WHERE rowid = ?"
 _INDEX_BATCH = 64
 """Pending messages that make an append index them all (one FTS5 segment per batch instead
@@ -156,12 +155,18 @@ of one per commit: the search index is by far the most expensive part of a write
 
 
 class _Corpus:
-    """Table names and result columns of one searchable corpus (messages or entries)."""
+    """Table names and result columns of one searchable corpus (messages or entries).
 
-    def __init__(self, table: str, columns: str, order: str) -> None:
+    ``index`` names the index tables (``<index>_fts``, ``_tri``, ``_cjk``): the messages'
+    own, or the in-memory ones that hold the messages not indexed yet (see
+    :meth:`SQLiteStore._search_message_rows`).
+    """
+
+    def __init__(self, table: str, columns: str, order: str, index: str | None = None) -> None:
         self.table, self.columns, self.order = table, columns, order
         self.width = columns.count(",") + 1
-        self.fts, self.tri = f"{table}_fts", f"{table}_tri"
+        index = index or table
+        self.fts, self.tri, self.cjk = f"{index}_fts", f"{index}_tri", f"{index}_cjk"
         self.insert_fts = f"INSERT INTO {self.fts} (rowid, text) VALUES (?, ?)"
         self.insert_tri = f"INSERT INTO {self.tri} (rowid, text) VALUES (?, ?)"
         self.delete_fts = f"DELETE FROM {self.fts} WHERE rowid = ?"
@@ -169,6 +174,15 @@ class _Corpus:
 
 
 _MESSAGES = _Corpus("tl_messages", "x.session_id, x.id, x.role, x.data", "x.seq")
+_PENDING = _Corpus("tl_messages", _MESSAGES.columns, _MESSAGES.order, index="tl_pending")
+_PENDING_TABLES = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.tl_pending_fts "
+    "USING fts5(text, tokenize='porter unicode61')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.tl_pending_tri "
+    "USING fts5(text, tokenize='trigram', detail=none, columnsize=0)",
+    "CREATE TABLE IF NOT EXISTS temp.tl_pending_cjk "
+    "(rowid INTEGER PRIMARY KEY, text TEXT NOT NULL)",
+)
 _ENTRIES = _Corpus("tl_entries", "x.key, x.content, x.description", "x.updated_at")
 
 
@@ -200,6 +214,8 @@ class SQLiteStore(SQLStore):
 
     ``synchronous`` is ``"normal"`` (default) or ``"full"``; ``busy_timeout`` is how many
     seconds a write waits for another process's transaction before raising ``StoreError``.
+    ``read_only=True`` (or a ``file:...?mode=ro`` URI as ``path``) opens an existing file for
+    reading: reads and searches see every committed message, writes raise ``StoreError``.
 
     >>> store = SQLiteStore(":memory:")
     >>> store.count_sessions("default")
@@ -213,8 +229,13 @@ class SQLiteStore(SQLStore):
         *,
         synchronous: str = "normal",
         busy_timeout: float = 30.0,
+        read_only: bool = False,
     ) -> None:
         path = os.fspath(path)
+        if read_only and not path.startswith("file:"):
+            if _is_memory(path):
+                raise ValueError("an in-memory store cannot be opened read-only")
+            path = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
         mode = _SYNCHRONOUS.get(str(synchronous).lower())
         if mode is None:
             raise ValueError(f"synchronous must be 'normal' or 'full', got {synchronous!r}")
@@ -236,6 +257,8 @@ class SQLiteStore(SQLStore):
             raise StoreError("open", exc) from exc
         self._tx = _Tx(self._conn)
         self._index_hint = 0  # last known tl_meta.indexed_upto (a hint; re-read when used)
+        self._pending_version: tuple[int, int] | None = None  # see _index_pending
+        self._pending_count = 0
         try:
             self._configure(mode, busy_timeout)
             self._migrate()
@@ -376,21 +399,37 @@ class SQLiteStore(SQLStore):
         self._index_hint = rows[-1][0]
         self._conn.execute(_SQL_SET_INDEX_MARK, (str(self._index_hint),))
 
-    def _ensure_index(self) -> None:
-        """Before a message search: index pending messages (a short write transaction).
+    def _index_pending(self) -> bool:
+        """Put the messages not indexed yet (at most a batch or two) into the in-memory
+        ``tl_pending_*`` tables, inside the search's own read; True if there are any.
 
-        If that write fails (read-only file, lock held past the busy timeout) the search
-        still runs, on the messages indexed so far.
+        A search never writes to the database, so it works on a read-only open and never
+        waits for another writer; and it never skips a committed message. The tables are
+        rebuilt only when the database changed since the last search on this connection.
         """
-        row = self._conn.execute(_SQL_MAX_MESSAGE_ROWID).fetchone()
-        if row is not None and int(row[0]) > self._index_mark():
-            with contextlib.suppress(StoreError):
-                self._write("search_messages", lambda tx: self._catch_up_index())
+        conn = self._conn
+        version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+        if version == self._pending_version:
+            return self._pending_count > 0
+        if self._pending_version is None:
+            for statement in _PENDING_TABLES:
+                conn.execute(statement)
+        for table in (_PENDING.fts, _PENDING.tri, _PENDING.cjk):
+            conn.execute(f"DELETE FROM temp.{table}")
+        rows = conn.execute(_SQL_PENDING_INDEX, (self._index_mark(),)).fetchall()
+        for rowid, data in rows:
+            self._index_message_text(rowid, text_of(decode_message(data)), _PENDING)
+        self._pending_count = len(rows)
+        # Read after the rebuild: our own inserts into the temp tables count as changes.
+        self._pending_version = (version[0], conn.total_changes)
+        return bool(rows)
 
-    def _index_message_text(self, rowid: int, text: str) -> None:
-        self._index(_MESSAGES, rowid, text)
+    def _index_message_text(self, rowid: int, text: str, corpus: _Corpus = _MESSAGES) -> None:
+        self._index(corpus, rowid, text)
         if text and _WIDE.search(text):
-            self._conn.execute(_SQL_INSERT_CJK, (rowid, text))
+            self._conn.execute(
+                f"INSERT INTO {corpus.cjk} (rowid, text) VALUES (?, ?)", (rowid, text)
+            )
 
     def _reindex_message(
         self, tx: Any, app: str, session_id: str, message_id: str, text: str
@@ -466,8 +505,17 @@ class SQLiteStore(SQLStore):
             where, owner_params = owner_clause(owner, "user_id")
             scope += f" AND {{p}}x.session_id IN (SELECT id FROM tl_sessions WHERE app = ?{where})"
             params += [app, *owner_params]
-        self._ensure_index()
-        return self._search(_MESSAGES, terms, mode, scope, params, limit)
+        # One read transaction for both parts: the indexed rows and those not indexed yet
+        # are the same snapshot, so every message committed before the search is seen once.
+        self._conn.execute("BEGIN")
+        try:
+            rows = self._search(_MESSAGES, terms, mode, scope, params, limit)
+            if self._index_pending():
+                pending = self._search(_PENDING, terms, mode, scope, params, limit)
+                rows = sorted(rows + pending, key=_hit_order)[:limit]
+        finally:
+            self._conn.execute("COMMIT")
+        return [row[:-1] for row in rows]  # without the seq
 
     def _search_entry_rows(
         self, tx: Any, app: str, label: str, terms: Sequence[Term], mode: MatchMode, limit: int
@@ -488,11 +536,17 @@ class SQLiteStore(SQLStore):
         if not sql:
             return []
         rows = self._conn.execute(sql, (*params, limit)).fetchall()
-        width = corpus.width + (1 if corpus is _MESSAGES else 0)  # messages keep their score
+        # Message rows keep their score and seq (for merging), entries neither.
+        width = corpus.width + (2 if corpus.table == "tl_messages" else 0)
         return [row[:width] for row in rows]
 
 
 # --------------------------------------------------------------------------- search SQL
+
+
+def _hit_order(row: Row) -> tuple[float, int]:
+    """Sort key of message rows ``(..., score, seq)``: best score, then newest, first."""
+    return (-float(row[-2]), -int(row[-1]))
 
 
 class _Stemmer:
@@ -620,8 +674,8 @@ def _substring_source(corpus: _Corpus, term: Term) -> tuple[str, str, list[Any]]
             return corpus.tri, "text LIKE ?", [f"%{sub}%"]
         return corpus.tri, "text LIKE ? AND instr(lower(text), ?) > 0", [f"%{longest}%", sub]
     test, params = _like(term)
-    if corpus is _MESSAGES and _WIDE.search(sub):
-        return "tl_messages_cjk", test.format(col="text"), params  # an ordinary table
+    if corpus.table == "tl_messages" and _WIDE.search(sub):
+        return corpus.cjk, test.format(col="text"), params  # an ordinary table
     return corpus.tri, test.format(col="+text"), params
 
 

@@ -6,9 +6,14 @@ list of terms; every backend expression built here is valid.
 
 Terms: double-quoted phrases (``"deploy friday"``; an unterminated quote is ignored) and
 whitespace-separated words. NUL, other control characters and lone surrogates count as
-whitespace. Only the first :data:`MAX_QUERY_CHARS` characters are read, at most
-:data:`MAX_TERMS` terms are kept and each is cut to :data:`MAX_TERM_CHARS` characters, so
-very long queries stay cheap.
+whitespace.
+
+The work one query can cause is bounded, by these rules in this order: only the first
+:data:`MAX_QUERY_CHARS` characters are read; each term is cut to :data:`MAX_TERM_CHARS`
+characters; a term equal to an earlier one (same words, same substring, both phrases or
+both not) is dropped; only the first :data:`MAX_SUBSTRING_TERMS` terms keep their substring
+match (later ones match by their words only, or are dropped when they have none); and the
+first :data:`MAX_TERMS` remaining terms are kept.
 
 Backends should treat one term as matching a message when its FTS expression
 (:func:`fts5_term` / :func:`pg_tsquery_parts`) matches, **or** — for terms with
@@ -26,11 +31,15 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
-MAX_TERMS = 64
-"""Terms beyond this many are ignored."""
+MAX_TERMS = 16
+"""Distinct terms beyond this many are ignored."""
+
+MAX_SUBSTRING_TERMS = 4
+"""Terms beyond this many that need a substring match (LIKE/trigram scans, the expensive
+kind) are matched by their words only."""
 
 MAX_TERM_CHARS = 256
 """Each term's text is cut to this many characters before tokenising."""
@@ -181,9 +190,39 @@ def parse_query(text: str) -> list[Term]:
         term = make_term(phrase if phrase is not None else word, is_phrase=phrase is not None)
         if term is not None:
             terms.append(term)
-            if len(terms) >= MAX_TERMS:
-                break
-    return terms
+    return bound_terms(terms)
+
+
+def bound_terms(terms: Iterable[Term]) -> list[Term]:
+    """Apply the module's bounds: repeats dropped, at most :data:`MAX_SUBSTRING_TERMS`
+    substring matches and :data:`MAX_TERMS` terms.
+
+    >>> [t.text for t in parse_query("lorem " * 64 + "Lorem ipsum")]
+    ['lorem', 'ipsum']
+    >>> [t.needs_substring for t in parse_query("a.b c.d e.f g.h i.j k")]
+    [True, True, True, True, False, False]
+    """
+    kept: list[Term] = []
+    seen: set[tuple[bool, tuple[str, ...], bool, str]] = set()
+    substring_terms = 0
+    for term in terms:
+        if term.needs_substring:
+            if substring_terms >= MAX_SUBSTRING_TERMS:
+                if not term.tokens:
+                    continue
+                term = replace(term, needs_substring=False)
+            else:
+                substring_terms += 1
+        key = (term.is_phrase, term.tokens, term.needs_substring, term.substring)
+        if key in seen:
+            if term.needs_substring:
+                substring_terms -= 1  # a repeat uses no scan
+            continue
+        seen.add(key)
+        kept.append(term)
+        if len(kept) >= MAX_TERMS:
+            break
+    return kept
 
 
 def fts5_quote(text: str) -> str:

@@ -31,7 +31,7 @@ import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from threadline.errors import StoreError
+from threadline.errors import StoreError, ThreadlineError
 from threadline.messages import decode_message, text_of
 from threadline.search_query import MatchMode, Term, fts5_quote, fts5_term, word_forms
 from threadline.store._sql import (
@@ -187,12 +187,16 @@ _ENTRIES = _Corpus("tl_entries", "x.key, x.content, x.description", "x.updated_a
 
 
 class _Tx:
-    """The :class:`~threadline.store._sql.Tx` view of the store's connection."""
+    """The :class:`~threadline.store._sql.Tx` view of one connection (the writer or a reader),
+    with that connection's in-memory index of messages not indexed yet (``_index_pending``).
+    """
 
-    __slots__ = ("conn",)
+    __slots__ = ("conn", "pending_count", "pending_version")
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self.pending_version: tuple[int, int] | None = None
+        self.pending_count = 0
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         return self.conn.execute(sql, params).rowcount
@@ -257,8 +261,12 @@ class SQLiteStore(SQLStore):
             raise StoreError("open", exc) from exc
         self._tx = _Tx(self._conn)
         self._index_hint = 0  # last known tl_meta.indexed_upto (a hint; re-read when used)
-        self._pending_version: tuple[int, int] | None = None  # see _index_pending
-        self._pending_count = 0
+        # Reads use their own connections (WAL: they never wait for the writer, nor it for
+        # them), pooled; an in-memory database exists once, so it has only the writer's.
+        self._busy_timeout = float(busy_timeout)
+        self._shared = _is_memory(path)
+        self._idle_readers: list[_Tx] = []
+        self._readers_lock = threading.Lock()
         try:
             self._configure(mode, busy_timeout)
             self._migrate()
@@ -344,18 +352,66 @@ class SQLiteStore(SQLStore):
             pass  # the original error is what matters; the connection rolls back on close
 
     def _read(self, operation: str, fn: Callable[[Any], T]) -> T:
-        with self._lock:
-            try:
-                return fn(self._tx)
-            except sqlite3.Error as exc:
-                raise StoreError(operation, exc) from exc
+        if self._shared:
+            with self._lock:
+                try:
+                    return fn(self._tx)
+                except sqlite3.Error as exc:
+                    raise StoreError(operation, exc) from exc
+        reader = self._take_reader(operation)
+        try:
+            # One read transaction: every statement of the read sees the same snapshot.
+            reader.conn.execute("BEGIN")
+            result = fn(reader)
+            reader.conn.execute("COMMIT")
+            return result
+        except sqlite3.Error as exc:
+            raise StoreError(operation, exc) from exc
+        finally:
+            self._return_reader(reader)
+
+    def _take_reader(self, operation: str) -> _Tx:
+        with self._readers_lock:
+            if self._closed:
+                raise StoreError(operation, ThreadlineError("the store is closed"))
+            if self._idle_readers:
+                return self._idle_readers.pop()
+        try:
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self._busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                cached_statements=256,
+                uri=self.path.startswith("file:"),
+            )
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+            conn.execute("PRAGMA cache_size = -16384")
+        except sqlite3.Error as exc:
+            raise StoreError(operation, exc) from exc
+        return _Tx(conn)
+
+    def _return_reader(self, reader: _Tx) -> None:
+        if reader.conn.in_transaction:  # a read that failed half-way
+            with contextlib.suppress(sqlite3.Error):
+                reader.conn.execute("ROLLBACK")
+        with self._readers_lock:
+            if not self._closed:
+                self._idle_readers.append(reader)
+                return
+        with contextlib.suppress(sqlite3.Error):
+            reader.conn.close()
 
     def close(self) -> None:
-        """Close the connection. Idempotent."""
-        with self._lock:
+        """Close the connections. Idempotent."""
+        with self._lock, self._readers_lock:
             if self._closed:
                 return
             self._closed = True
+            for reader in self._idle_readers:
+                with contextlib.suppress(sqlite3.Error):
+                    reader.conn.close()
+            self._idle_readers.clear()
             with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
 
@@ -364,10 +420,13 @@ class SQLiteStore(SQLStore):
 
     # ------------------------------------------------------------------ search index
 
-    def _index(self, corpus: _Corpus, rowid: int, text: str) -> None:
+    def _index(
+        self, corpus: _Corpus, rowid: int, text: str, conn: sqlite3.Connection | None = None
+    ) -> None:
         if text:  # rows without text (tool calls) need no index entries
-            self._conn.execute(corpus.insert_fts, (rowid, text))
-            self._conn.execute(corpus.insert_tri, (rowid, text))
+            conn = conn or self._conn
+            conn.execute(corpus.insert_fts, (rowid, text))
+            conn.execute(corpus.insert_tri, (rowid, text))
 
     def _unindex(self, corpus: _Corpus, rowid: int) -> None:
         self._conn.execute(corpus.delete_fts, (rowid,))
@@ -399,7 +458,7 @@ class SQLiteStore(SQLStore):
         self._index_hint = rows[-1][0]
         self._conn.execute(_SQL_SET_INDEX_MARK, (str(self._index_hint),))
 
-    def _index_pending(self) -> bool:
+    def _index_pending(self, tx: _Tx) -> bool:
         """Put the messages not indexed yet (at most a batch or two) into the in-memory
         ``tl_pending_*`` tables, inside the search's own read; True if there are any.
 
@@ -407,29 +466,36 @@ class SQLiteStore(SQLStore):
         waits for another writer; and it never skips a committed message. The tables are
         rebuilt only when the database changed since the last search on this connection.
         """
-        conn = self._conn
+        conn = tx.conn
         version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
-        if version == self._pending_version:
-            return self._pending_count > 0
-        if self._pending_version is None:
+        if version == tx.pending_version:
+            return tx.pending_count > 0
+        if tx.pending_version is None:
             for statement in _PENDING_TABLES:
                 conn.execute(statement)
         for table in (_PENDING.fts, _PENDING.tri, _PENDING.cjk):
             conn.execute(f"DELETE FROM temp.{table}")
-        rows = conn.execute(_SQL_PENDING_INDEX, (self._index_mark(),)).fetchall()
+        row = conn.execute(_SQL_INDEX_MARK).fetchone()
+        rows = conn.execute(_SQL_PENDING_INDEX, (int(row[0]) if row else 0,)).fetchall()
         for rowid, data in rows:
-            self._index_message_text(rowid, text_of(decode_message(data)), _PENDING)
-        self._pending_count = len(rows)
+            self._index_message_text(rowid, text_of(decode_message(data)), _PENDING, conn)
+        tx.pending_count = len(rows)
         # Read after the rebuild: our own inserts into the temp tables count as changes.
-        self._pending_version = (version[0], conn.total_changes)
+        tx.pending_version = (version[0], conn.total_changes)
         return bool(rows)
 
-    def _index_message_text(self, rowid: int, text: str, corpus: _Corpus = _MESSAGES) -> None:
-        self._index(corpus, rowid, text)
+    def _index_message_text(
+        self,
+        rowid: int,
+        text: str,
+        corpus: _Corpus = _MESSAGES,
+        conn: sqlite3.Connection | None = None,
+    ) -> None:
+        conn = conn or self._conn
+        self._index(corpus, rowid, text, conn)
         if text and _WIDE.search(text):
-            self._conn.execute(
-                f"INSERT INTO {corpus.cjk} (rowid, text) VALUES (?, ?)", (rowid, text)
-            )
+            insert = f"INSERT INTO {corpus.cjk} (rowid, text) VALUES (?, ?)"
+            conn.execute(insert, (rowid, text))
 
     def _reindex_message(
         self, tx: Any, app: str, session_id: str, message_id: str, text: str
@@ -507,24 +573,28 @@ class SQLiteStore(SQLStore):
             params += [app, *owner_params]
         # One read transaction for both parts: the indexed rows and those not indexed yet
         # are the same snapshot, so every message committed before the search is seen once.
-        self._conn.execute("BEGIN")
+        own = not tx.conn.in_transaction  # readers already run in a read transaction
+        if own:
+            tx.conn.execute("BEGIN")
         try:
-            rows = self._search(_MESSAGES, terms, mode, scope, params, limit)
-            if self._index_pending():
-                pending = self._search(_PENDING, terms, mode, scope, params, limit)
+            rows = self._search(tx, _MESSAGES, terms, mode, scope, params, limit)
+            if self._index_pending(tx):
+                pending = self._search(tx, _PENDING, terms, mode, scope, params, limit)
                 rows = sorted(rows + pending, key=_hit_order)[:limit]
         finally:
-            self._conn.execute("COMMIT")
+            if own:
+                tx.conn.execute("COMMIT")
         return [row[:-1] for row in rows]  # without the seq
 
     def _search_entry_rows(
         self, tx: Any, app: str, label: str, terms: Sequence[Term], mode: MatchMode, limit: int
     ) -> list[Row]:
         scope = "{p}x.app = ? AND {p}x.label = ?"
-        return self._search(_ENTRIES, terms, mode, scope, [app, label], limit)
+        return self._search(tx, _ENTRIES, terms, mode, scope, [app, label], limit)
 
     def _search(
         self,
+        tx: _Tx,
         corpus: _Corpus,
         terms: Sequence[Term],
         mode: MatchMode,
@@ -535,7 +605,7 @@ class SQLiteStore(SQLStore):
         sql, params = _search_sql(corpus, terms, mode, scope, scope_params)
         if not sql:
             return []
-        rows = self._conn.execute(sql, (*params, limit)).fetchall()
+        rows = tx.conn.execute(sql, (*params, limit)).fetchall()
         # Message rows keep their score and seq (for merging), entries neither.
         width = corpus.width + (2 if corpus.table == "tl_messages" else 0)
         return [row[:width] for row in rows]

@@ -248,3 +248,49 @@ def formats_golden() -> str:
     """The system-prompt rendering example of the rendering contract."""
     return FORMATS_GOLDEN
 
+
+
+@pytest.fixture(scope="module")
+def module_pg_dsn() -> Iterator[str]:
+    """Like ``pg_dsn``, one fresh schema shared by the tests of a module."""
+    base = os.environ.get(PG_DSN_ENV, "")
+    if not base:
+        _pg_unavailable(f"{PG_DSN_ENV} is not set")
+    psycopg = _import_psycopg()
+    schema = f"m_{uuid.uuid4().hex}"
+    with _connect_admin(psycopg, base) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield schema_dsn(base, schema)
+    finally:
+        _drop_schema(psycopg, base, schema)
+
+
+# --------------------------------------------------------------------------------------------
+# whole-store snapshots
+# --------------------------------------------------------------------------------------------
+
+STORE_TABLES = (
+    "tl_sessions", "tl_messages", "tl_compactions", "tl_skill_loads", "tl_prompts", "tl_blocks",
+    "tl_entries", "tl_state",
+)  # fmt: skip
+
+
+def _dump(store: Any) -> dict[str, list[str]]:
+    """Every row of every table of a store, as sorted reprs (search columns left out)."""
+
+    def read(tx: Any) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for table in STORE_TABLES:
+            rows = tx.all(f"SELECT * FROM {table}")
+            out[table] = sorted(repr(tuple(str(v) for v in row)) for row in rows)
+        return out
+
+    dumped: dict[str, list[str]] = store._read("dump", read)
+    return dumped
+
+
+@pytest.fixture
+def dump_store() -> Any:
+    """``dump_store(store)``: a snapshot to compare before and after a call."""
+    return _dump

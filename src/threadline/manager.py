@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from threadline._checks import API_RULES, check_every_public_method
 from threadline.context import ContextConfig
 from threadline.errors import (
     InvalidArgumentError,
@@ -250,7 +251,10 @@ class SessionManager:
     def purge(self, *, older_than: datetime | timedelta, user_id: str | None = None) -> int:
         """Delete this app's sessions not updated since ``older_than``; returns how many."""
         if isinstance(older_than, timedelta):
-            before = datetime.now(UTC) - older_than
+            try:
+                before = datetime.now(UTC) - older_than
+            except OverflowError:
+                raise InvalidArgumentError("older_than reaches before the year 1") from None
         elif isinstance(older_than, datetime):
             before = older_than if older_than.tzinfo else older_than.replace(tzinfo=UTC)
         else:
@@ -503,6 +507,9 @@ class SessionManager:
             self._require(session_id, user_id)
         # The store raises MessageNotFoundError for an id not in the session (Store contract).
         self.store.rewind(self.app_name, session_id, before_message_id)
+
+
+check_every_public_method(SessionManager, API_RULES)
 
 
 def _visible_to(info: SessionInfo, user_id: str | None) -> bool:

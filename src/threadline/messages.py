@@ -203,6 +203,13 @@ def normalize_message(message: object, *, now: str | None = None) -> Message:
     >>> normalize_message({"id": "m1", "role": "user", "content": "hi"})["parts"]
     [{'type': 'text', 'text': 'hi'}]
     """
+    try:
+        return _normalize(message, now)
+    except RecursionError:
+        raise InvalidMessageError("message is nested too deeply") from None
+
+
+def _normalize(message: object, now: str | None) -> Message:
     if not isinstance(message, dict):
         raise InvalidMessageError(f"message must be a dict, got {type(message).__name__}")
     role = message.get("role")

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, cast
 
+from threadline._checks import API_RULES, check_every_public_method
 from threadline.backends import ProviderBackend, SessionProvider, StoreBackend, is_store
 from threadline.compaction.overlays import (
     apply_overlays,
@@ -729,3 +730,6 @@ def _created(message: Message) -> datetime:
     if value is None:
         return datetime.min.replace(tzinfo=UTC)
     return parse_timestamp(value)
+
+
+check_every_public_method(Session, API_RULES)

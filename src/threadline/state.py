@@ -12,10 +12,10 @@ session). A ``None`` value in a delta deletes the key.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from threadline._validate import check_id, json_problem
 from threadline.errors import InvalidArgumentError
 
 StateScope = Literal["app", "user", "temp", "session"]
@@ -52,13 +52,11 @@ def validate_delta(delta: object) -> dict[str, Any]:
         raise InvalidArgumentError(f"a state delta must be a mapping, got {type(delta).__name__}")
     out: dict[str, Any] = {}
     for key, value in delta.items():
-        if not isinstance(key, str) or not key:
-            raise InvalidArgumentError(f"state keys must be non-empty strings, got {key!r}")
+        check_id("state keys", key)
         if scope_of(key) != "temp":
-            try:
-                json.dumps(value, ensure_ascii=False).encode("utf-8")
-            except (TypeError, ValueError, UnicodeEncodeError) as exc:
-                raise InvalidArgumentError(f"state value of {key!r} is not JSON: {exc}") from exc
+            problem = json_problem(value)
+            if problem is not None:
+                raise InvalidArgumentError(f"state value of {key!r} is not storable: {problem}")
         out[key] = value
     return out
 

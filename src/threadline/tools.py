@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import copy
 import json
+import reprlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from threadline._validate import json_problem
 from threadline.context.render import usage_percent
 from threadline.errors import BlockNotFoundError, ReadOnlyBlockError
 from threadline.types import ContextBlock
@@ -118,11 +120,47 @@ def _coerce_args(args: Any) -> dict[str, Any] | str:
     if isinstance(args, str):
         try:
             args = json.loads(args) if args.strip() else {}
+        except RecursionError:
+            return "arguments are nested too deeply"
         except ValueError:
             return "arguments must be a JSON object"
     if not isinstance(args, Mapping):
         return f"arguments must be an object, got {type(args).__name__}"
+    problem = json_problem(args)
+    if problem is not None:
+        return "arguments are nested too deeply" if "nested" in problem else f"arguments: {problem}"
     return dict(args)
+
+
+def run_tool(
+    name: str,
+    parameters: Mapping[str, Any],
+    args: Any,
+    run: Callable[[dict[str, Any]], Any],
+) -> str:
+    """Check ``args`` against ``parameters`` and call ``run``; never raises.
+
+    Every failure (bad arguments, a tool that raises, even a ``RecursionError``) comes back
+    as ``"Error: <message>"`` for the model to read.
+
+    >>> run_tool("echo", {"type": "object"}, '{"a": 1}', lambda a: a["a"])
+    '1'
+    >>> run_tool("echo", {"type": "object"}, "[" * 5000 + "]" * 5000, lambda a: a)
+    'Error: arguments are nested too deeply'
+    """
+    coerced = _coerce_args(args)
+    if isinstance(coerced, str):
+        return f"Error: {coerced}"
+    problem = _argument_error(parameters, coerced, f' for tool "{name}"')
+    if problem:
+        return f"Error: {problem}"
+    try:
+        result = run(coerced)
+    except BlockNotFoundError:
+        return f'Error: block "{coerced.get("label")}" not found'
+    except Exception as exc:  # a model-facing tool never raises: report and continue
+        return f"Error: {exc or type(exc).__name__}"
+    return result if isinstance(result, str) else str(result)
 
 
 # --------------------------------------------------------------------------- Toolset
@@ -177,18 +215,9 @@ class Toolset(Mapping[str, Tool]):
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
             known = ", ".join(self._tools) or "none"
-            return f'Error: unknown tool "{name}". Available tools: {known}'
-        coerced = _coerce_args(args)
-        if isinstance(coerced, str):
-            return f"Error: {coerced}"
-        problem = _argument_error(tool.parameters, coerced, f' for tool "{name}"')
-        if problem:
-            return f"Error: {problem}"
-        try:
-            result = tool.execute(coerced)
-        except Exception as exc:  # a model-facing tool never raises: report and continue
-            return f"Error: {exc or type(exc).__name__}"
-        return result if isinstance(result, str) else str(result)
+            shown = name[:100] if isinstance(name, str) else reprlib.repr(name)
+            return f'Error: unknown tool "{shown}". Available tools: {known}'
+        return run_tool(tool.name, tool.parameters, args, tool.execute)
 
     def _each(self) -> Iterator[tuple[Tool, dict[str, Any]]]:
         # Deep copies: callers may mutate the exported schemas without touching the tools.
@@ -278,18 +307,7 @@ def _make_tool(
     """A Tool whose ``execute`` checks its arguments and never raises, even called directly."""
 
     def execute(args: dict[str, Any]) -> str:
-        coerced = _coerce_args(args)
-        if isinstance(coerced, str):
-            return f"Error: {coerced}"
-        problem = _argument_error(parameters, coerced, f' for tool "{name}"')
-        if problem:
-            return f"Error: {problem}"
-        try:
-            return run(coerced)
-        except BlockNotFoundError:
-            return f'Error: block "{coerced.get("label")}" not found'
-        except Exception as exc:  # model-facing: report instead of raising
-            return f"Error: {exc or type(exc).__name__}"
+        return run_tool(name, parameters, args, run)
 
     return Tool(name, description, parameters, execute)
 

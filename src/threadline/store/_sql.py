@@ -71,6 +71,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, TypeVar
 
+from threadline._checks import check_every_public_method
 from threadline.errors import (
     InvalidArgumentError,
     InvalidMessageError,
@@ -1279,5 +1280,7 @@ class SQLStore:
 
         self._write("rewind", run, lock=(app, session_id, None))
 
+
+check_every_public_method(SQLStore)
 
 __all__ = ["MESSAGE_COLUMNS", "MessageRow", "Row", "SQLStore", "SessionKey", "Tx"]

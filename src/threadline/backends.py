@@ -119,6 +119,9 @@ class StoreBackend:
     def get_recent_path(self, max_bytes: int, min_messages: int) -> RecentPath:
         return self.store.get_recent_path(self.app, self.session_id, max_bytes, min_messages)
 
+    def get_path_tail(self, count: int, leaf_id: str | None = None) -> list[tuple[str, str, int]]:
+        return self.store.get_path_tail(self.app, self.session_id, count, leaf_id)
+
     def get_path_length(self, leaf_id: str | None = None) -> int:
         return self.store.get_path_length(self.app, self.session_id, leaf_id)
 
@@ -205,6 +208,12 @@ class ProviderBackend:
 
     def get_path_encoded(self, leaf_id: str | None = None) -> list[tuple[str, str]]:
         return [(m["id"], encode_message(m)) for m in self.get_path(leaf_id)]
+
+    def get_path_tail(self, count: int, leaf_id: str | None = None) -> list[tuple[str, str, int]]:
+        # A custom provider has no way to read part of a path: slice the whole of it.
+        rows = self.get_path_encoded(leaf_id)
+        first = max(len(rows) - count, 0)
+        return [(mid, data, first + k + 1) for k, (mid, data) in enumerate(rows[first:])]
 
     def get_recent_path(self, max_bytes: int, min_messages: int) -> RecentPath:
         path = self.get_path()

@@ -26,6 +26,7 @@ from threadline.compaction.overlays import (
     apply_overlays,
     apply_overlays_encoded,
     earliest_visible_overlay,
+    overlays_cross_start,
 )
 from threadline.context import ContextBlocks, ContextConfig
 from threadline.errors import (
@@ -352,12 +353,33 @@ class Session:
         >>> len(s.get_history(limit=1))
         1
         """
+        if limit is not None and after is None:
+            history = self._history_tail(leaf_id, limit)
+            return _window(history, limit=limit, max_tokens=max_tokens, after=None)
         rows = self._backend.get_path_encoded(leaf_id)
         if not rows:
             return []
         compactions = self._backend.get_compactions()
         history = apply_overlays_encoded(rows, compactions, decode_message)
         return _window(history, limit=limit, max_tokens=max_tokens, after=after)
+
+    def _history_tail(self, leaf_id: str | None, limit: int) -> list[Message]:
+        """At least the last ``limit`` messages of the history (overlays applied), reading
+        about ``limit`` rows: the window doubles only while an overlay reaches back past its
+        start or overlays left fewer than ``limit`` messages in it."""
+        compactions = self._backend.get_compactions()
+        count = max(limit, 1)
+        while True:
+            rows = self._backend.get_path_tail(count, leaf_id)
+            complete = not rows or rows[0][2] == 1
+            encoded = [(message_id, data) for message_id, data, _ in rows]
+            if not complete and overlays_cross_start(encoded, compactions):
+                count *= 2
+                continue
+            history = apply_overlays_encoded(encoded, compactions, decode_message)
+            if complete or len(history) >= limit:
+                return history
+            count *= 2
 
     def get_recent_history(self, max_bytes: int, min_recent_messages: int = 1) -> RecentHistory:
         """Newest messages of the head path whose stored JSON fits ``max_bytes``."""
@@ -704,7 +726,7 @@ def _window(
     if limit is not None:
         if limit < 0:
             raise InvalidArgumentError("limit must be >= 0")
-        history = history[len(history) - limit :] if limit else []
+        history = history[max(len(history) - limit, 0) :] if limit else []
     if max_tokens is not None and history:
         costs = [estimate_message_tokens([m]) for m in history]
         total, start = sum(costs), 0

@@ -173,11 +173,27 @@ def apply_overlays_encoded(
     return _replace_spans(path, spans)  # spans found once, on the stubs (same ids)
 
 
+def overlays_cross_start(
+    rows: Sequence[tuple[str, str]], compactions: Sequence[Compaction]
+) -> bool:
+    """Whether an overlay ending in ``rows`` (the newest part of a path) starts before it:
+    only then can the messages before ``rows`` change how ``rows`` read.
+
+    >>> from datetime import datetime, timezone
+    >>> c = Compaction("c1", "S", "m0", "m2", datetime(2026, 1, 1, tzinfo=timezone.utc))
+    >>> overlays_cross_start([("m2", "{}"), ("m3", "{}")], [c])
+    True
+    """
+    ids = {message_id for message_id, _ in rows}
+    return any(c.to_message_id in ids and c.from_message_id not in ids for c in compactions)
+
+
 __all__ = [
     "OverlaySpan",
     "apply_overlays",
     "apply_overlays_encoded",
     "earliest_visible_overlay",
     "overlay_message",
+    "overlays_cross_start",
     "visible_overlays",
 ]

@@ -252,6 +252,18 @@ SQL_PATH_HEAD = (
     _UP.format(extra=", data", mextra=", m.data", anchor=_HEAD_ANCHOR)
     + "SELECT id, data FROM p ORDER BY depth"
 )
+# The newest ``n`` messages of the path up from a leaf (or the head), root side first: the
+# walk stops after ``n`` rows, so it reads O(n) rows whatever the path's length.
+_TAIL = (
+    "WITH RECURSIVE p(id, parent_id, depth, data, n) AS ("
+    "SELECT id, parent_id, depth, data, 1 FROM tl_messages "
+    "WHERE app = ? AND session_id = ? AND id = {anchor} "
+    "UNION ALL SELECT m.id, m.parent_id, m.depth, m.data, p.n + 1 FROM p JOIN tl_messages m "
+    "ON m.app = ? AND m.session_id = ? AND m.id = p.parent_id WHERE p.n < ?) "
+    "SELECT id, data, depth FROM p ORDER BY depth"
+)
+SQL_TAIL = _TAIL.format(anchor="?")
+SQL_TAIL_HEAD = _TAIL.format(anchor=_HEAD_ANCHOR)
 SQL_PATH_IDS = _UP.format(extra="", mextra="", anchor="?") + "SELECT id FROM p ORDER BY depth"
 SQL_PATH_IDS_HEAD = (
     _UP.format(extra="", mextra="", anchor=_HEAD_ANCHOR) + "SELECT id FROM p ORDER BY depth"
@@ -927,6 +939,22 @@ class SQLStore:
         """``(id, stored JSON)`` of :meth:`get_path`, so callers decode only what they show."""
         rows = self._path_rows("get_path", SQL_PATH, SQL_PATH_HEAD, app, session_id, leaf_id)
         return [(row[0], row[1]) for row in rows]
+
+    def get_path_tail(
+        self, app: str, session_id: str, count: int, leaf_id: str | None = None
+    ) -> list[tuple[str, str, int]]:
+        """The newest ``count`` messages of the path as ``(id, stored JSON, depth)``, root side
+        first; reads ``count`` rows at most. ``MessageNotFoundError`` for an unknown leaf."""
+        key = (app, session_id)
+        if leaf_id is None:
+            params: tuple[Any, ...] = (*key, *key, *key, count)
+            rows = self._read("get_path_tail", lambda tx: tx.all(SQL_TAIL_HEAD, params))
+        else:
+            params = (*key, leaf_id, *key, count)
+            rows = self._read("get_path_tail", lambda tx: tx.all(SQL_TAIL, params))
+            if not rows:
+                raise MessageNotFoundError(f"message {leaf_id!r} not in session")
+        return [(row[0], row[1], int(row[2])) for row in rows]
 
     def get_path_ids(self, app: str, session_id: str, leaf_id: str | None = None) -> list[str]:
         """Ids of :meth:`get_path` without loading bodies."""

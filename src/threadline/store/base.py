@@ -228,6 +228,13 @@ class Store(Protocol):
 
         Lets a reader decode only the messages it will show (overlays hide the rest)."""
 
+    def get_path_tail(
+        self, app: str, session_id: str, count: int, leaf_id: str | None = None
+    ) -> list[tuple[str, str, int]]:
+        """The newest ``count`` messages of the path to ``leaf_id`` (default: the head) as
+        ``(id, stored JSON, depth)``, root side first, reading at most ``count`` rows; the
+        root is included when its depth is 1. ``MessageNotFoundError`` for an unknown leaf."""
+
     def get_path_ids(self, app: str, session_id: str, leaf_id: str | None = None) -> list[str]:
         """Ids of :meth:`get_path`, without loading message bodies."""
 

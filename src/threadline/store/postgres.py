@@ -9,8 +9,9 @@ the DDL, the search SQL (``tsvector`` + ``pg_trgm``), and the ``?`` → ``%s`` t
   appends (threads or processes) never fork or lose a message.
 * Driver errors become ``StoreError(operation, cause)``. A read that loses its connection
   (server restart, network) is retried once; a write is not (its COMMIT may have landed: the
-  caller decides), only deadlocks and serialisation failures are rerun. The pool checks each
-  connection it hands out, so it recovers by itself after a server restart.
+  caller decides), only deadlocks and serialisation failures are rerun. The pool follows the
+  server (``_pg_pool``): while it is down operations fail at once, and the first one after
+  it is back renews the connections; one log line per change of state.
 * Search (docs/search.md): a ``tsvector`` column (``english``) with a GIN index for words and
   phrases, and a ``pg_trgm`` GIN index for substrings (CJK, e-mails, URLs, versions) over the
   lowercased text; without pg_trgm, substring terms fall back to plain ``LIKE`` scans.
@@ -41,6 +42,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from threadline.errors import InvalidArgumentError, StoreError, ThreadlineError
 from threadline.search_query import MatchMode, Term, like_pattern, pg_tsquery_parts
 from threadline.store._common import now_us
+from threadline.store._pg_pool import ServerPool
 from threadline.store._sql import (
     MESSAGE_COLUMNS,
     MessageRow,
@@ -54,7 +56,6 @@ from threadline.store._sql import (
 
 if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
     from psycopg import Connection
-    from psycopg_pool import ConnectionPool
 
     PgConn = Connection[tuple[Any, ...]]
 
@@ -534,15 +535,7 @@ class PostgresStore(SQLStore):
                 ensure_schema(conn)
         except self._driver.Error as exc:
             raise StoreError("connect", exc) from exc
-        self._pool: ConnectionPool[PgConn] = pool_module.ConnectionPool(
-            dsn,
-            min_size=min_size,
-            max_size=max_size,
-            kwargs={"autocommit": True},
-            check=pool_module.ConnectionPool.check_connection,  # drop connections a restart killed
-            name="threadline",
-            open=True,
-        )
+        self._pool = ServerPool(self._driver, pool_module, dsn, min_size, max_size)
 
     def close(self) -> None:
         """Close every pooled connection. Idempotent."""

@@ -1,0 +1,138 @@
+"""A PostgreSQL connection pool that follows the server through outages.
+
+psycopg_pool reconnects by itself, but with a growing back-off: after a long outage the first
+write succeeded ~26 s after the server was back, every caller waited the pool's full timeout
+while the server was down, and the pool logged a warning per failed attempt. Here:
+
+* the first connection failure marks the server *down* and logs one warning on the
+  ``threadline`` logger;
+* while down, every operation first tries a direct connection (2 s connect timeout): if it
+  fails the operation fails at once with that error, if it succeeds the pool is replaced by a
+  fresh one, the server is *up* again, and one line says so. In the first
+  :data:`_GRACE` seconds of an outage the attempt is repeated until then, so that an
+  operation cut by a quick restart is retried onto the restarted server;
+* psycopg_pool's own warnings about these pools are dropped (the state lines replace them).
+
+No I/O at import; psycopg is handed in by the caller (it is an optional extra).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_log = logging.getLogger("threadline")
+_names = itertools.count(1)
+_PREFIX = "threadline-"
+_PROBE_TIMEOUT = 2  # seconds libpq waits to connect when probing a server marked down
+_WAIT = 10.0  # seconds an operation waits for a pooled connection before it fails
+_GRACE = 5.0  # seconds after a failure during which a probe keeps trying (a restart)
+
+
+class _QuietOurPools(logging.Filter):
+    """Drop psycopg_pool's warnings about the pools made here (one state line replaces them)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return _PREFIX not in record.getMessage() or record.levelno < logging.WARNING
+
+
+logging.getLogger("psycopg.pool").addFilter(_QuietOurPools())
+
+
+def is_connection_failure(exc: BaseException, pool_module: Any) -> bool:
+    """Whether ``exc`` says the server (or the way to it) is gone, not that a query failed."""
+    if isinstance(exc, pool_module.PoolTimeout):
+        return True
+    sqlstate = getattr(exc, "sqlstate", None)
+    return sqlstate is None or sqlstate.startswith(("08", "57P"))
+
+
+class ServerPool:
+    """The pool of one store: ``connection()`` hands out a connection or raises fast."""
+
+    def __init__(
+        self, driver: Any, pool_module: Any, dsn: str, min_size: int, max_size: int
+    ) -> None:
+        self._driver, self._pool_module, self._dsn = driver, pool_module, dsn
+        self._sizes = (min_size, max_size)
+        self.name = f"{_PREFIX}{next(_names)}"
+        self._lock = threading.Lock()
+        self._down: str | None = None
+        self._down_since = 0.0
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> Any:
+        return self._pool_module.ConnectionPool(
+            self._dsn,
+            min_size=self._sizes[0],
+            max_size=self._sizes[1],
+            kwargs={"autocommit": True},
+            check=self._pool_module.ConnectionPool.check_connection,  # drop dead connections
+            name=self.name,
+            timeout=_WAIT,
+            open=True,
+        )
+
+    @property
+    def is_down(self) -> bool:
+        """True between a connection failure and the next successful probe."""
+        return self._down is not None
+
+    @contextmanager
+    def connection(self) -> Iterator[Any]:
+        """A pooled connection; while the server is down, probe it first (raises if still
+        down). Connection failures inside the block mark the server down."""
+        if self._down is not None:
+            self._probe()
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except self._driver.Error as exc:
+            if isinstance(exc, self._driver.OperationalError) and is_connection_failure(
+                exc, self._pool_module
+            ):
+                self.failed(exc)
+            raise
+        except self._pool_module.PoolTimeout as exc:
+            self.failed(exc)
+            raise
+
+    def failed(self, exc: BaseException) -> None:
+        """Mark the server down (one warning per outage)."""
+        with self._lock:
+            if self._down is not None:
+                return
+            self._down = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            self._down_since = time.monotonic()
+        _log.warning(
+            "threadline: PostgreSQL unreachable (%s); operations fail at once until it is back",
+            self._down,
+        )
+
+    def _probe(self) -> None:
+        while True:
+            try:
+                with self._driver.connect(
+                    self._dsn, connect_timeout=_PROBE_TIMEOUT, autocommit=True
+                ):
+                    break
+            except self._driver.OperationalError:
+                if time.monotonic() >= self._down_since + _GRACE:
+                    raise
+                time.sleep(0.1)
+        with self._lock:
+            if self._down is None:
+                return  # another thread brought the pool back first
+            old, self._pool, self._down = self._pool, self._new_pool(), None
+        _log.warning("threadline: PostgreSQL reachable again; connections renewed")
+        # The old pool may still be backing off: close it without holding anyone up.
+        threading.Thread(target=old.close, kwargs={"timeout": 1.0}, daemon=True).start()
+
+    def close(self) -> None:
+        """Close the pool (idempotent)."""
+        self._pool.close()

@@ -148,20 +148,25 @@ def _drop_schema(psycopg: Any, dsn: str, schema: str) -> None:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-@pytest.fixture
-def pg_dsn() -> Iterator[str]:
-    """DSN whose search path starts with a fresh, empty schema, dropped after the test."""
+def _fresh_schema(prefix: str) -> Iterator[str]:
+    """Yield a DSN whose search path starts with a new, empty schema; drop it afterwards."""
     base = os.environ.get(PG_DSN_ENV, "")
     if not base:
         _pg_unavailable(f"{PG_DSN_ENV} is not set")
     psycopg = _import_psycopg()
-    schema = f"t_{uuid.uuid4().hex}"  # hex only: safe to splice into SQL
+    schema = f"{prefix}_{uuid.uuid4().hex}"  # hex only: safe to splice into SQL
     with _connect_admin(psycopg, base) as conn:
         conn.execute(f'CREATE SCHEMA "{schema}"')
     try:
         yield schema_dsn(base, schema)
     finally:
         _drop_schema(psycopg, base, schema)
+
+
+@pytest.fixture
+def pg_dsn() -> Iterator[str]:
+    """DSN whose search path starts with a fresh, empty schema, dropped after the test."""
+    yield from _fresh_schema("t")
 
 
 # --------------------------------------------------------------------------------------------
@@ -253,17 +258,7 @@ def formats_golden() -> str:
 @pytest.fixture(scope="module")
 def module_pg_dsn() -> Iterator[str]:
     """Like ``pg_dsn``, one fresh schema shared by the tests of a module."""
-    base = os.environ.get(PG_DSN_ENV, "")
-    if not base:
-        _pg_unavailable(f"{PG_DSN_ENV} is not set")
-    psycopg = _import_psycopg()
-    schema = f"m_{uuid.uuid4().hex}"
-    with _connect_admin(psycopg, base) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    try:
-        yield schema_dsn(base, schema)
-    finally:
-        _drop_schema(psycopg, base, schema)
+    yield from _fresh_schema("m")
 
 
 # --------------------------------------------------------------------------------------------

@@ -11,11 +11,13 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from threadline._checks import API_RULES, check_every_public_method
+from threadline._validate import check_int
 from threadline.context import ContextConfig
 from threadline.errors import (
     InvalidArgumentError,
@@ -66,7 +68,9 @@ class SessionManager:
     's1'
     """
 
-    def __init__(self, store: Store | str, app_name: str = "default") -> None:
+    def __init__(
+        self, store: Store | str, app_name: str = "default", *, max_cached_sessions: int = 1024
+    ) -> None:
         self._owns_store = isinstance(store, str)
         self.store: Store = connect(store) if isinstance(store, str) else store
         if not isinstance(app_name, str) or not app_name:
@@ -79,7 +83,9 @@ class SessionManager:
         self._error_handler: ErrorHandler | None = None
         # Keyed by (session id, the user_id the caller named): a caller naming a user never
         # gets a Session object built for another caller's view of the same id.
-        self._sessions: dict[tuple[str, str | None], Session] = {}
+        # Bounded, least recently used first out (a Session evicted loses only its temp: state).
+        self._sessions: OrderedDict[tuple[str, str | None], Session] = OrderedDict()
+        self._max_cached = check_int("max_cached_sessions", max_cached_sessions, minimum=1)
         self._lock = threading.Lock()
 
     # -- builder -----------------------------------------------------------------------------------
@@ -278,13 +284,20 @@ class SessionManager:
         with self._lock:
             cached = self._sessions.get(key)
             if cached is not None:
+                self._sessions.move_to_end(key)
                 return cached
         info = self.store.get_session(self.app_name, session_id)
         if info is not None:
             self._check_visible(info, user_id)
-        session = self._build(session_id, info.user_id if info else user_id)
+        # Identity fixed before anyone sees it: for_session() on it returns a new Session, so
+        # no caller can re-point the object the manager hands to the next one.
+        session = self._build(session_id, info.user_id if info else user_id)._fix_identity()
         with self._lock:
-            return self._sessions.setdefault(key, session)
+            session = self._sessions.setdefault(key, session)
+            self._sessions.move_to_end(key)
+            while len(self._sessions) > self._max_cached:
+                self._sessions.popitem(last=False)
+            return session
 
     def _build(self, session_id: str, user_id: str | None) -> Session:
         session = Session(

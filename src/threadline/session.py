@@ -45,7 +45,7 @@ from threadline.messages import (
     parse_timestamp,
     skill_loads_of,
 )
-from threadline.state import merge_state, split_delta, validate_delta
+from threadline.state import merge_state, scope_of, split_delta, validate_delta
 from threadline.store import connect
 from threadline.store.base import Store
 from threadline.tokens import default_token_counter, estimate_message_tokens
@@ -103,6 +103,9 @@ class Session:
         self._token_counter: Callable[..., int] | None = None
         self._error_handler: ErrorHandler | None = None
         self._temp: dict[str, Any] = {}
+        # Set by the first read or write of storage: from then on the identity (app, session,
+        # user) is fixed, and for_* return a new Session instead of re-pointing this one.
+        self._used = False
         self._reset_runtime()
 
     def _reset_runtime(self) -> None:
@@ -123,23 +126,61 @@ class Session:
         return cls(store)
 
     def for_session(self, session_id: str) -> Session:
-        """Use this session id (default ``"default"``)."""
-        self._session_id = _check_name("session_id", session_id)
-        self._temp = {}  # temp: state belongs to the session it was set on
-        self._reset_runtime()
-        return self
+        """Use this session id (default ``"default"``).
+
+        Before first use this sets the id in place (the builder chain); on a session that has
+        already read or written storage it returns a new Session with the same settings and
+        leaves this one as it is.
+
+        >>> s = Session.create(":memory:").for_session("a")
+        >>> _ = s.append_message({"role": "user", "content": "hi"})
+        >>> other = s.for_session("b")
+        >>> (s.session_id, other.session_id, other is s)
+        ('a', 'b', False)
+        """
+        target = self._target()
+        target._session_id = _check_name("session_id", session_id)
+        target._temp = {}  # temp: state belongs to the session it was set on
+        target._reset_runtime()
+        return target
 
     def for_user(self, user_id: str) -> Session:
-        """Attach the session to a user: enables ``scope="user"`` blocks and ``user:`` state."""
-        self._user_id = _check_name("user_id", user_id)
-        self._reset_runtime()
-        return self
+        """Attach the session to a user: enables ``scope="user"`` blocks and ``user:`` state.
+        A session already used gets a new Session instead (see :meth:`for_session`)."""
+        target = self._target()
+        target._user_id = _check_name("user_id", user_id)
+        target._reset_runtime()
+        return target
 
     def for_app(self, app_name: str) -> Session:
-        """Namespace everything under this app name (default ``"default"``)."""
-        self._app_name = _check_name("app_name", app_name)
-        self._temp = {}
-        self._reset_runtime()
+        """Namespace everything under this app name (default ``"default"``). A session
+        already used gets a new Session instead (see :meth:`for_session`)."""
+        target = self._target()
+        target._app_name = _check_name("app_name", app_name)
+        target._temp = {}
+        target._reset_runtime()
+        return target
+
+    def _target(self) -> Session:
+        """Self while the identity may still change, else a fresh copy of the settings."""
+        if not self._used:
+            return self
+        other = Session(
+            cast(Any, self._source),
+            session_id=self._session_id,
+            user_id=self._user_id,
+            app_name=self._app_name,
+            context=self._configs,
+        )
+        other._owns_store = False  # the original closes what it opened
+        other._cached_prompt, other._prompt_provider = self._cached_prompt, self._prompt_provider
+        other._compact_fn, other._threshold = self._compact_fn, self._threshold
+        other._token_counter, other._error_handler = self._token_counter, self._error_handler
+        return other
+
+    def _fix_identity(self) -> Session:
+        """Mark the identity as used: later for_* calls return new Sessions."""
+        self._used = True
         return self
 
     def with_context(
@@ -229,6 +270,7 @@ class Session:
 
     @property
     def _backend(self) -> StoreBackend | ProviderBackend:
+        self._used = True
         if self._backend_obj is None:
             if is_store(self._source):
                 self._backend_obj = StoreBackend(
@@ -247,6 +289,7 @@ class Session:
         return self._backend_obj
 
     def _require_store(self, feature: str) -> Store:
+        self._used = True
         store = self.store
         if store is None:
             raise ThreadlineError(f"{feature} needs a threadline Store, not a custom provider")
@@ -489,6 +532,7 @@ class Session:
     # -- memory blocks and the system prompt -------------------------------------------------------
     @property
     def _blocks(self) -> ContextBlocks:
+        self._used = True
         if self._blocks_obj is None:
             self._blocks_obj = ContextBlocks(
                 self._configs,
@@ -630,11 +674,16 @@ class Session:
     # -- state -------------------------------------------------------------------------------------
     @property
     def state(self) -> Mapping[str, Any]:
-        """Read-only merged view of ``app:``, ``user:``, session and live ``temp:`` keys."""
+        """Read-only merged view of ``app:``, ``user:``, session and live ``temp:`` keys.
+
+        Over a custom ``SessionProvider`` (no threadline Store) only ``temp:`` keys exist:
+        the view holds them alone, and reading or writing a stored key raises."""
         return MappingProxyType(merge_state(self._stored_state(), self._temp))
 
     def get_state(self, key: str, default: Any = None) -> Any:
         """One state value by its (prefixed) key."""
+        if scope_of(key) != "temp" and self.store is None:
+            self._require_store("state")  # raises: stored keys need a Store, as for writes
         return self.state.get(key, default)
 
     def update_state(self, delta: Mapping[str, Any]) -> None:
@@ -646,6 +695,7 @@ class Session:
         self._temp_apply(temp)
 
     def _stored_state(self) -> dict[str, Any]:
+        self._used = True
         store = self.store
         if store is None:
             return {}

@@ -220,5 +220,7 @@ def test_update_state_is_all_or_nothing(store: Any) -> None:
 def test_temp_state_does_not_follow_a_switch_to_another_session(store: threadline.Store) -> None:
     session = threadline.Session(store, session_id="first")
     session.update_state({"temp:draft": "x", "topic": "tea"})
-    session.for_session("second")
-    assert "temp:draft" not in session.state and "topic" not in session.state
+    other = session.for_session("second")  # a used session is never re-pointed: a new one
+    assert other is not session and other.session_id == "second"
+    assert "temp:draft" not in other.state and "topic" not in other.state
+    assert session.session_id == "first" and session.get_state("temp:draft") == "x"

@@ -26,7 +26,7 @@ from threadline.errors import (
     SessionNotFoundError,
 )
 from threadline.messages import new_id
-from threadline.session import CompactFunction, ErrorHandler, Session, check_token_threshold
+from threadline.session import Compactor, ErrorHandler, Session, check_token_threshold
 from threadline.state import check_user_keys, split_delta, validate_delta
 from threadline.store import connect
 from threadline.store.base import Store
@@ -78,7 +78,7 @@ class SessionManager:
         self.app_name = app_name
         self._configs: list[ContextConfig] = []
         self._cached_prompt: tuple[bool, Any] = (False, None)
-        self._compact_fn: CompactFunction | None = None
+        self._compact_fn: Compactor | None = None
         self._compact_after: tuple[int, Callable[..., int] | None] | None = None
         self._error_handler: ErrorHandler | None = None
         # Keyed by (session id, the user_id the caller named): a caller naming a user never
@@ -109,7 +109,7 @@ class SessionManager:
         self._cached_prompt = (True, provider)
         return self._changed()
 
-    def on_compaction(self, fn: CompactFunction) -> SessionManager:
+    def on_compaction(self, fn: Compactor) -> SessionManager:
         """Compaction function for every session."""
         self._compact_fn = fn
         return self._changed()

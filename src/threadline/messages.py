@@ -233,25 +233,37 @@ def _normalize(message: object, now: str | None) -> Message:
     return out
 
 
-def compact_json(value: Any) -> str:
-    """Compact JSON (``separators=(",", ":")``, non-ASCII kept); non-JSON values become ``str``.
+_COMPACT: dict[str, Any] = {"separators": (",", ":"), "ensure_ascii": False}
 
-    The one encoding used to measure and render structured values (tool inputs and outputs,
-    micro-compaction sizes, token estimates).
 
-    >>> compact_json({"a": [1, "é"]})
+def dumps(value: Any) -> str:
+    """Compact JSON, non-ASCII kept: the one stored form (messages, metadata, state).
+
+    >>> dumps({"a": [1, "é"]})
     '{"a":[1,"é"]}'
     """
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    return json.dumps(value, **_COMPACT)
+
+
+def compact_json(value: Any) -> str:
+    """:func:`dumps`, except that non-JSON values become ``str`` instead of raising.
+
+    The encoding used to measure and render structured values (tool inputs and outputs,
+    micro-compaction sizes, token estimates).
+
+    >>> compact_json({"a": [1, "é"], "b": {1, 2}})
+    '{"a":[1,"é"],"b":"{1, 2}"}'
+    """
+    return json.dumps(value, default=str, **_COMPACT)
 
 
 def encode_message(message: Message) -> str:
-    """Encode a message as compact JSON (the stored form; UTF-8 size = stored byte size).
+    """Encode a message in the stored form (UTF-8 size = stored byte size).
 
     >>> encode_message({"id": "m1", "role": "user", "parts": []})
     '{"id":"m1","role":"user","parts":[]}'
     """
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    return dumps(message)
 
 
 def decode_message(text: str) -> Message:

@@ -65,7 +65,9 @@ from threadline.types import (
 
 logger = logging.getLogger("threadline")
 
-CompactFunction = Callable[..., "CompactResult | None"]
+Compactor = Callable[..., "CompactResult | None"]
+"""What ``on_compaction`` takes: ``fn(messages, context) -> CompactResult | None``, such as a
+:class:`~threadline.compaction.CompactFunction` built by ``create_compact_function``."""
 ErrorHandler = Callable[[BaseException], object]
 
 __all__ = ["Session"]
@@ -98,7 +100,7 @@ class Session:
         self._configs: list[ContextConfig] = list(context)
         self._cached_prompt = False
         self._prompt_provider: Any = None
-        self._compact_fn: CompactFunction | None = None
+        self._compact_fn: Compactor | None = None
         self._threshold: int | None = None
         self._token_counter: Callable[..., int] | None = None
         self._error_handler: ErrorHandler | None = None
@@ -214,7 +216,7 @@ class Session:
         self._prompt_provider = provider
         return self
 
-    def on_compaction(self, fn: CompactFunction) -> Session:
+    def on_compaction(self, fn: Compactor) -> Session:
         """Register the compaction function used by ``compact()`` and ``compact_after``."""
         self._compact_fn = fn
         return self

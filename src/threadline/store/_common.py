@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from threadline.errors import InvalidArgumentError
+from threadline.messages import dumps
 from threadline.state import scope_of
 from threadline.types import SessionInfo
 
@@ -64,15 +65,6 @@ def datetime_to_us(value: datetime) -> int:
 
 
 # --------------------------------------------------------------------------- JSON
-
-
-def dumps(value: Any) -> str:
-    """Compact JSON (the project-wide stored form).
-
-    >>> dumps({"a": [1, "é"]})
-    '{"a":[1,"é"]}'
-    """
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 # --------------------------------------------------------------------------- list cursors

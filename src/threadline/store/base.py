@@ -33,13 +33,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from threadline.types import (
     AUTO,
     AutoType,
     Compaction,
     Message,
+    RecentHistory,
+    Scope,
     SearchHit,
     SessionInfo,
     SessionPage,
@@ -47,8 +49,9 @@ from threadline.types import (
 
 __all__ = ["AUTO", "UNSET", "Entry", "OwnerKind", "RecentPath", "SkillLoad", "Store"]
 
-OwnerKind = Literal["session", "user", "app"]
-"""Who a block or state key belongs to: one session, one user of the app, or the whole app."""
+OwnerKind = Scope
+"""Who a block or state key belongs to: one session, one user of the app, or the whole app
+(the same three values as a block's ``scope``)."""
 
 
 class _Unset:
@@ -60,13 +63,10 @@ UNSET: Any = _Unset()
 """Marker for "leave this field unchanged" in :meth:`Store.update_session`."""
 
 
-@dataclass(frozen=True)
-class RecentPath:
-    """Newest contiguous suffix of the head path (root→leaf order) and the path's byte total."""
-
-    messages: list[Message]
-    truncated: bool
-    total_content_bytes: int
+RecentPath = RecentHistory
+"""What ``get_recent_path`` returns: the newest contiguous suffix of the head path (root→leaf
+order) and the path's byte total; the same type as ``Session.get_recent_history`` returns
+(before overlays are applied)."""
 
 
 @dataclass(frozen=True)

@@ -264,6 +264,7 @@ class SQLiteStore(SQLStore):
         # Reads use their own connections (WAL: they never wait for the writer, nor it for
         # them), pooled; an in-memory database exists once, so it has only the writer's.
         self._busy_timeout = float(busy_timeout)
+        self._commits = 0  # this store's write commits (see _index_pending)
         self._shared = _is_memory(path)
         self._idle_readers: list[_Tx] = []
         self._readers_lock = threading.Lock()
@@ -337,6 +338,7 @@ class SQLiteStore(SQLStore):
             try:
                 result = fn(self._tx)
                 conn.execute("COMMIT")
+                self._commits += 1
             except BaseException as exc:
                 self._rollback()
                 if isinstance(exc, sqlite3.Error):  # ThreadlineErrors from fn pass untouched
@@ -467,7 +469,9 @@ class SQLiteStore(SQLStore):
         rebuilt only when the database changed since the last search on this connection.
         """
         conn = tx.conn
-        version = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+        # data_version moves with every commit of another connection; this store's own
+        # commits (on the writer, which may be this very connection) are counted in _commits.
+        version = (conn.execute("PRAGMA data_version").fetchone()[0], self._commits)
         if version == tx.pending_version:
             return tx.pending_count > 0
         if tx.pending_version is None:
@@ -480,8 +484,7 @@ class SQLiteStore(SQLStore):
         for rowid, data in rows:
             self._index_message_text(rowid, text_of(decode_message(data)), _PENDING, conn)
         tx.pending_count = len(rows)
-        # Read after the rebuild: our own inserts into the temp tables count as changes.
-        tx.pending_version = (version[0], conn.total_changes)
+        tx.pending_version = version
         return bool(rows)
 
     def _index_message_text(

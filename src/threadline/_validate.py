@@ -135,11 +135,8 @@ def check_json(what: str, value: object, *, max_depth: int = MAX_DEPTH) -> None:
         raise InvalidArgumentError(f"{what}: {problem}")
 
 
-def json_problem(
-    value: object, *, max_depth: int = MAX_DEPTH, int64: bool = True
-) -> str | None:
-    """What makes ``value`` unstorable as JSON, or ``None`` when it is fine. ``int64=False``
-    accepts integers of any size (message bodies are stored as JSON text).
+def json_problem(value: object, *, max_depth: int = MAX_DEPTH) -> str | None:
+    """What makes ``value`` unstorable as JSON, or ``None`` when it is fine.
 
     >>> json_problem([[[]]], max_depth=2)
     'nested deeper than 2 levels'
@@ -150,7 +147,7 @@ def json_problem(
         if item is None or isinstance(item, bool):
             continue
         if isinstance(item, int):
-            if int64 and not INT64_MIN <= item <= INT64_MAX:
+            if not INT64_MIN <= item <= INT64_MAX:
                 return "integers must fit in 64 bits"
         elif isinstance(item, float):
             if not math.isfinite(item):

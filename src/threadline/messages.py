@@ -237,12 +237,13 @@ _COMPACT: dict[str, Any] = {"separators": (",", ":"), "ensure_ascii": False}
 
 
 def dumps(value: Any) -> str:
-    """Compact JSON, non-ASCII kept: the one stored form (messages, metadata, state).
+    """Compact JSON, non-ASCII kept: the one stored form (messages, metadata, state). NaN and
+    infinities are refused (``ValueError``): they are not JSON.
 
     >>> dumps({"a": [1, "é"]})
     '{"a":[1,"é"]}'
     """
-    return json.dumps(value, **_COMPACT)
+    return json.dumps(value, allow_nan=False, **_COMPACT)
 
 
 def compact_json(value: Any) -> str:

@@ -368,8 +368,13 @@ def _encode_row(message: Message) -> tuple[Message, str, int]:
         or not isinstance(message.get("role"), str)
     ):
         raise InvalidMessageError("the store takes normalised messages (string id and role)")
-    data = encode_message(message)
-    size = len(data.encode("utf-8"))
+    try:  # encoding is the check: nesting, lone surrogates, NaN and non-JSON values all fail
+        data = encode_message(message)
+        size = len(data.encode("utf-8"))
+    except RecursionError:
+        raise InvalidMessageError("message is nested too deeply") from None
+    except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError
+        raise InvalidMessageError(f"message is not storable JSON: {exc}") from None
     if size > ROW_LIMIT:
         # Imported lazily: compaction depends on the store package, not the other way round.
         from threadline.compaction.micro import enforce_row_size

@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, TypeVar
@@ -385,8 +386,9 @@ def _encode_row(message: Message) -> tuple[Message, str, int]:
     return message, data, size
 
 
-class SQLStore:
-    """Shared implementation of the Store protocol; subclasses supply the dialect hooks.
+class SQLStore(ABC):
+    """Shared implementation of the Store protocol; subclasses supply the dialect hooks
+    (abstract: a dialect that misses one cannot be constructed).
 
     Lock order, the same for every write so that two writes never wait on each other in a
     cycle: (1) session registry rows, several in ``id`` order; (2) the rows hanging off those
@@ -401,25 +403,31 @@ class SQLStore:
 
     # ------------------------------------------------------------------ dialect hooks
 
+    @abstractmethod
     def _write(self, operation: str, fn: Callable[[Tx], T], *, lock: SessionKey | None = None) -> T:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _read(self, operation: str, fn: Callable[[Tx], T]) -> T:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _insert_message(self, tx: Tx, row: MessageRow) -> bool:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _reindex_message(
         self, tx: Tx, app: str, session_id: str, message_id: str, text: str
     ) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _unindex_messages(
         self, tx: Tx, app: str, session_id: str, message_ids: Sequence[str] | None
     ) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _upsert_entry(
         self,
         tx: Tx,
@@ -430,11 +438,13 @@ class SQLStore:
         description: str | None,
         now: int,
     ) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _unindex_entry(self, tx: Tx, app: str, label: str, key: str) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _search_message_rows(
         self,
         tx: Tx,
@@ -445,16 +455,17 @@ class SQLStore:
         owner: OwnerFilter,
         limit: int,
     ) -> list[Row]:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _search_entry_rows(
         self, tx: Tx, app: str, label: str, terms: Sequence[Term], mode: MatchMode, limit: int
     ) -> list[Row]:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def close(self) -> None:
         """Release connections. Idempotent."""
-        raise NotImplementedError
 
     # ------------------------------------------------------------------ lifecycle
 

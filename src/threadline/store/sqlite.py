@@ -422,43 +422,42 @@ class SQLiteStore(SQLStore):
 
     # ------------------------------------------------------------------ search index
 
-    def _index(
-        self, corpus: _Corpus, rowid: int, text: str, conn: sqlite3.Connection | None = None
-    ) -> None:
+    @staticmethod
+    def _index(conn: sqlite3.Connection, corpus: _Corpus, rowid: int, text: str) -> None:
         if text:  # rows without text (tool calls) need no index entries
-            conn = conn or self._conn
             conn.execute(corpus.insert_fts, (rowid, text))
             conn.execute(corpus.insert_tri, (rowid, text))
 
-    def _unindex(self, corpus: _Corpus, rowid: int) -> None:
-        self._conn.execute(corpus.delete_fts, (rowid,))
-        self._conn.execute(corpus.delete_tri, (rowid,))
+    @staticmethod
+    def _unindex(conn: sqlite3.Connection, corpus: _Corpus, rowid: int) -> None:
+        conn.execute(corpus.delete_fts, (rowid,))
+        conn.execute(corpus.delete_tri, (rowid,))
 
     def _insert_message(self, tx: Any, row: MessageRow) -> bool:
-        cursor = self._conn.execute(_SQL_INSERT_MESSAGE, row.values())
+        cursor = tx.conn.execute(_SQL_INSERT_MESSAGE, row.values())
         rowid = cursor.lastrowid
         if cursor.rowcount != 1 or rowid is None:
             return False
         if rowid - self._index_hint >= _INDEX_BATCH:
-            self._catch_up_index()
+            self._catch_up_index(tx.conn)
         return True
 
-    def _index_mark(self) -> int:
-        row = self._conn.execute(_SQL_INDEX_MARK).fetchone()
+    def _index_mark(self, conn: sqlite3.Connection) -> int:
+        row = conn.execute(_SQL_INDEX_MARK).fetchone()
         mark = int(row[0]) if row else 0
         self._index_hint = mark
         return mark
 
-    def _catch_up_index(self) -> None:
-        """Index every pending message (inside a write transaction)."""
-        mark = self._index_mark()
-        rows = self._conn.execute(_SQL_PENDING_INDEX, (mark,)).fetchall()
+    def _catch_up_index(self, conn: sqlite3.Connection) -> None:
+        """Index every pending message (inside a write transaction on ``conn``)."""
+        mark = self._index_mark(conn)
+        rows = conn.execute(_SQL_PENDING_INDEX, (mark,)).fetchall()
         if not rows:
             return
         for rowid, data in rows:
-            self._index_message_text(rowid, text_of(decode_message(data)))
+            self._index_message_text(conn, rowid, text_of(decode_message(data)))
         self._index_hint = rows[-1][0]
-        self._conn.execute(_SQL_SET_INDEX_MARK, (str(self._index_hint),))
+        conn.execute(_SQL_SET_INDEX_MARK, (str(self._index_hint),))
 
     def _index_pending(self, tx: _Tx) -> bool:
         """Put the messages not indexed yet (at most a batch or two) into the in-memory
@@ -482,20 +481,15 @@ class SQLiteStore(SQLStore):
         row = conn.execute(_SQL_INDEX_MARK).fetchone()
         rows = conn.execute(_SQL_PENDING_INDEX, (int(row[0]) if row else 0,)).fetchall()
         for rowid, data in rows:
-            self._index_message_text(rowid, text_of(decode_message(data)), _PENDING, conn)
+            self._index_message_text(conn, rowid, text_of(decode_message(data)), _PENDING)
         tx.pending_count = len(rows)
         tx.pending_version = version
         return bool(rows)
 
     def _index_message_text(
-        self,
-        rowid: int,
-        text: str,
-        corpus: _Corpus = _MESSAGES,
-        conn: sqlite3.Connection | None = None,
+        self, conn: sqlite3.Connection, rowid: int, text: str, corpus: _Corpus = _MESSAGES
     ) -> None:
-        conn = conn or self._conn
-        self._index(corpus, rowid, text, conn)
+        self._index(conn, corpus, rowid, text)
         if text and _WIDE.search(text):
             insert = f"INSERT INTO {corpus.cjk} (rowid, text) VALUES (?, ?)"
             conn.execute(insert, (rowid, text))
@@ -503,11 +497,12 @@ class SQLiteStore(SQLStore):
     def _reindex_message(
         self, tx: Any, app: str, session_id: str, message_id: str, text: str
     ) -> None:
-        row = self._conn.execute(_SQL_MESSAGE_ROWID, (app, session_id, message_id)).fetchone()
-        if row is not None and row[0] <= self._index_mark():  # pending rows: indexed later
-            self._unindex(_MESSAGES, row[0])
-            self._conn.execute(_SQL_DELETE_CJK, (row[0],))
-            self._index_message_text(row[0], text)
+        conn = tx.conn
+        row = conn.execute(_SQL_MESSAGE_ROWID, (app, session_id, message_id)).fetchone()
+        if row is not None and row[0] <= self._index_mark(conn):  # pending rows: indexed later
+            self._unindex(conn, _MESSAGES, row[0])
+            conn.execute(_SQL_DELETE_CJK, (row[0],))
+            self._index_message_text(conn, row[0], text)
 
     def _unindex_messages(
         self, tx: Any, app: str, session_id: str, message_ids: Sequence[str] | None
@@ -517,7 +512,7 @@ class SQLiteStore(SQLStore):
         for batch in batches:
             where = select if message_ids is None else f"{select} AND id IN {_in_list(len(batch))}"
             for table in (_MESSAGES.fts, _MESSAGES.tri, "tl_messages_cjk"):
-                self._conn.execute(
+                tx.conn.execute(
                     f"DELETE FROM {table} WHERE rowid IN ({where})", (app, session_id, *batch)
                 )
 
@@ -531,9 +526,10 @@ class SQLiteStore(SQLStore):
         description: str | None,
         now: int,
     ) -> None:
-        row = self._conn.execute(_SQL_ENTRY_ROWID, (app, label, key)).fetchone()
+        conn = tx.conn
+        row = conn.execute(_SQL_ENTRY_ROWID, (app, label, key)).fetchone()
         if row is None:
-            cursor = self._conn.execute(
+            cursor = conn.execute(
                 "INSERT INTO tl_entries (app, label, key, content, description, updated_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (app, label, key, content, description, now),
@@ -542,18 +538,18 @@ class SQLiteStore(SQLStore):
             rowid = cursor.lastrowid
         else:
             rowid = row[0]
-            self._conn.execute(
+            conn.execute(
                 "UPDATE tl_entries SET content = ?, description = ?, updated_at = ? "
                 "WHERE rowid = ?",
                 (content, description, now, rowid),
             )
-            self._unindex(_ENTRIES, rowid)
-        self._index(_ENTRIES, rowid, content)
+            self._unindex(conn, _ENTRIES, rowid)
+        self._index(conn, _ENTRIES, rowid, content)
 
     def _unindex_entry(self, tx: Any, app: str, label: str, key: str) -> None:
-        row = self._conn.execute(_SQL_ENTRY_ROWID, (app, label, key)).fetchone()
+        row = tx.conn.execute(_SQL_ENTRY_ROWID, (app, label, key)).fetchone()
         if row is not None:
-            self._unindex(_ENTRIES, row[0])
+            self._unindex(tx.conn, _ENTRIES, row[0])
 
     # ------------------------------------------------------------------ search
 

@@ -289,3 +289,44 @@ def _dump(store: Any) -> dict[str, list[str]]:
 def dump_store() -> Any:
     """``dump_store(store)``: a snapshot to compare before and after a call."""
     return _dump
+
+
+# --------------------------------------------------------------------------------------------
+# an injected clock (instead of sleeping)
+# --------------------------------------------------------------------------------------------
+
+
+class FakeClock:
+    """A clock that moves only when told: ``clock.advance(seconds=5)``."""
+
+    def __init__(self) -> None:
+        from datetime import UTC, datetime
+
+        self.current = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> Any:
+        return self.current
+
+    def advance(self, **delta: float) -> Any:
+        from datetime import timedelta
+
+        self.current += timedelta(**delta)
+        return self.current
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """A :class:`FakeClock` starting at 2026-01-01 UTC."""
+    return FakeClock()
+
+
+@pytest.fixture
+def clocked_store(store_url: str, clock: FakeClock) -> Iterator[Store]:
+    """``threadline.connect(store_url, clock=clock)``, once per backend, closed afterwards."""
+    import threadline
+
+    opened = threadline.connect(store_url, clock=clock)
+    try:
+        yield opened
+    finally:
+        opened.close()

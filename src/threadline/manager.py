@@ -258,7 +258,7 @@ class SessionManager:
         """Delete this app's sessions not updated since ``older_than``; returns how many."""
         if isinstance(older_than, timedelta):
             try:
-                before = datetime.now(UTC) - older_than
+                before = self.store.now() - older_than
             except OverflowError:
                 raise InvalidArgumentError("older_than reaches before the year 1") from None
         elif isinstance(older_than, datetime):

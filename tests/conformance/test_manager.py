@@ -7,8 +7,7 @@ deleted session leaves nothing behind.
 from __future__ import annotations
 
 import threading
-import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -473,16 +472,16 @@ def test_manager_context_shared_provider_and_namespaced_blocks(store: Any) -> No
 # ---------------------------------------------------------------------------- purge
 
 
-def test_purge_with_datetime_and_timedelta(store: Any) -> None:
+def test_purge_with_datetime_and_timedelta(clocked_store: Any, clock: Any) -> None:
+    store = clocked_store
     manager = SessionManager(store, app_name="purge")
     other = SessionManager(store, app_name="purge-other")
     manager.create(session_id="old1", user_id="u1")
     manager.create(session_id="old2", user_id="u2")
     manager.append("old2", user("zebra", id="m1"))
     other.create(session_id="old-other")
-    time.sleep(0.3)
-    cutoff = datetime.now(UTC)
-    time.sleep(0.3)
+    cutoff = clock.advance(seconds=1)
+    clock.advance(seconds=1)
     manager.create(session_id="new1", user_id="u1")
     # user filter: only u1's old sessions
     assert manager.purge(older_than=cutoff, user_id="u2") == 1
@@ -493,9 +492,9 @@ def test_purge_with_datetime_and_timedelta(store: Any) -> None:
     assert manager.get("old1") is None
     assert manager.get("new1") is not None
     assert other.get("old-other") is not None  # only the manager's app
-    time.sleep(0.6)
+    clock.advance(seconds=10)
     manager.create(session_id="new2")
-    assert manager.purge(older_than=timedelta(seconds=0.4)) == 1
+    assert manager.purge(older_than=timedelta(seconds=5)) == 1
     assert {s.id for s in manager.list().sessions} == {"new2"}
     assert other.purge(older_than=timedelta(0)) == 1
 

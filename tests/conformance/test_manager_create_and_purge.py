@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -13,14 +11,15 @@ from threadline import SessionManager
 from threadline.messages import user
 
 
-def test_purge_keeps_temp_state_of_sessions_it_did_not_delete(store: Any) -> None:
-    manager = SessionManager(store, app_name="review-purge")
+def test_purge_keeps_temp_state_of_sessions_it_did_not_delete(
+    clocked_store: Any, clock: Any
+) -> None:
+    manager = SessionManager(clocked_store, app_name="review-purge")
     manager.create(session_id="old")
     manager.append("old", user("bye", id="o1"))
     manager.update_state("old", {"temp:draft": "gone", "topic": "old"})
-    time.sleep(0.01)
-    cutoff = datetime.now(UTC)
-    time.sleep(0.01)
+    cutoff = clock.advance(seconds=1)
+    clock.advance(seconds=1)
     manager.create(session_id="live")
     manager.update_state("live", {"temp:draft": "x", "topic": "tea"})
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -35,13 +37,17 @@ SUPPORTED = (
 )
 
 
-def connect(url: str | os.PathLike[str]) -> Store:
+def connect(
+    url: str | os.PathLike[str], *, clock: Callable[[], datetime] | None = None
+) -> Store:
     """Open a store from a URL or path.
 
     ``sqlite:///rel.db`` is relative and ``sqlite:////abs.db`` absolute (SQLAlchemy
     convention); a bare path or ``:memory:`` opens SQLite; ``postgresql://`` (alias
     ``postgres://``) opens PostgreSQL (needs the ``threadline[postgres]`` extra).
-    ``?synchronous=full`` on a SQLite URL fsyncs every commit; ``?mode=ro`` opens it read-only
+    ``clock`` (a function returning an aware datetime) replaces the system clock for the times
+    the store records (tests use it instead of sleeping). ``?synchronous=full`` on a SQLite
+    URL fsyncs every commit; ``?mode=ro`` opens it read-only
     (reads and searches work, writes raise ``StoreError``).
 
     >>> store = connect(":memory:")
@@ -53,13 +59,13 @@ def connect(url: str | os.PathLike[str]) -> Store:
         raise ValueError(f"connect() needs a store URL or path; supported: {SUPPORTED}")
     match = _SCHEME.match(text)
     if match is None:
-        return SQLiteStore(text)
+        return SQLiteStore(text, clock=clock)
     scheme = match.group(1).lower()
     if scheme in ("postgresql", "postgres"):
-        return PostgresStore(text)
+        return PostgresStore(text, clock=clock)
     if scheme == "sqlite":
         path, options = _parse_sqlite_url(text)
-        return SQLiteStore(path, **options)
+        return SQLiteStore(path, clock=clock, **options)
     raise ValueError(f"unsupported store URL scheme {scheme!r}; supported: {SUPPORTED}")
 
 

@@ -401,6 +401,22 @@ class SQLStore(ABC):
     #: already excludes every other writer (SQLite's ``BEGIN IMMEDIATE``).
     _FOR_UPDATE = ""
 
+    #: What "now" is for this store (``updated_at``, overlay and block times, purge cutoffs):
+    #: ``None`` is the system clock; tests inject one (``clock=`` of the backends).
+    _clock: Callable[[], datetime] | None = None
+
+    def _now_us(self) -> int:
+        return now_us() if self._clock is None else datetime_to_us(self._clock())
+
+    def now(self) -> datetime:
+        """The store's current time (aware UTC): the system clock unless one was injected.
+
+        >>> import threadline
+        >>> threadline.connect(":memory:").now().tzinfo is not None
+        True
+        """
+        return us_to_datetime(self._now_us())
+
     # ------------------------------------------------------------------ dialect hooks
 
     @abstractmethod
@@ -477,12 +493,11 @@ class SQLStore(ABC):
 
     # ------------------------------------------------------------------ registry helpers
 
-    @staticmethod
-    def _touch(tx: Tx, app: str, session_id: str, user_id: str | None = None) -> None:
+    def _touch(self, tx: Tx, app: str, session_id: str, user_id: str | None = None) -> None:
         if user_id is not None:
             row = tx.one(SQL_OWNER, (app, session_id))
             _check_owner(app, session_id, row[0] if row else None, user_id)
-        now = now_us()
+        now = self._now_us()
         tx.execute(SQL_TOUCH, (app, session_id, user_id, now, now))
 
     @staticmethod
@@ -512,7 +527,7 @@ class SQLStore(ABC):
         meta = dumps(dict(metadata or {}))
 
         def run(tx: Tx) -> SessionInfo:
-            now = now_us()
+            now = self._now_us()
             changed = tx.execute(
                 "INSERT INTO tl_sessions (app, id, user_id, name, parent_session_id, model, "
                 "source, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -578,7 +593,7 @@ class SQLStore(ABC):
                 raise InvalidArgumentError("metadata must be a mapping")
             sets.append("metadata = ?")
             params.append(dumps(dict(metadata or {})))
-        now = now_us()
+        now = self._now_us()
         sql = (
             f"UPDATE tl_sessions SET {', '.join([*sets, _BUMP_UPDATED_AT])} "
             "WHERE app = ? AND id = ?"
@@ -652,7 +667,7 @@ class SQLStore(ABC):
         self, app: str, session_id: str, input_tokens: int, output_tokens: int, cost: float
     ) -> None:
         """Atomically add to the usage counters (creating the row if missing)."""
-        now = now_us()
+        now = self._now_us()
         sql = (
             "INSERT INTO tl_sessions (app, id, metadata, created_at, updated_at, input_tokens, "
             "output_tokens, estimated_cost) VALUES (?, ?, '{}', ?, ?, ?, ?, ?) "
@@ -757,7 +772,7 @@ class SQLStore(ABC):
                 assert stored is not None
                 parent = (message_id, stored[1], stored[2])
                 out.append(decode_message(stored[0]))
-        now = now_us()
+        now = self._now_us()
         tx.execute(
             SQL_SESSION_AFTER_APPEND,
             (app, session_id, user_id, now, now, head_id, seq, written),
@@ -1093,7 +1108,7 @@ class SQLStore(ABC):
                 "SELECT COALESCE(MAX(seq), 0) FROM tl_compactions WHERE app = ? AND session_id = ?",
                 (app, session_id),
             )
-            overlay_id, now = uuid.uuid4().hex, now_us()
+            overlay_id, now = uuid.uuid4().hex, self._now_us()
             tx.execute(
                 "INSERT INTO tl_compactions (app, session_id, id, summary, from_message_id, "
                 "to_message_id, seq, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -1158,7 +1173,7 @@ class SQLStore(ABC):
         )
 
         def run(tx: Tx) -> None:
-            tx.execute(sql, (app, owner, owner_id, label, content, now_us()))
+            tx.execute(sql, (app, owner, owner_id, label, content, self._now_us()))
             if owner == "session":
                 self._touch(tx, app, owner_id, user_id)
 
@@ -1182,7 +1197,7 @@ class SQLStore(ABC):
                 "ON CONFLICT (app, session_id) DO UPDATE SET prompt = excluded.prompt, "
                 "updated_at = excluded.updated_at"
             )
-            params = (app, session_id, prompt, now_us())
+            params = (app, session_id, prompt, self._now_us())
 
         def run(tx: Tx) -> None:
             # Like every write to a session it registers the session: a prompt is never left
@@ -1200,7 +1215,9 @@ class SQLStore(ABC):
         """Insert or replace an entry (search index kept in step)."""
         self._write(
             "put_entry",
-            lambda tx: self._upsert_entry(tx, app, label, key, content, description, now_us()),
+            lambda tx: self._upsert_entry(
+                tx, app, label, key, content, description, self._now_us()
+            ),
         )
 
     def get_entry(self, app: str, label: str, key: str) -> Entry | None:

@@ -228,6 +228,10 @@ class Store(Protocol):
 
         Lets a reader decode only the messages it will show (overlays hide the rest)."""
 
+    def now(self) -> datetime:
+        """The store's current time (aware UTC): what it records in ``updated_at`` and what
+        relative cutoffs (``purge(older_than=timedelta)``) count from."""
+
     def get_path_tail(
         self, app: str, session_id: str, count: int, leaf_id: str | None = None
     ) -> list[tuple[str, str, int]]:

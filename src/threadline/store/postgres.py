@@ -36,12 +36,12 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from threadline.errors import InvalidArgumentError, StoreError, ThreadlineError
 from threadline.search_query import MatchMode, Term, like_pattern, pg_tsquery_parts
-from threadline.store._common import now_us
 from threadline.store._pg_pool import ServerPool
 from threadline.store._sql import (
     MESSAGE_COLUMNS,
@@ -521,7 +521,8 @@ class PostgresStore(SQLStore):
 
     _FOR_UPDATE = " FOR UPDATE"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, clock: Callable[[], datetime] | None = None) -> None:
+        self._clock = clock
         self._driver, pool_module = _import_driver()
         # Waiting for the pool already took its timeout: retrying would only double the wait.
         self._no_retry = (pool_module.PoolTimeout, pool_module.PoolClosed)
@@ -591,11 +592,10 @@ class PostgresStore(SQLStore):
                 raise StoreError(operation, exc) from exc
         raise AssertionError("unreachable")
 
-    @staticmethod
-    def _lock_session(tx: _PgTx, key: SessionKey) -> bool:
+    def _lock_session(self, tx: _PgTx, key: SessionKey) -> bool:
         """Lock the registry row, inserting it if missing; True if it already existed."""
         app, session_id, user_id = key
-        now = now_us()
+        now = self._now_us()
         return tx.execute(_LOCK_SESSION, (app, session_id, user_id, now, now)) == 0
 
     def _claim_session_row(self, tx: Tx, app: str, session_id: str) -> bool:

@@ -29,6 +29,7 @@ import sqlite3
 import threading
 import urllib.parse
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 from threadline.errors import StoreError, ThreadlineError
@@ -220,6 +221,8 @@ class SQLiteStore(SQLStore):
     seconds a write waits for another process's transaction before raising ``StoreError``.
     ``read_only=True`` (or a ``file:...?mode=ro`` URI as ``path``) opens an existing file for
     reading: reads and searches see every committed message, writes raise ``StoreError``.
+    ``clock`` (a function returning an aware datetime) replaces the system clock for the times
+    the store records, e.g. in tests.
 
     >>> store = SQLiteStore(":memory:")
     >>> store.count_sessions("default")
@@ -234,7 +237,9 @@ class SQLiteStore(SQLStore):
         synchronous: str = "normal",
         busy_timeout: float = 30.0,
         read_only: bool = False,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
+        self._clock = clock
         path = os.fspath(path)
         if read_only and not path.startswith("file:"):
             if _is_memory(path):

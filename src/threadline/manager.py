@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from threadline._checks import API_RULES, check_every_public_method
+from threadline._settings import Compactor, ErrorHandler, SessionSettings
 from threadline._validate import check_int
 from threadline.context import ContextConfig
 from threadline.errors import (
@@ -26,7 +27,7 @@ from threadline.errors import (
     SessionNotFoundError,
 )
 from threadline.messages import new_id
-from threadline.session import Compactor, ErrorHandler, Session, check_token_threshold
+from threadline.session import Session
 from threadline.state import check_user_keys, split_delta, validate_delta
 from threadline.store import connect
 from threadline.store.base import Store
@@ -76,11 +77,7 @@ class SessionManager:
         if not isinstance(app_name, str) or not app_name:
             raise InvalidArgumentError("app_name must be a non-empty string")
         self.app_name = app_name
-        self._configs: list[ContextConfig] = []
-        self._cached_prompt: tuple[bool, Any] = (False, None)
-        self._compact_fn: Compactor | None = None
-        self._compact_after: tuple[int, Callable[..., int] | None] | None = None
-        self._error_handler: ErrorHandler | None = None
+        self._settings = SessionSettings()  # every session built gets a copy, whole
         # Keyed by (session id, the user_id the caller named): a caller naming a user never
         # gets a Session object built for another caller's view of the same id.
         # Bounded, least recently used first out (a Session evicted loses only its temp: state).
@@ -99,31 +96,29 @@ class SessionManager:
         scope: Scope = "session",
     ) -> SessionManager:
         """Add a block template for every session (auto-wired blocks are per session/user/app)."""
-        if any(c.label == label for c in self._configs):
-            raise InvalidArgumentError(f"context block {label!r} is already registered")
-        self._configs.append(ContextConfig(label, description, max_tokens, provider, scope))
+        self._settings.add_context(ContextConfig(label, description, max_tokens, provider, scope))
         return self._changed()
 
     def with_cached_prompt(self, provider: Any = None) -> SessionManager:
         """Persist every session's frozen system prompt."""
-        self._cached_prompt = (True, provider)
+        self._settings.cache_prompt(provider)
         return self._changed()
 
     def on_compaction(self, fn: Compactor) -> SessionManager:
         """Compaction function for every session."""
-        self._compact_fn = fn
+        self._settings.compact_fn = fn
         return self._changed()
 
     def compact_after(
         self, token_threshold: int, *, token_counter: Callable[..., int] | None = None
     ) -> SessionManager:
         """Automatic compaction threshold for every session."""
-        self._compact_after = (check_token_threshold(token_threshold), token_counter)
+        self._settings.compact_after(token_threshold, token_counter)
         return self._changed()
 
     def on_compaction_error(self, handler: ErrorHandler) -> SessionManager:
         """Handler for automatic compaction failures in every session."""
-        self._error_handler = handler
+        self._settings.error_handler = handler
         return self._changed()
 
     def with_searchable_history(
@@ -291,7 +286,7 @@ class SessionManager:
             self._check_visible(info, user_id)
         # Identity fixed before anyone sees it: for_session() on it returns a new Session, so
         # no caller can re-point the object the manager hands to the next one.
-        session = self._build(session_id, info.user_id if info else user_id)._fix_identity()
+        session = self._build(session_id, info.user_id if info else user_id)
         with self._lock:
             session = self._sessions.setdefault(key, session)
             self._sessions.move_to_end(key)
@@ -300,22 +295,13 @@ class SessionManager:
             return session
 
     def _build(self, session_id: str, user_id: str | None) -> Session:
-        session = Session(
+        return Session._built(
             self.store,
             session_id=session_id,
             user_id=user_id,
             app_name=self.app_name,
-            context=list(self._configs),
+            settings=self._settings,
         )
-        if self._cached_prompt[0]:
-            session.with_cached_prompt(self._cached_prompt[1])
-        if self._compact_fn is not None:
-            session.on_compaction(self._compact_fn)
-        if self._compact_after is not None:
-            session.compact_after(self._compact_after[0], token_counter=self._compact_after[1])
-        if self._error_handler is not None:
-            session.on_compaction_error(self._error_handler)
-        return session
 
     def append(
         self,

@@ -21,6 +21,11 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from threadline._checks import API_RULES, check_every_public_method
+from threadline._settings import (
+    Compactor,
+    ErrorHandler,
+    SessionSettings,
+)
 from threadline.backends import ProviderBackend, SessionProvider, StoreBackend, is_store
 from threadline.compaction.overlays import (
     apply_overlays,
@@ -65,10 +70,6 @@ from threadline.types import (
 
 logger = logging.getLogger("threadline")
 
-Compactor = Callable[..., "CompactResult | None"]
-"""What ``on_compaction`` takes: ``fn(messages, context) -> CompactResult | None``, such as a
-:class:`~threadline.compaction.CompactFunction` built by ``create_compact_function``."""
-ErrorHandler = Callable[[BaseException], object]
 
 __all__ = ["Session"]
 
@@ -97,13 +98,7 @@ class Session:
         self._session_id = _check_name("session_id", session_id)
         self._user_id = user_id
         self._app_name = _check_name("app_name", app_name)
-        self._configs: list[ContextConfig] = list(context)
-        self._cached_prompt = False
-        self._prompt_provider: Any = None
-        self._compact_fn: Compactor | None = None
-        self._threshold: int | None = None
-        self._token_counter: Callable[..., int] | None = None
-        self._error_handler: ErrorHandler | None = None
+        self._settings = SessionSettings(context=list(context))
         self._temp: dict[str, Any] = {}
         # Set by the first read or write of storage: from then on the identity (app, session,
         # user) is fixed, and for_* return a new Session instead of re-pointing this one.
@@ -172,18 +167,27 @@ class Session:
             session_id=self._session_id,
             user_id=self._user_id,
             app_name=self._app_name,
-            context=self._configs,
         )
         other._owns_store = False  # the original closes what it opened
-        other._cached_prompt, other._prompt_provider = self._cached_prompt, self._prompt_provider
-        other._compact_fn, other._threshold = self._compact_fn, self._threshold
-        other._token_counter, other._error_handler = self._token_counter, self._error_handler
+        other._settings = self._settings.copy()
         return other
 
-    def _fix_identity(self) -> Session:
-        """Mark the identity as used: later for_* calls return new Sessions."""
-        self._used = True
-        return self
+    @classmethod
+    def _built(
+        cls,
+        store: Store,
+        *,
+        session_id: str,
+        user_id: str | None,
+        app_name: str,
+        settings: SessionSettings,
+    ) -> Session:
+        """A Session with these settings (a copy), its identity fixed: what managers hand out."""
+        session = cls(store, session_id=session_id, user_id=user_id, app_name=app_name)
+        session._settings = settings.copy()
+        session._used = True
+        return session
+
 
     def with_context(
         self,
@@ -204,21 +208,18 @@ class Session:
         return self
 
     def _register(self, config: ContextConfig) -> None:
-        if any(c.label == config.label for c in self._configs):
-            raise InvalidArgumentError(f"context block {config.label!r} is already registered")
-        self._configs.append(config)
+        self._settings.add_context(config)
         if self._blocks_obj is not None:
             self._blocks_obj.add(config)
 
     def with_cached_prompt(self, provider: Any = None) -> Session:
         """Persist the frozen system prompt (in the store, or in a writable ``provider``)."""
-        self._cached_prompt = True
-        self._prompt_provider = provider
+        self._settings.cache_prompt(provider)
         return self
 
     def on_compaction(self, fn: Compactor) -> Session:
         """Register the compaction function used by ``compact()`` and ``compact_after``."""
-        self._compact_fn = fn
+        self._settings.compact_fn = fn
         return self
 
     def compact_after(
@@ -228,13 +229,12 @@ class Session:
 
         ``token_counter`` is called as ``counter(messages=..., system_prompt=..., blocks=...)``.
         """
-        self._threshold = check_token_threshold(token_threshold)
-        self._token_counter = token_counter
+        self._settings.compact_after(token_threshold, token_counter)
         return self
 
     def on_compaction_error(self, handler: ErrorHandler) -> Session:
         """Receive exceptions raised by automatic compaction (the append still succeeds)."""
-        self._error_handler = handler
+        self._settings.error_handler = handler
         return self
 
     # -- identity and lifecycle --------------------------------------------------------------------
@@ -360,7 +360,7 @@ class Session:
         """Delete every message, overlay and loaded-skill record; refresh the cached prompt."""
         self._backend.clear_messages()
         self._loaded = set()
-        if self._cached_prompt:
+        if self._settings.cached_prompt:
             self.refresh_system_prompt()
 
     def get_message(self, message_id: str) -> Message | None:
@@ -459,7 +459,7 @@ class Session:
         Repeated compaction extends the earliest overlay visible on the path, so each branch
         keeps one growing summary. Returns ``None`` when the function declines.
         """
-        if self._compact_fn is None:
+        if self._settings.compact_fn is None:
             raise CompactionError("no compaction function registered: call on_compaction(fn)")
         raw_path = self._backend.get_path(leaf_id)
         compactions = self._backend.get_compactions()
@@ -473,17 +473,17 @@ class Session:
             return None
         first_id = _extended_start(history, raw_path, compactions, result.from_message_id)
         self._backend.add_compaction(result.summary, first_id, result.to_message_id)
-        if self._cached_prompt or self._frozen is not None:
+        if self._settings.cached_prompt or self._frozen is not None:
             self.refresh_system_prompt()
         return CompactResult(first_id, result.to_message_id, result.summary)
 
     def _call_compact_fn(self, history: list[Message]) -> CompactResult | None:
-        fn = self._compact_fn
+        fn = self._settings.compact_fn
         assert fn is not None
         if _takes_one_argument(fn):
             result = fn(history)
         else:
-            result = fn(history, CompactContext(token_counter=self._token_counter))
+            result = fn(history, CompactContext(token_counter=self._settings.token_counter))
         if inspect.isawaitable(result):
             close = getattr(result, "close", None)
             if close is not None:
@@ -496,36 +496,37 @@ class Session:
         return result
 
     def _after_append(self) -> None:
-        if self._compact_fn is None or self._threshold is None:
+        if self._settings.compact_fn is None or self._settings.compact_threshold is None:
             return
         try:
-            if self._estimate_tokens() > self._threshold:
+            if self._estimate_tokens() > self._settings.compact_threshold:
                 self.compact()
         except Exception as exc:  # automatic compaction must never fail the append
             self._report_compaction_error(exc)
 
     def _report_compaction_error(self, exc: Exception) -> None:
-        if self._error_handler is None:
+        if self._settings.error_handler is None:
             logger.warning("automatic compaction failed: %s", exc, exc_info=exc)
             return
         try:
-            self._error_handler(exc)
+            self._settings.error_handler(exc)
         except Exception:
             logger.exception("on_compaction_error handler raised")
 
     def _estimate_tokens(self) -> int:
         history = self.get_history()
         prompt = self._current_prompt()
-        if self._token_counter is not None:
+        if self._settings.token_counter is not None:
             blocks = self.get_context_blocks()
-            return int(self._token_counter(messages=history, system_prompt=prompt, blocks=blocks))
+            counter = self._settings.token_counter
+            return int(counter(messages=history, system_prompt=prompt, blocks=blocks))
         return default_token_counter(messages=history, system_prompt=prompt)
 
     def _current_prompt(self) -> str:
         """The frozen prompt if there is one (memory or cache), else a fresh render (not saved)."""
         if self._frozen is not None:
             return self._frozen
-        if self._cached_prompt:
+        if self._settings.cached_prompt:
             stored = self._load_cached_prompt()
             if stored is not None:
                 return stored
@@ -537,7 +538,7 @@ class Session:
         self._used = True
         if self._blocks_obj is None:
             self._blocks_obj = ContextBlocks(
-                self._configs,
+                self._settings.context,
                 store=self.store,
                 app_name=self._app_name,
                 session_id=self._session_id,
@@ -568,23 +569,22 @@ class Session:
 
     def remove_context(self, label: str) -> bool:
         """Remove a block at run time; ``False`` if no such block."""
-        before = len(self._configs)
-        self._configs = [c for c in self._configs if c.label != label]
+        removed = self._settings.remove_context(label)
         if self._blocks_obj is not None:
             self._blocks_obj.remove(label)
-        return len(self._configs) != before
+        return removed
 
     def freeze_system_prompt(self) -> str:
         """Render the system prompt once; later calls (and, if cached, new processes) reuse it."""
         if self._frozen is not None:
             return self._frozen
-        if self._cached_prompt:
+        if self._settings.cached_prompt:
             stored = self._load_cached_prompt()
             if stored is not None:
                 self._frozen = stored
                 return stored
         self._frozen = self._blocks.render()
-        if self._cached_prompt:
+        if self._settings.cached_prompt:
             self._save_cached_prompt(self._frozen)
         return self._frozen
 
@@ -592,20 +592,20 @@ class Session:
         """Re-read every provider, re-render, persist (if cached) and return the new prompt."""
         self._blocks.reload()
         self._frozen = self._blocks.render()
-        if self._cached_prompt:
+        if self._settings.cached_prompt:
             self._save_cached_prompt(self._frozen)
         return self._frozen
 
     def _load_cached_prompt(self) -> str | None:
-        if self._prompt_provider is not None:
-            value = self._prompt_provider.get()
+        if self._settings.prompt_provider is not None:
+            value = self._settings.prompt_provider.get()
             return value if isinstance(value, str) and value != "" else None
         store = self._require_store("with_cached_prompt()")
         return store.get_prompt(self._app_name, self._session_id)
 
     def _save_cached_prompt(self, prompt: str) -> None:
-        if self._prompt_provider is not None:
-            self._prompt_provider.set(prompt)
+        if self._settings.prompt_provider is not None:
+            self._settings.prompt_provider.set(prompt)
             return
         store = self._require_store("with_cached_prompt()")
         store.set_prompt(self._app_name, self._session_id, prompt)
@@ -730,15 +730,6 @@ def _extended_start(
     if overlay_at < from_at and all(is_overlay_id(i) for i in ids[overlay_at + 1 : from_at]):
         return visible.from_message_id
     return from_id
-
-
-def check_token_threshold(token_threshold: object) -> int:
-    """The ``compact_after`` threshold if it is a positive int, else ``InvalidArgumentError``."""
-    if isinstance(token_threshold, bool) or not isinstance(token_threshold, int):
-        raise InvalidArgumentError("compact_after needs an integer token threshold")
-    if token_threshold < 1:
-        raise InvalidArgumentError("compact_after needs a positive token threshold")
-    return token_threshold
 
 
 def _skill_name(label: str, key: str) -> str:

@@ -1,0 +1,80 @@
+"""The settings a ``Session`` and a ``SessionManager`` share, in one value object.
+
+Both builders fill a :class:`SessionSettings`; the manager hands every session it builds its
+own copy, whole. Pure: no I/O.
+
+>>> s = SessionSettings()
+>>> s.add_context(ContextConfig("memory"))
+>>> s.copy().context[0].label
+'memory'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from threadline.context import ContextConfig
+from threadline.errors import InvalidArgumentError
+from threadline.types import CompactResult
+
+Compactor = Callable[..., CompactResult | None]
+"""What ``on_compaction`` takes: ``fn(messages, context) -> CompactResult | None``, such as a
+:class:`~threadline.compaction.CompactFunction` built by ``create_compact_function``."""
+
+ErrorHandler = Callable[[BaseException], object]
+"""What ``on_compaction_error`` takes: called with the exception of a failed automatic
+compaction (the append itself succeeded)."""
+
+
+def check_token_threshold(token_threshold: object) -> int:
+    """The ``compact_after`` threshold if it is a positive int, else ``InvalidArgumentError``.
+
+    >>> check_token_threshold(1000)
+    1000
+    """
+    if isinstance(token_threshold, bool) or not isinstance(token_threshold, int):
+        raise InvalidArgumentError("compact_after needs an integer token threshold")
+    if token_threshold < 1:
+        raise InvalidArgumentError("compact_after needs a positive token threshold")
+    return token_threshold
+
+
+@dataclass
+class SessionSettings:
+    """Memory blocks, prompt caching and compaction of a session (or of every session of a
+    manager)."""
+
+    context: list[ContextConfig] = field(default_factory=list)
+    cached_prompt: bool = False
+    prompt_provider: Any = None
+    compact_fn: Compactor | None = None
+    compact_threshold: int | None = None
+    token_counter: Callable[..., int] | None = None
+    error_handler: ErrorHandler | None = None
+
+    def copy(self) -> SessionSettings:
+        """An independent copy (the block list is copied; configs are immutable)."""
+        return replace(self, context=list(self.context))
+
+    def add_context(self, config: ContextConfig) -> None:
+        """Register a block; a label already registered raises ``InvalidArgumentError``."""
+        if any(c.label == config.label for c in self.context):
+            raise InvalidArgumentError(f"context block {config.label!r} is already registered")
+        self.context.append(config)
+
+    def remove_context(self, label: str) -> bool:
+        """Unregister a block; ``False`` if no block had that label."""
+        before = len(self.context)
+        self.context = [c for c in self.context if c.label != label]
+        return len(self.context) != before
+
+    def cache_prompt(self, provider: Any = None) -> None:
+        """Persist the frozen prompt (in the store, or in a writable ``provider``)."""
+        self.cached_prompt, self.prompt_provider = True, provider
+
+    def compact_after(self, token_threshold: int, token_counter: Callable[..., int] | None) -> None:
+        """Compact automatically above ``token_threshold`` (checked) tokens."""
+        self.compact_threshold = check_token_threshold(token_threshold)
+        self.token_counter = token_counter

@@ -7,6 +7,7 @@ What it shows:
   a refresh between turns, so what the model saved shows up on the next turn;
 * tools derived from the blocks (``session.tools()``) exported for the OpenAI Chat
   Completions API, executed with ``toolset.execute`` (which never raises);
+* history sent to the model through ``threadline.formats.to_openai_chat``;
 * tool calls stored in history as UIMessage tool parts.
 
 The model here is scripted (no network, no API key). The commented section at the end shows
@@ -21,6 +22,7 @@ from typing import Any
 
 import threadline
 from threadline import Session, StaticContext, StoreSkillProvider
+from threadline.formats import to_openai_chat
 from threadline.messages import assistant, text_of, user
 
 MAX_STEPS = 5  # tool round-trips allowed per user turn
@@ -30,34 +32,10 @@ MAX_STEPS = 5  # tool round-trips allowed per user turn
 
 
 def to_openai_messages(system: str, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Chat Completions messages from the system prompt and UIMessage history.
-
-    A stored assistant message with tool parts becomes an assistant ``tool_calls`` message
-    followed by one ``tool`` message per call.
-    """
-    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    for message in history:
-        tool_parts = [p for p in message["parts"] if p.get("type", "").startswith("tool-")]
-        if not tool_parts:
-            out.append({"role": message["role"], "content": text_of(message)})
-            continue
-        out.append(
-            {
-                "role": "assistant",
-                "content": text_of(message) or None,
-                "tool_calls": [
-                    {
-                        "id": p["toolCallId"],
-                        "type": "function",
-                        "function": {"name": p["toolName"], "arguments": json.dumps(p["input"])},
-                    }
-                    for p in tool_parts
-                ],
-            }
-        )
-        for p in tool_parts:
-            out.append({"role": "tool", "tool_call_id": p["toolCallId"], "content": p["output"]})
-    return out
+    """Chat Completions messages: the system prompt, then the history through the library's
+    converter (an assistant message with tool parts becomes ``tool_calls`` plus one ``tool``
+    message per call)."""
+    return ([{"role": "system", "content": system}] if system else []) + to_openai_chat(history)
 
 
 # --------------------------------------------------------------------------- a scripted model

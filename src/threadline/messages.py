@@ -18,6 +18,11 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from threadline.errors import InvalidMessageError
+from threadline.formats._openai_chat import (
+    chat_converter,
+    from_openai_chat,
+    is_openai_chat_message,
+)
 from threadline.types import Message
 
 OVERLAY_ID_PREFIX = "compaction_"
@@ -209,7 +214,26 @@ def normalize_message(message: object, *, now: str | None = None) -> Message:
         raise InvalidMessageError("message is nested too deeply") from None
 
 
+def normalize_messages(messages: object, *, now: str | None = None) -> list[Message]:
+    """:func:`normalize_message` over a batch; OpenAI Chat Completions messages in it are
+    converted together (``from_openai_chat``), so a ``tool`` result takes the name of its
+    call from earlier in the batch.
+
+    >>> [m["parts"][0]["type"] for m in normalize_messages([
+    ...     {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+    ...      "function": {"name": "weather", "arguments": "{}"}}]},
+    ...     {"role": "tool", "tool_call_id": "c1", "content": "rain"}])]
+    ['tool-weather', 'tool-weather']
+    """
+    if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, (list, tuple)):
+        raise InvalidMessageError("messages must be a list of messages")
+    convert = chat_converter()
+    return [normalize_message(convert(m), now=now) for m in messages]
+
+
 def _normalize(message: object, now: str | None) -> Message:
+    if is_openai_chat_message(message):  # Chat Completions, as is: converted first
+        message = from_openai_chat([message])[0]  # type: ignore[list-item]
     if not isinstance(message, dict):
         raise InvalidMessageError(f"message must be a dict, got {type(message).__name__}")
     role = message.get("role")
@@ -452,6 +476,7 @@ __all__ = [
     "mark_skill_unloaded",
     "new_id",
     "normalize_message",
+    "normalize_messages",
     "now_iso",
     "parse_timestamp",
     "parts_of",

@@ -47,6 +47,7 @@ from threadline.messages import (
     is_overlay_id,
     mark_skill_unloaded,
     normalize_message,
+    normalize_messages,
     parse_timestamp,
     skill_loads_of,
 )
@@ -332,7 +333,7 @@ class Session:
         """Store several messages in one transaction; each parents the next."""
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
             raise InvalidMessageError("append_messages needs a list of messages")
-        normalised = [normalize_message(m) for m in messages]
+        normalised = normalize_messages(messages)
         if not normalised:
             return []
         stored = self._backend.append_messages(normalised, parent_id)

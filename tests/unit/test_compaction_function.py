@@ -426,3 +426,29 @@ def test_tail_budget_on_a_tool_heavy_history_with_a_custom_counter() -> None:
     assert tail == ["c3", "r3", "c4", "r4", "final"]  # two results + their calls + the last turn
     assert res.from_message_id == "c0" and res.to_message_id == "r2"
     assert sum(weighted([m]) for m in history if m["id"] in tail) <= 2500
+
+
+def test_parallel_tool_results_stay_with_their_call() -> None:
+    """Two calls answered by two ``tool`` messages (OpenAI's shape): no cut between them."""
+    from threadline.compaction.function import plan_compaction
+    from threadline.formats import from_openai_chat
+
+    chat = [{"role": "user", "content": f"q{i}"} for i in range(3)]
+    chat.append(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": f"c{k}", "type": "function", "function": {"name": "t", "arguments": "{}"}}
+                for k in (1, 2)
+            ],
+        }
+    )
+    chat += [{"role": "tool", "tool_call_id": f"c{k}", "content": "x" * 400} for k in (1, 2)]
+    chat += [{"role": "user", "content": "next"}, {"role": "assistant", "content": "done"}]
+    messages = [{**m, "id": f"m{i}"} for i, m in enumerate(from_openai_chat(chat))]
+    for budget in range(0, 400, 5):
+        plan = plan_compaction(messages, protect_head=1, tail_token_budget=budget)
+        if plan is not None:
+            start, end = plan
+            assert end not in (4, 5) and start not in (4, 5), (budget, plan)  # results 4 and 5

@@ -135,6 +135,23 @@ def _tail_start(messages: Sequence[Message], start: int, budget: int, count: Mes
     return tail
 
 
+def _answers_a_call_before(messages: Sequence[Message], index: int) -> bool:
+    """True if ``messages[index]`` answers a call made before it: by the message just before,
+    or, for parallel calls answered one message each, before the run of results it ends."""
+    for previous in range(index - 1, -1, -1):
+        if is_tool_result(messages[index], messages[previous]):
+            return True
+        if not _only_results(messages[previous]):
+            return False
+    return False
+
+
+def _only_results(message: Message) -> bool:
+    parts = [p for p in parts_of(message) if p.get("type") not in _IGNORED_PART_TYPES]
+    only = bool(parts) and all(is_tool_part(p) and _has_output(p) for p in parts)
+    return message.get("role") == "tool" or only
+
+
 def plan_compaction(
     messages: Sequence[Message],
     *,
@@ -162,15 +179,15 @@ def plan_compaction(
     if size <= protect_head + min_tail_messages:
         return None
     start = protect_head
-    while 0 < start < size and is_tool_result(messages[start], messages[start - 1]):
+    while 0 < start < size and _answers_a_call_before(messages, start):
         start += 1
     if start >= size:
         return None
     cut = _tail_start(messages, start, tail_token_budget, count_tokens or _default_counter)
     if size - min_tail_messages >= start:
         cut = min(cut, size - min_tail_messages)
-    while cut > start and is_tool_result(messages[cut], messages[cut - 1]):
-        cut -= 1  # keep the call with its result, in the tail
+    while cut > start and _answers_a_call_before(messages, cut):
+        cut -= 1  # keep the call with its results, in the tail
     if cut <= start:
         return None
     if all(is_overlay_id(m.get("id")) for m in messages[start:cut]):

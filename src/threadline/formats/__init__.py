@@ -1,0 +1,20 @@
+"""Messages from and to the APIs agents use, as threadline (AI SDK ``UIMessage``) messages.
+
+Pure functions over lists of messages, returning plain dicts. Lossless: converting a list in
+and back out gives the same list (``to_openai_chat(from_openai_chat(m)) == m``); what has no
+part of its own is kept under ``providerMetadata``. Converters never invent ``id`` or
+``createdAt``.
+
+>>> from threadline.formats import from_openai_chat, to_openai_chat
+>>> chat = [{"role": "user", "content": "Weather in Oslo?"}]
+>>> to_openai_chat(from_openai_chat(chat)) == chat
+True
+"""
+
+from threadline.formats._openai_chat import (
+    from_openai_chat,
+    is_openai_chat_message,
+    to_openai_chat,
+)
+
+__all__ = ["from_openai_chat", "is_openai_chat_message", "to_openai_chat"]

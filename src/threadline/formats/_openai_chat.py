@@ -1,0 +1,383 @@
+"""OpenAI Chat Completions messages ⇄ threadline messages (AI SDK ``UIMessage`` shape).
+
+Every construct has a part: text, images (URL or inline), input audio, files, refusals,
+assistant ``tool_calls`` and ``tool`` results (AI SDK tool parts). What a part cannot hold
+(``detail``, ``name``, a non-compact ``arguments`` string, fields from a future API version...)
+is kept verbatim under ``providerMetadata["openai"]`` of the part or the message, so
+``to_openai_chat(from_openai_chat(msgs)) == msgs``. Converters never invent ``id`` or
+``createdAt``. Pure functions: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from threadline.errors import InvalidMessageError
+
+__all__ = ["from_openai_chat", "is_openai_chat_message", "to_openai_chat"]
+
+_OPENAI = "openai"
+_DATA_URL = re.compile(r"^data:([^;,]*)(;base64)?,", re.DOTALL)
+# Message keys with a home of their own; every other key goes to providerMetadata verbatim.
+_MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id")
+_THREADLINE_KEYS = ("id", "role", "parts", "createdAt", "metadata", "providerMetadata")
+_CHAT_ONLY_KEYS = ("tool_calls", "tool_call_id", "refusal", "name", "audio", "function_call")
+
+
+def is_openai_chat_message(message: object) -> bool:
+    """True for a message in Chat Completions shape that is not already a threadline message:
+    it has no ``parts`` and has what only Chat messages have (``content`` that is ``None`` or
+    a list, ``tool_calls``, ``tool_call_id``, a ``tool``/``developer`` role...).
+
+    >>> is_openai_chat_message({"role": "assistant", "content": None, "tool_calls": []})
+    True
+    >>> is_openai_chat_message({"role": "user", "content": "hi"})
+    False
+    """
+    if not isinstance(message, Mapping) or "parts" in message:
+        return False
+    content = message.get("content", "")
+    return (
+        not isinstance(content, str)
+        or message.get("role") in ("tool", "developer")
+        or any(key in message for key in _CHAT_ONLY_KEYS)
+    )
+
+
+def _meta(part: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """``part`` with ``fields`` (when any) under ``providerMetadata.openai``."""
+    if fields:
+        part["providerMetadata"] = {_OPENAI: fields}
+    return part
+
+
+def _meta_of(item: Mapping[str, Any]) -> dict[str, Any]:
+    provider = item.get("providerMetadata")
+    if isinstance(provider, Mapping) and isinstance(provider.get(_OPENAI), Mapping):
+        return dict(provider[_OPENAI])
+    return {}
+
+
+def _rest(item: Mapping[str, Any], *known: str) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if k not in known}
+
+
+# --------------------------------------------------------------------------- content parts in
+
+
+def _media_type(url: str, default: str) -> str:
+    match = _DATA_URL.match(url)
+    return match.group(1) or default if match else default
+
+
+def _part_from_chat(part: Any) -> dict[str, Any]:
+    if not isinstance(part, Mapping):
+        return {"type": "data-openai", "data": part}
+    kind = part.get("type")
+    if kind == "text" and isinstance(part.get("text"), str):
+        return _meta({"type": "text", "text": part["text"]}, **_rest(part, "type", "text"))
+    if kind == "refusal" and isinstance(part.get("refusal"), str):
+        rest = _rest(part, "type", "refusal")
+        return _meta({"type": "text", "text": part["refusal"]}, type="refusal", **rest)
+    if kind == "image_url" and isinstance(part.get("image_url"), Mapping):
+        image = part["image_url"]
+        url = image.get("url")
+        if isinstance(url, str):
+            extra = _rest(part, "type", "image_url")
+            file = {"type": "file", "mediaType": _media_type(url, "image/*"), "url": url}
+            return _meta(file, type="image_url", image_url=_rest(image, "url"), **extra)
+    if kind == "input_audio" and isinstance(part.get("input_audio"), Mapping):
+        audio = part["input_audio"]
+        data, fmt = audio.get("data"), audio.get("format")
+        if isinstance(data, str) and isinstance(fmt, str) and re.fullmatch(r"[\w.+-]+", fmt):
+            url = f"data:audio/{fmt};base64,{data}"
+            extra = _rest(part, "type", "input_audio")
+            file = {"type": "file", "mediaType": f"audio/{fmt}", "url": url}
+            rest = _rest(audio, "data", "format")
+            return _meta(file, type="input_audio", input_audio=rest, **extra)
+    if kind == "file" and isinstance(part.get("file"), Mapping):
+        inner = part["file"]
+        data = inner.get("file_data")
+        extra = _rest(part, "type", "file")
+        out: dict[str, Any] = {"type": "file"}
+        if isinstance(data, str):
+            out["mediaType"] = _media_type(data, "application/octet-stream")
+            out["url"] = data
+            inner = _rest(inner, "file_data")
+        else:
+            out["mediaType"] = "application/octet-stream"
+        if isinstance(inner.get("filename"), str):
+            out["filename"] = inner["filename"]
+            inner = _rest(inner, "filename")
+        return _meta(out, type="file", file=inner, **extra)
+    return {"type": "data-openai", "data": dict(part)}  # a part type threadline does not know
+
+
+# --------------------------------------------------------------------------- content parts out
+
+
+def _part_to_chat(part: Mapping[str, Any]) -> Any:
+    meta = _meta_of(part)
+    kind = part.get("type")
+    if kind == "data-openai":
+        return part.get("data")
+    if kind == "text":
+        if meta.get("type") == "refusal":
+            return {"type": "refusal", "refusal": part.get("text", ""), **_rest(meta, "type")}
+        return {"type": "text", "text": part.get("text", ""), **meta}
+    if kind == "file":
+        return _file_to_chat(part, meta)
+    if kind == "reasoning":
+        return None  # Chat Completions has no place for reasoning text
+    return None
+
+
+def _file_to_chat(part: Mapping[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    url = part.get("url")
+    media = str(part.get("mediaType", ""))
+    origin = meta.pop("type", None)
+    if origin == "input_audio" or (origin is None and media.startswith("audio/")):
+        data = url.split(",", 1)[1] if isinstance(url, str) and "," in url else ""
+        audio = {
+            "data": data,
+            "format": media.removeprefix("audio/"),
+            **meta.pop("input_audio", {}),
+        }
+        return {"type": "input_audio", "input_audio": audio, **meta}
+    if origin == "image_url" or (origin is None and media.startswith("image/")):
+        image = {"url": url, **meta.pop("image_url", {})}
+        return {"type": "image_url", "image_url": image, **meta}
+    inner: dict[str, Any] = dict(meta.pop("file", {}))
+    if isinstance(url, str):
+        inner["file_data"] = url
+    if "filename" in part:
+        inner["filename"] = part["filename"]
+    return {"type": "file", "file": inner, **meta}
+
+
+# --------------------------------------------------------------------------- tool calls
+
+
+def _call_part(call: Any) -> dict[str, Any]:
+    if not isinstance(call, Mapping) or not isinstance(call.get("function"), Mapping):
+        return {
+            "type": "data-openai",
+            "data": call,
+            "providerMetadata": {_OPENAI: {"tool_call": True}},
+        }
+    function = call["function"]
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        return {
+            "type": "data-openai",
+            "data": dict(call),
+            "providerMetadata": {_OPENAI: {"tool_call": True}},
+        }
+    meta: dict[str, Any] = {}
+    raw = function.get("arguments")
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) else raw
+        same = (
+            isinstance(raw, str)
+            and json.dumps(parsed, separators=(",", ":"), ensure_ascii=False) == raw
+        )
+    except (ValueError, RecursionError):
+        parsed, same = raw, False
+    if not same:
+        meta["arguments"] = raw  # kept exactly as the model wrote it
+    extra_call = _rest(call, "id", "function")
+    if extra_call != {"type": "function"}:
+        meta["call"] = extra_call
+    extra_function = _rest(function, "name", "arguments")
+    if extra_function:
+        meta["function"] = extra_function
+    part = {
+        "type": f"tool-{name}",
+        "toolCallId": call.get("id"),
+        "toolName": name,
+        "state": "input-available",
+        "input": parsed,
+    }
+    return _meta(part, **meta)
+
+
+def _call_to_chat(part: Mapping[str, Any]) -> Any:
+    meta = _meta_of(part)
+    if part.get("type") == "data-openai":
+        return part.get("data")
+    name = part.get("toolName") or str(part.get("type", "")).removeprefix("tool-")
+    if "arguments" in meta:
+        arguments = meta["arguments"]
+    else:
+        arguments = json.dumps(part.get("input"), separators=(",", ":"), ensure_ascii=False)
+    function = {"name": name, "arguments": arguments, **meta.get("function", {})}
+    call = meta.get("call", {"type": "function"})
+    return {"id": part.get("toolCallId"), **call, "function": function}
+
+
+def _is_tool_part(part: Mapping[str, Any]) -> bool:
+    kind = part.get("type")
+    return isinstance(kind, str) and (kind.startswith("tool-") or kind == "dynamic-tool")
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _message_from_chat(message: Mapping[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+        raise InvalidMessageError("an OpenAI Chat message is a dict with a string 'role'")
+    role = message["role"]
+    meta = _rest(message, *_MESSAGE_KEYS)
+    parts: list[dict[str, Any]] = []
+    if role == "tool":
+        call_id = message.get("tool_call_id")
+        name = names.get(call_id) if isinstance(call_id, str) else None
+        part: dict[str, Any] = {
+            "type": f"tool-{name}" if name else "dynamic-tool",
+            "toolCallId": call_id,
+            "toolName": name or "unknown",
+            "state": "output-available",
+            "output": message.get("content"),
+        }
+        if "content" not in message:
+            meta["content"] = "absent"
+        return _message(role, [part], meta)
+    if role == "developer":
+        meta["role"] = "developer"
+        role = "system"
+    if "tool_call_id" in message:
+        meta["tool_call_id"] = message["tool_call_id"]
+    content = message.get("content", _ABSENT)
+    if not isinstance(content, (str, list)) and (
+        role != "assistant" or content not in (None, _ABSENT)
+    ):
+        raise InvalidMessageError(
+            f"'content' must be a string or a list of parts (None only for an assistant "
+            f"turn with tool_calls), got {type(content).__name__}"
+        )
+    if content is _ABSENT:
+        meta["content"] = "absent"
+    elif content is None:
+        meta["content"] = None
+    elif isinstance(content, str):
+        parts.append({"type": "text", "text": content})
+    elif isinstance(content, list):
+        meta["content"] = "list"
+        parts.extend(_part_from_chat(p) for p in content)
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        for call in calls:
+            call_part = _call_part(call)
+            if isinstance(call_part.get("toolName"), str) and isinstance(
+                call_part.get("toolCallId"), str
+            ):
+                names[call_part["toolCallId"]] = call_part["toolName"]
+            parts.append(call_part)
+    elif "tool_calls" in message:
+        meta["tool_calls"] = calls
+    return _message(role, parts, meta)
+
+
+_ABSENT = object()
+
+
+def _message(role: str, parts: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": role, "parts": parts}
+    if meta:
+        out["providerMetadata"] = {_OPENAI: meta}
+    return out
+
+
+def chat_converter() -> Any:
+    """A function converting Chat messages one at a time (others pass through unchanged),
+    remembering tool call names for the ``tool`` messages that follow."""
+    names: dict[str, str] = {}
+
+    def convert(message: Any) -> Any:
+        return _message_from_chat(message, names) if is_openai_chat_message(message) else message
+
+    return convert
+
+
+def from_openai_chat(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Chat Completions messages → threadline messages (no ``id``/``createdAt`` invented).
+
+    A ``tool`` message becomes a ``tool`` message holding one tool part named after its call
+    when the call is earlier in ``messages`` (else a ``dynamic-tool`` part).
+
+    >>> from_openai_chat([{"role": "assistant", "content": None, "tool_calls": [
+    ...     {"id": "c1", "type": "function",
+    ...      "function": {"name": "weather", "arguments": '{"city":"Oslo"}'}}]},
+    ...     {"role": "tool", "tool_call_id": "c1", "content": "rain"}])[1]["parts"][0]["type"]
+    'tool-weather'
+    """
+    names: dict[str, str] = {}
+    return [_message_from_chat(message, names) for message in messages]
+
+
+def to_openai_chat(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Threadline messages → Chat Completions messages (exact inverse of
+    :func:`from_openai_chat`; native messages work too: an assistant tool part that holds its
+    output becomes a ``tool_calls`` entry followed by a ``tool`` message).
+
+    >>> to_openai_chat([{"role": "user", "parts": [{"type": "text", "text": "hi"}]}])
+    [{'role': 'user', 'content': 'hi'}]
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        out.extend(_message_to_chat(message))
+    return out
+
+
+def _message_to_chat(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    meta = _meta_of(message)
+    role = meta.pop("role", message.get("role"))
+    parts = [p for p in message.get("parts", []) if isinstance(p, Mapping)]
+    if role == "tool":
+        part = parts[0] if parts else {}
+        result: dict[str, Any] = {"role": "tool", "tool_call_id": part.get("toolCallId")}
+        if meta.pop("content", _ABSENT) != "absent":
+            result["content"] = part.get("output")
+        return [{**result, **meta}]
+    calls = [p for p in parts if _is_tool_part(p) or _meta_of(p).get("tool_call")]
+    content_parts = [p for p in parts if p not in calls]
+    chat: dict[str, Any] = {"role": role}
+    shape = meta.pop("content", "text")
+    if shape == "list":
+        chat["content"] = [c for c in (_part_to_chat(p) for p in content_parts) if c is not None]
+    elif shape is None:
+        chat["content"] = None
+    elif shape == "text":
+        texts = [p.get("text", "") for p in content_parts if p.get("type") == "text"]
+        if texts or not calls:
+            chat["content"] = " ".join(texts) if len(texts) != 1 else texts[0]
+        else:
+            chat["content"] = None
+    elif shape != "absent":
+        chat["content"] = shape
+    if calls:
+        chat["tool_calls"] = [_call_to_chat(p) for p in calls]
+    elif "tool_calls" in meta:
+        chat["tool_calls"] = meta.pop("tool_calls")
+    if "tool_call_id" in meta:
+        chat["tool_call_id"] = meta.pop("tool_call_id")
+    chat.update(meta)
+    # Keys a plain {"role", "content"} message brought along stay top-level in threadline.
+    chat.update({k: v for k, v in message.items() if k not in _THREADLINE_KEYS})
+    results = [
+        {
+            "role": "tool",
+            "tool_call_id": p.get("toolCallId"),
+            "content": _as_content(p.get("output")),
+        }
+        for p in calls
+        if _is_tool_part(p) and p.get("state") == "output-available" and role != "tool"
+    ]
+    return [chat, *results]
+
+
+def _as_content(output: Any) -> Any:
+    return output if isinstance(output, (str, list)) else json.dumps(output, ensure_ascii=False)

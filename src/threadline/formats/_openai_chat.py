@@ -16,11 +16,18 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from threadline.errors import InvalidMessageError
+from threadline.formats._common import (
+    data_of,
+    is_tool_part,
+    media_type,
+    meta_of,
+    rest,
+    with_meta,
+)
 
 __all__ = ["from_openai_chat", "is_openai_chat_message", "to_openai_chat"]
 
 _OPENAI = "openai"
-_DATA_URL = re.compile(r"^data:([^;,]*)(;base64)?,", re.DOTALL)
 # Message keys with a home of their own; every other key goes to providerMetadata verbatim.
 _MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id")
 _THREADLINE_KEYS = ("id", "role", "parts", "createdAt", "metadata", "providerMetadata")
@@ -47,30 +54,7 @@ def is_openai_chat_message(message: object) -> bool:
     )
 
 
-def _meta(part: dict[str, Any], **fields: Any) -> dict[str, Any]:
-    """``part`` with ``fields`` (when any) under ``providerMetadata.openai``."""
-    if fields:
-        part["providerMetadata"] = {_OPENAI: fields}
-    return part
-
-
-def _meta_of(item: Mapping[str, Any]) -> dict[str, Any]:
-    provider = item.get("providerMetadata")
-    if isinstance(provider, Mapping) and isinstance(provider.get(_OPENAI), Mapping):
-        return dict(provider[_OPENAI])
-    return {}
-
-
-def _rest(item: Mapping[str, Any], *known: str) -> dict[str, Any]:
-    return {k: v for k, v in item.items() if k not in known}
-
-
 # --------------------------------------------------------------------------- content parts in
-
-
-def _media_type(url: str, default: str) -> str:
-    match = _DATA_URL.match(url)
-    return match.group(1) or default if match else default
 
 
 def _part_from_chat(part: Any) -> dict[str, Any]:
@@ -78,41 +62,44 @@ def _part_from_chat(part: Any) -> dict[str, Any]:
         return {"type": "data-openai", "data": part}
     kind = part.get("type")
     if kind == "text" and isinstance(part.get("text"), str):
-        return _meta({"type": "text", "text": part["text"]}, **_rest(part, "type", "text"))
+        return with_meta(
+            {"type": "text", "text": part["text"]}, _OPENAI, **rest(part, "type", "text")
+        )
     if kind == "refusal" and isinstance(part.get("refusal"), str):
-        rest = _rest(part, "type", "refusal")
-        return _meta({"type": "text", "text": part["refusal"]}, type="refusal", **rest)
+        others = rest(part, "type", "refusal")
+        text = {"type": "text", "text": part["refusal"]}
+        return with_meta(text, _OPENAI, type="refusal", **others)
     if kind == "image_url" and isinstance(part.get("image_url"), Mapping):
         image = part["image_url"]
         url = image.get("url")
         if isinstance(url, str):
-            extra = _rest(part, "type", "image_url")
-            file = {"type": "file", "mediaType": _media_type(url, "image/*"), "url": url}
-            return _meta(file, type="image_url", image_url=_rest(image, "url"), **extra)
+            extra = rest(part, "type", "image_url")
+            file = {"type": "file", "mediaType": media_type(url, "image/*"), "url": url}
+            return with_meta(file, _OPENAI, type="image_url", image_url=rest(image, "url"), **extra)
     if kind == "input_audio" and isinstance(part.get("input_audio"), Mapping):
         audio = part["input_audio"]
         data, fmt = audio.get("data"), audio.get("format")
         if isinstance(data, str) and isinstance(fmt, str) and re.fullmatch(r"[\w.+-]+", fmt):
             url = f"data:audio/{fmt};base64,{data}"
-            extra = _rest(part, "type", "input_audio")
+            extra = rest(part, "type", "input_audio")
             file = {"type": "file", "mediaType": f"audio/{fmt}", "url": url}
-            rest = _rest(audio, "data", "format")
-            return _meta(file, type="input_audio", input_audio=rest, **extra)
+            others = rest(audio, "data", "format")
+            return with_meta(file, _OPENAI, type="input_audio", input_audio=others, **extra)
     if kind == "file" and isinstance(part.get("file"), Mapping):
         inner = part["file"]
         data = inner.get("file_data")
-        extra = _rest(part, "type", "file")
+        extra = rest(part, "type", "file")
         out: dict[str, Any] = {"type": "file"}
         if isinstance(data, str):
-            out["mediaType"] = _media_type(data, "application/octet-stream")
+            out["mediaType"] = media_type(data, "application/octet-stream")
             out["url"] = data
-            inner = _rest(inner, "file_data")
+            inner = rest(inner, "file_data")
         else:
             out["mediaType"] = "application/octet-stream"
         if isinstance(inner.get("filename"), str):
             out["filename"] = inner["filename"]
-            inner = _rest(inner, "filename")
-        return _meta(out, type="file", file=inner, **extra)
+            inner = rest(inner, "filename")
+        return with_meta(out, _OPENAI, type="file", file=inner, **extra)
     return {"type": "data-openai", "data": dict(part)}  # a part type threadline does not know
 
 
@@ -120,13 +107,13 @@ def _part_from_chat(part: Any) -> dict[str, Any]:
 
 
 def _part_to_chat(part: Mapping[str, Any]) -> Any:
-    meta = _meta_of(part)
+    meta = meta_of(part, _OPENAI)
     kind = part.get("type")
     if kind == "data-openai":
         return part.get("data")
     if kind == "text":
         if meta.get("type") == "refusal":
-            return {"type": "refusal", "refusal": part.get("text", ""), **_rest(meta, "type")}
+            return {"type": "refusal", "refusal": part.get("text", ""), **rest(meta, "type")}
         return {"type": "text", "text": part.get("text", ""), **meta}
     if kind == "file":
         return _file_to_chat(part, meta)
@@ -140,7 +127,7 @@ def _file_to_chat(part: Mapping[str, Any], meta: dict[str, Any]) -> dict[str, An
     media = str(part.get("mediaType", ""))
     origin = meta.pop("type", None)
     if origin == "input_audio" or (origin is None and media.startswith("audio/")):
-        data = url.split(",", 1)[1] if isinstance(url, str) and "," in url else ""
+        data = data_of(url)
         audio = {
             "data": data,
             "format": media.removeprefix("audio/"),
@@ -188,10 +175,10 @@ def _call_part(call: Any) -> dict[str, Any]:
         parsed, same = raw, False
     if not same:
         meta["arguments"] = raw  # kept exactly as the model wrote it
-    extra_call = _rest(call, "id", "function")
+    extra_call = rest(call, "id", "function")
     if extra_call != {"type": "function"}:
         meta["call"] = extra_call
-    extra_function = _rest(function, "name", "arguments")
+    extra_function = rest(function, "name", "arguments")
     if extra_function:
         meta["function"] = extra_function
     part = {
@@ -201,11 +188,11 @@ def _call_part(call: Any) -> dict[str, Any]:
         "state": "input-available",
         "input": parsed,
     }
-    return _meta(part, **meta)
+    return with_meta(part, _OPENAI, **meta)
 
 
 def _call_to_chat(part: Mapping[str, Any]) -> Any:
-    meta = _meta_of(part)
+    meta = meta_of(part, _OPENAI)
     if part.get("type") == "data-openai":
         return part.get("data")
     name = part.get("toolName") or str(part.get("type", "")).removeprefix("tool-")
@@ -218,11 +205,6 @@ def _call_to_chat(part: Mapping[str, Any]) -> Any:
     return {"id": part.get("toolCallId"), **call, "function": function}
 
 
-def _is_tool_part(part: Mapping[str, Any]) -> bool:
-    kind = part.get("type")
-    return isinstance(kind, str) and (kind.startswith("tool-") or kind == "dynamic-tool")
-
-
 # --------------------------------------------------------------------------- messages
 
 
@@ -230,7 +212,7 @@ def _message_from_chat(message: Mapping[str, Any], names: dict[str, str]) -> dic
     if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
         raise InvalidMessageError("an OpenAI Chat message is a dict with a string 'role'")
     role = message["role"]
-    meta = _rest(message, *_MESSAGE_KEYS)
+    meta = rest(message, *_MESSAGE_KEYS)
     parts: list[dict[str, Any]] = []
     if role == "tool":
         call_id = message.get("tool_call_id")
@@ -333,7 +315,7 @@ def to_openai_chat(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
 
 
 def _message_to_chat(message: Mapping[str, Any]) -> list[dict[str, Any]]:
-    meta = _meta_of(message)
+    meta = meta_of(message, _OPENAI)
     role = meta.pop("role", message.get("role"))
     parts = [p for p in message.get("parts", []) if isinstance(p, Mapping)]
     if role == "tool":
@@ -342,7 +324,7 @@ def _message_to_chat(message: Mapping[str, Any]) -> list[dict[str, Any]]:
         if meta.pop("content", _ABSENT) != "absent":
             result["content"] = part.get("output")
         return [{**result, **meta}]
-    calls = [p for p in parts if _is_tool_part(p) or _meta_of(p).get("tool_call")]
+    calls = [p for p in parts if is_tool_part(p) or meta_of(p, _OPENAI).get("tool_call")]
     content_parts = [p for p in parts if p not in calls]
     chat: dict[str, Any] = {"role": role}
     shape = meta.pop("content", "text")
@@ -374,7 +356,7 @@ def _message_to_chat(message: Mapping[str, Any]) -> list[dict[str, Any]]:
             "content": _as_content(p.get("output")),
         }
         for p in calls
-        if _is_tool_part(p) and p.get("state") == "output-available" and role != "tool"
+        if is_tool_part(p) and p.get("state") == "output-available" and role != "tool"
     ]
     return [chat, *results]
 

@@ -1,0 +1,75 @@
+"""Helpers every converter shares: provider metadata on parts and messages, data URLs.
+
+>>> with_meta({"type": "text", "text": "hi"}, "openai", detail="low")["providerMetadata"]
+{'openai': {'detail': 'low'}}
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_DATA_URL = re.compile(r"^data:([^;,]*)(;base64)?,", re.DOTALL)
+
+
+def with_meta(item: dict[str, Any], provider: str, **fields: Any) -> dict[str, Any]:
+    """``item`` with ``fields`` (when any) under ``providerMetadata[provider]``."""
+    if fields:
+        item["providerMetadata"] = {provider: fields}
+    return item
+
+
+def meta_of(item: Mapping[str, Any], provider: str) -> dict[str, Any]:
+    """A copy of ``item["providerMetadata"][provider]`` (``{}`` when there is none).
+
+    >>> meta_of({"providerMetadata": {"openai": {"a": 1}}}, "openai")
+    {'a': 1}
+    """
+    metadata = item.get("providerMetadata")
+    if isinstance(metadata, Mapping) and isinstance(metadata.get(provider), Mapping):
+        return dict(metadata[provider])
+    return {}
+
+
+def rest(item: Mapping[str, Any], *known: str) -> dict[str, Any]:
+    """The keys of ``item`` other than ``known``.
+
+    >>> rest({"type": "text", "text": "a", "x": 1}, "type", "text")
+    {'x': 1}
+    """
+    return {k: v for k, v in item.items() if k not in known}
+
+
+def media_type(url: str, default: str) -> str:
+    """The media type of a ``data:`` URL, else ``default``.
+
+    >>> media_type("data:image/png;base64,AAAA", "image/*"), media_type("https://x", "image/*")
+    ('image/png', 'image/*')
+    """
+    match = _DATA_URL.match(url)
+    return (match.group(1) or default) if match else default
+
+
+def data_url(media: str, data: str) -> str:
+    """A base64 ``data:`` URL.
+
+    >>> data_url("image/png", "AAAA")
+    'data:image/png;base64,AAAA'
+    """
+    return f"data:{media};base64,{data}"
+
+
+def data_of(url: object) -> str:
+    """The payload of a ``data:`` URL (what follows the first comma), else ``""``.
+
+    >>> data_of("data:image/png;base64,AAAA")
+    'AAAA'
+    """
+    return url.split(",", 1)[1] if isinstance(url, str) and "," in url else ""
+
+
+def is_tool_part(part: Mapping[str, Any]) -> bool:
+    """A tool part: ``type`` ``tool-<name>`` or ``dynamic-tool``."""
+    kind = part.get("type")
+    return isinstance(kind, str) and (kind.startswith("tool-") or kind == "dynamic-tool")

@@ -11,10 +11,17 @@ part of its own is kept under ``providerMetadata``. Converters never invent ``id
 True
 """
 
+from threadline.formats._anthropic import from_anthropic, to_anthropic
 from threadline.formats._openai_chat import (
     from_openai_chat,
     is_openai_chat_message,
     to_openai_chat,
 )
 
-__all__ = ["from_openai_chat", "is_openai_chat_message", "to_openai_chat"]
+__all__ = [
+    "from_anthropic",
+    "from_openai_chat",
+    "is_openai_chat_message",
+    "to_anthropic",
+    "to_openai_chat",
+]

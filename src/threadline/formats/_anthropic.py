@@ -1,0 +1,211 @@
+"""Anthropic Messages ⇄ threadline messages (AI SDK ``UIMessage`` shape).
+
+Blocks map to parts: ``text``; ``image`` and ``document`` (base64, URL or text sources) to
+``file`` parts; ``tool_use`` to a tool part with its input; ``tool_result`` (in a user turn)
+to a tool part with its output (``output-error`` when ``is_error``), named after its
+``tool_use`` when that is earlier in the list, else ``dynamic-tool``; ``thinking`` (with its
+signature) and ``redacted_thinking`` to ``reasoning`` parts. The system prompt becomes a
+leading ``system`` message. Whatever has no part of its own stays verbatim under
+``providerMetadata["anthropic"]``, so ``to_anthropic(from_anthropic(m, system=s)) == (s, m)``.
+Pure functions: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from threadline.errors import InvalidMessageError
+from threadline.formats._common import data_of, is_tool_part, meta_of, rest, with_meta
+
+__all__ = ["from_anthropic", "to_anthropic"]
+
+_ANTHROPIC = "anthropic"
+_ROLE_KEYS = ("role", "content")
+
+
+def _meta(item: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return with_meta(item, _ANTHROPIC, **fields)
+
+
+def _source_part(block: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``image``/``document`` block → ``file`` part (None when its source is unknown)."""
+    source = block.get("source")
+    if not isinstance(source, Mapping):
+        return None
+    kind, others = block.get("type"), rest(block, "type", "source")
+    media = source.get("media_type")
+    if source.get("type") == "base64" and isinstance(media, str):
+        data = source.get("data")
+        if isinstance(data, str):
+            part = {"type": "file", "mediaType": media, "url": f"data:{media};base64,{data}"}
+            return _meta(part, type=kind, source=rest(source, "data", "media_type"), **others)
+    if source.get("type") == "url" and isinstance(source.get("url"), str):
+        default = "image/*" if kind == "image" else "application/octet-stream"
+        part = {"type": "file", "mediaType": default, "url": source["url"]}
+        return _meta(part, type=kind, source=rest(source, "url"), **others)
+    return None
+
+
+def _block_in(block: Any, names: dict[str, str]) -> dict[str, Any]:
+    if not isinstance(block, Mapping):
+        return {"type": "data-anthropic", "data": block}
+    kind = block.get("type")
+    if kind == "text" and isinstance(block.get("text"), str):
+        return _meta({"type": "text", "text": block["text"]}, **rest(block, "type", "text"))
+    if kind == "thinking" and isinstance(block.get("thinking"), str):
+        part = {"type": "reasoning", "text": block["thinking"]}
+        return _meta(part, type="thinking", **rest(block, "type", "thinking"))
+    if kind == "redacted_thinking":
+        return _meta({"type": "reasoning", "text": ""}, **dict(block))
+    if kind in ("image", "document"):
+        file = _source_part(block)
+        if file is not None:
+            return file
+    if kind == "tool_use" and isinstance(block.get("name"), str) and block["name"]:
+        name, call_id = block["name"], block.get("id")
+        if isinstance(call_id, str):
+            names[call_id] = name
+        part = {
+            "type": f"tool-{name}",
+            "toolCallId": call_id,
+            "toolName": name,
+            "state": "input-available",
+            "input": block.get("input"),
+        }
+        return _meta(part, **rest(block, "type", "id", "name", "input"))
+    if kind == "tool_result":
+        call_id = block.get("tool_use_id")
+        name = names.get(call_id) if isinstance(call_id, str) else None
+        part = {
+            "type": f"tool-{name}" if name else "dynamic-tool",
+            "toolCallId": call_id,
+            "toolName": name or "unknown",
+            "state": "output-error" if block.get("is_error") is True else "output-available",
+            "output": block.get("content"),
+        }
+        extra = rest(block, "type", "tool_use_id", "content")
+        if "content" not in block:
+            extra["content"] = "absent"
+        return _meta(part, type="tool_result", **extra)
+    return {"type": "data-anthropic", "data": dict(block)}
+
+
+def _block_out(part: Mapping[str, Any]) -> Any:
+    meta = meta_of(part, _ANTHROPIC)
+    kind = part.get("type")
+    if kind == "data-anthropic":
+        return part.get("data")
+    if kind == "text":
+        return {"type": "text", "text": part.get("text", ""), **meta}
+    if kind == "reasoning":
+        if meta.get("type") == "redacted_thinking":
+            return meta
+        return {"type": "thinking", "thinking": part.get("text", ""), **rest(meta, "type")}
+    if kind == "file":
+        block_type = meta.pop("type", None) or (
+            "image" if str(part.get("mediaType", "")).startswith("image/") else "document"
+        )
+        source = dict(meta.pop("source", {}))
+        url = part.get("url")
+        if isinstance(url, str) and url.startswith("data:"):
+            source = {"type": "base64", "media_type": part.get("mediaType"), "data": data_of(url),
+                      **source}  # fmt: skip
+        else:
+            source = {"type": "url", "url": url, **source}
+        return {"type": block_type, "source": source, **meta}
+    if is_tool_part(part):
+        if meta.pop("type", None) == "tool_result" or part.get("state") in (
+            "output-available",
+            "output-error",
+        ):
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.get("toolCallId")}
+            if meta.pop("content", None) != "absent":
+                block["content"] = part.get("output")
+            return {**block, **meta}
+        name = part.get("toolName") or str(kind).removeprefix("tool-")
+        return {
+            "type": "tool_use",
+            "id": part.get("toolCallId"),
+            "name": name,
+            "input": part.get("input"),
+            **meta,
+        }
+    return None
+
+
+def _message_in(message: Mapping[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+        raise InvalidMessageError("an Anthropic message is a dict with a string 'role'")
+    content = message.get("content")
+    meta = rest(message, *_ROLE_KEYS)
+    if isinstance(content, str):
+        parts: list[dict[str, Any]] = [{"type": "text", "text": content}]
+    elif isinstance(content, list):
+        meta["content"] = "list"
+        parts = [_block_in(block, names) for block in content]
+    else:
+        raise InvalidMessageError("Anthropic 'content' is a string or a list of blocks")
+    out: dict[str, Any] = {"role": message["role"], "parts": parts}
+    return _meta(out, **meta)
+
+
+def from_anthropic(
+    messages: Iterable[Mapping[str, Any]], *, system: str | list[Any] | None = None
+) -> list[dict[str, Any]]:
+    """Anthropic Messages (and the request's ``system``) → threadline messages.
+
+    >>> from_anthropic([{"role": "user", "content": "Hi"}], system="Be brief.")[0]["role"]
+    'system'
+    """
+    names: dict[str, str] = {}
+    out: list[dict[str, Any]] = []
+    if system is not None:
+        out.append(_message_in({"role": "system", "content": system}, names))
+    out.extend(_message_in(message, names) for message in messages)
+    return out
+
+
+def to_anthropic(
+    messages: Iterable[Mapping[str, Any]],
+) -> tuple[str | list[Any] | None, list[dict[str, Any]]]:
+    """Threadline messages → ``(system, messages)`` for the Messages API (inverse of
+    :func:`from_anthropic`). System messages make the ``system`` prompt.
+
+    >>> to_anthropic([{"role": "user", "parts": [{"type": "text", "text": "Hi"}]}])
+    (None, [{'role': 'user', 'content': 'Hi'}])
+    """
+    system: str | list[Any] | None = None
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        converted = _message_out(message)
+        if message.get("role") == "system":
+            content = converted["content"]
+            if system is None:
+                system = content
+            elif isinstance(system, str) and isinstance(content, str):
+                system = f"{system}\n\n{content}"
+            else:
+                system = [*_as_blocks(system), *_as_blocks(content)]
+            continue
+        out.append(converted)
+    return system, out
+
+
+def _as_blocks(content: str | list[Any]) -> list[Any]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def _message_out(message: Mapping[str, Any]) -> dict[str, Any]:
+    meta = meta_of(message, _ANTHROPIC)
+    parts = [p for p in message.get("parts", []) if isinstance(p, Mapping)]
+    blocks = [b for b in (_block_out(p) for p in parts) if b is not None]
+    if meta.pop("content", None) == "list":
+        content: Any = blocks
+    elif len(blocks) == 1 and isinstance(blocks[0], Mapping) and set(blocks[0]) == {"type", "text"}:
+        content = blocks[0]["text"]
+    elif all(isinstance(b, Mapping) and b.get("type") == "text" and len(b) == 2 for b in blocks):
+        content = " ".join(b["text"] for b in blocks)
+    else:
+        content = blocks
+    return {"role": message.get("role"), "content": content, **meta}

@@ -17,11 +17,14 @@ from threadline.formats._openai_chat import (
     is_openai_chat_message,
     to_openai_chat,
 )
+from threadline.formats._openai_responses import from_openai_responses, to_openai_responses
 
 __all__ = [
     "from_anthropic",
     "from_openai_chat",
+    "from_openai_responses",
     "is_openai_chat_message",
     "to_anthropic",
     "to_openai_chat",
+    "to_openai_responses",
 ]

@@ -24,8 +24,8 @@ _ANTHROPIC = "anthropic"
 _ROLE_KEYS = ("role", "content")
 
 
-def _meta(item: dict[str, Any], **fields: Any) -> dict[str, Any]:
-    return with_meta(item, _ANTHROPIC, **fields)
+def _meta(target: dict[str, Any], /, **fields: Any) -> dict[str, Any]:
+    return with_meta(target, _ANTHROPIC, **fields)
 
 
 def _source_part(block: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -13,11 +13,11 @@ from typing import Any
 _DATA_URL = re.compile(r"^data:([^;,]*)(;base64)?,", re.DOTALL)
 
 
-def with_meta(item: dict[str, Any], provider: str, **fields: Any) -> dict[str, Any]:
-    """``item`` with ``fields`` (when any) under ``providerMetadata[provider]``."""
+def with_meta(target: dict[str, Any], provider: str, /, **fields: Any) -> dict[str, Any]:
+    """``target`` with ``fields`` (when any) under ``providerMetadata[provider]``."""
     if fields:
-        item["providerMetadata"] = {provider: fields}
-    return item
+        target["providerMetadata"] = {provider: fields}
+    return target
 
 
 def meta_of(item: Mapping[str, Any], provider: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ True
 """
 
 from threadline.formats._anthropic import from_anthropic, to_anthropic
+from threadline.formats._genai import from_genai, to_genai
 from threadline.formats._openai_chat import (
     from_openai_chat,
     is_openai_chat_message,
@@ -21,10 +22,12 @@ from threadline.formats._openai_responses import from_openai_responses, to_opena
 
 __all__ = [
     "from_anthropic",
+    "from_genai",
     "from_openai_chat",
     "from_openai_responses",
     "is_openai_chat_message",
     "to_anthropic",
+    "to_genai",
     "to_openai_chat",
     "to_openai_responses",
 ]

@@ -16,7 +16,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from threadline.errors import InvalidMessageError
-from threadline.formats._common import data_of, is_tool_part, meta_of, rest, with_meta
+from threadline.formats._common import (
+    data_of,
+    is_tool_part,
+    meta_of,
+    rest,
+    tool_call_part,
+    tool_result_part,
+    with_meta,
+)
 
 __all__ = ["from_anthropic", "to_anthropic"]
 
@@ -66,24 +74,11 @@ def _block_in(block: Any, names: dict[str, str]) -> dict[str, Any]:
         name, call_id = block["name"], block.get("id")
         if isinstance(call_id, str):
             names[call_id] = name
-        part = {
-            "type": f"tool-{name}",
-            "toolCallId": call_id,
-            "toolName": name,
-            "state": "input-available",
-            "input": block.get("input"),
-        }
+        part = tool_call_part(name, call_id, block.get("input"))
         return _meta(part, **rest(block, "type", "id", "name", "input"))
     if kind == "tool_result":
-        call_id = block.get("tool_use_id")
-        name = names.get(call_id) if isinstance(call_id, str) else None
-        part = {
-            "type": f"tool-{name}" if name else "dynamic-tool",
-            "toolCallId": call_id,
-            "toolName": name or "unknown",
-            "state": "output-error" if block.get("is_error") is True else "output-available",
-            "output": block.get("content"),
-        }
+        error = block.get("is_error") is True
+        part = tool_result_part(block.get("tool_use_id"), names, block.get("content"), error=error)
         extra = rest(block, "type", "tool_use_id", "content")
         if "content" not in block:
             extra["content"] = "absent"

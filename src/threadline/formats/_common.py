@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -73,3 +74,62 @@ def is_tool_part(part: Mapping[str, Any]) -> bool:
     """A tool part: ``type`` ``tool-<name>`` or ``dynamic-tool``."""
     kind = part.get("type")
     return isinstance(kind, str) and (kind.startswith("tool-") or kind == "dynamic-tool")
+
+
+def tool_call_part(name: str, call_id: Any, tool_input: Any) -> dict[str, Any]:
+    """The AI SDK part of a tool call waiting for its result.
+
+    >>> tool_call_part("weather", "c1", {"city": "Oslo"})["state"]
+    'input-available'
+    """
+    return {
+        "type": f"tool-{name}",
+        "toolCallId": call_id,
+        "toolName": name,
+        "state": "input-available",
+        "input": tool_input,
+    }
+
+
+def tool_result_part(
+    call_id: Any, names: Mapping[str, str], output: Any, *, error: bool = False
+) -> dict[str, Any]:
+    """The AI SDK part of a tool result, named after its call (``names``: call id → tool name)
+    when the call is known, else a ``dynamic-tool`` part.
+
+    >>> tool_result_part("c1", {"c1": "weather"}, "rain")["type"]
+    'tool-weather'
+    >>> tool_result_part("c9", {}, "rain")["type"]
+    'dynamic-tool'
+    """
+    name = names.get(call_id) if isinstance(call_id, str) else None
+    return {
+        "type": f"tool-{name}" if name else "dynamic-tool",
+        "toolCallId": call_id,
+        "toolName": name or "unknown",
+        "state": "output-error" if error else "output-available",
+        "output": output,
+    }
+
+
+def parse_arguments(raw: Any) -> tuple[Any, bool]:
+    """``(parsed arguments, keep_raw)``: a JSON arguments string parsed; ``keep_raw`` when
+    re-encoding it compactly would not give back the exact string (spaces, broken JSON).
+
+    >>> parse_arguments('{"a":1}'), parse_arguments('{"a": 1}'), parse_arguments('{"a')
+    (({'a': 1}, False), ({'a': 1}, True), ('{"a', True))
+    """
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) else raw
+    except (ValueError, RecursionError):
+        return raw, True
+    return parsed, compact_arguments(parsed) != raw
+
+
+def compact_arguments(value: Any) -> str:
+    """Tool arguments as the compact JSON string the APIs carry.
+
+    >>> compact_arguments({"city": "Oslo"})
+    '{"city":"Oslo"}'
+    """
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

@@ -17,11 +17,15 @@ from typing import Any
 
 from threadline.errors import InvalidMessageError
 from threadline.formats._common import (
+    compact_arguments,
     data_of,
     is_tool_part,
     media_type,
     meta_of,
+    parse_arguments,
     rest,
+    tool_call_part,
+    tool_result_part,
     with_meta,
 )
 
@@ -165,15 +169,8 @@ def _call_part(call: Any) -> dict[str, Any]:
         }
     meta: dict[str, Any] = {}
     raw = function.get("arguments")
-    try:
-        parsed = json.loads(raw) if isinstance(raw, str) else raw
-        same = (
-            isinstance(raw, str)
-            and json.dumps(parsed, separators=(",", ":"), ensure_ascii=False) == raw
-        )
-    except (ValueError, RecursionError):
-        parsed, same = raw, False
-    if not same:
+    parsed, keep_raw = parse_arguments(raw)
+    if keep_raw:
         meta["arguments"] = raw  # kept exactly as the model wrote it
     extra_call = rest(call, "id", "function")
     if extra_call != {"type": "function"}:
@@ -181,14 +178,7 @@ def _call_part(call: Any) -> dict[str, Any]:
     extra_function = rest(function, "name", "arguments")
     if extra_function:
         meta["function"] = extra_function
-    part = {
-        "type": f"tool-{name}",
-        "toolCallId": call.get("id"),
-        "toolName": name,
-        "state": "input-available",
-        "input": parsed,
-    }
-    return with_meta(part, _OPENAI, **meta)
+    return with_meta(tool_call_part(name, call.get("id"), parsed), _OPENAI, **meta)
 
 
 def _call_to_chat(part: Mapping[str, Any]) -> Any:
@@ -196,10 +186,8 @@ def _call_to_chat(part: Mapping[str, Any]) -> Any:
     if part.get("type") == "data-openai":
         return part.get("data")
     name = part.get("toolName") or str(part.get("type", "")).removeprefix("tool-")
-    if "arguments" in meta:
-        arguments = meta["arguments"]
-    else:
-        arguments = json.dumps(part.get("input"), separators=(",", ":"), ensure_ascii=False)
+    raw = meta.get("arguments", _ABSENT)
+    arguments = compact_arguments(part.get("input")) if raw is _ABSENT else raw
     function = {"name": name, "arguments": arguments, **meta.get("function", {})}
     call = meta.get("call", {"type": "function"})
     return {"id": part.get("toolCallId"), **call, "function": function}
@@ -215,15 +203,7 @@ def _message_from_chat(message: Mapping[str, Any], names: dict[str, str]) -> dic
     meta = rest(message, *_MESSAGE_KEYS)
     parts: list[dict[str, Any]] = []
     if role == "tool":
-        call_id = message.get("tool_call_id")
-        name = names.get(call_id) if isinstance(call_id, str) else None
-        part: dict[str, Any] = {
-            "type": f"tool-{name}" if name else "dynamic-tool",
-            "toolCallId": call_id,
-            "toolName": name or "unknown",
-            "state": "output-available",
-            "output": message.get("content"),
-        }
+        part = tool_result_part(message.get("tool_call_id"), names, message.get("content"))
         if "content" not in message:
             meta["content"] = "absent"
         return _message(role, [part], meta)

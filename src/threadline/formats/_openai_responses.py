@@ -16,7 +16,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from threadline.errors import InvalidMessageError
-from threadline.formats._common import is_tool_part, media_type, meta_of, rest, with_meta
+from threadline.formats._common import (
+    compact_arguments,
+    is_tool_part,
+    media_type,
+    meta_of,
+    parse_arguments,
+    rest,
+    tool_call_part,
+    tool_result_part,
+    with_meta,
+)
 
 __all__ = ["from_openai_responses", "to_openai_responses"]
 
@@ -95,31 +105,13 @@ def _item_in(item: Any, names: dict[str, str]) -> dict[str, Any]:
         if isinstance(call_id, str):
             names[call_id] = name
         meta = rest(item, "type", "call_id", "name", "arguments")
-        try:
-            parsed = json.loads(raw) if isinstance(raw, str) else raw
-            compact = json.dumps(parsed, separators=(",", ":"), ensure_ascii=False)
-            if compact != raw:
-                meta["arguments"] = raw
-        except (ValueError, RecursionError):
-            parsed, meta["arguments"] = raw, raw
-        part = {
-            "type": f"tool-{name}",
-            "toolCallId": call_id,
-            "toolName": name,
-            "state": "input-available",
-            "input": parsed,
-        }
+        parsed, keep_raw = parse_arguments(raw)
+        if keep_raw:
+            meta["arguments"] = raw
+        part = tool_call_part(name, call_id, parsed)
         return _meta({"role": "assistant", "parts": [part]}, item="function_call", **meta)
     if kind == "function_call_output":
-        call_id = item.get("call_id")
-        name = names.get(call_id) if isinstance(call_id, str) else None
-        part = {
-            "type": f"tool-{name}" if name else "dynamic-tool",
-            "toolCallId": call_id,
-            "toolName": name or "unknown",
-            "state": "output-available",
-            "output": item.get("output"),
-        }
+        part = tool_result_part(item.get("call_id"), names, item.get("output"))
         meta = rest(item, "type", "call_id", "output")
         return _meta({"role": "tool", "parts": [part]}, item="function_call_output", **meta)
     if kind == "reasoning" and isinstance(item.get("summary"), list):
@@ -207,6 +199,6 @@ def _call_out(part: Mapping[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
     if "arguments" in meta:
         arguments = meta.pop("arguments")
     else:
-        arguments = json.dumps(part.get("input"), separators=(",", ":"), ensure_ascii=False)
+        arguments = compact_arguments(part.get("input"))
     return {"type": "function_call", "call_id": part.get("toolCallId"), "name": name,
             "arguments": arguments, **meta}  # fmt: skip

@@ -158,7 +158,12 @@ def checked(method: F, rules: Mapping[str, Callable[[str, Any], Any]] = RULES) -
 def check_every_public_method(
     cls: type, rules: Mapping[str, Callable[[str, Any], Any]] = RULES
 ) -> None:
-    """Apply :func:`checked` to every public method defined on ``cls``."""
-    for name, member in list(vars(cls).items()):
-        if not name.startswith("_") and inspect.isfunction(member):
+    """Apply :func:`checked` to every public method of ``cls``, its own or inherited (the
+    SQL store is composed of mixins), each once."""
+    seen: set[str] = set()
+    for klass in cls.__mro__[:-1]:
+        for name, member in list(vars(klass).items()):
+            if name in seen or name.startswith("_") or not inspect.isfunction(member):
+                continue
+            seen.add(name)
             setattr(cls, name, checked(member, rules))

@@ -1,0 +1,313 @@
+"""The base of the SQL store: transactions and rows, shared helpers, the dialect hooks.
+
+See :mod:`threadline.store._sql` for the dialect interface a backend implements.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple, Protocol, Self, TypeVar
+
+from threadline.errors import (
+    InvalidArgumentError,
+    InvalidMessageError,
+    SessionNotFoundError,
+)
+from threadline.messages import (
+    encode_message,
+    parse_timestamp,
+)
+from threadline.search_query import MatchMode, Term
+from threadline.store._common import (
+    datetime_to_us,
+    dumps,
+    now_us,
+    row_to_session_info,
+    state_owner,
+    state_undo,
+    us_to_datetime,
+)
+from threadline.store._sql_text import (
+    SQL_OWNER,
+    SQL_SESSION,
+    SQL_SESSION_STATE,
+    SQL_STATE_DELETE,
+    SQL_STATE_UPSERT,
+    SQL_TOUCH,
+)
+from threadline.types import (
+    Message,
+    SessionInfo,
+)
+
+T = TypeVar("T")
+
+OwnerFilter = tuple[str | None] | None
+"""Which sessions a search covers by owner: ``None`` every session, ``(user,)`` only that
+user's, ``(None,)`` only sessions without a user."""
+
+
+def owner_clause(owner: OwnerFilter, column: str) -> tuple[str, list[Any]]:
+    """`` AND <column> = ?`` / `` AND <column> IS NULL`` / nothing, and its parameters."""
+    if owner is None:
+        return "", []
+    if owner[0] is None:
+        return f" AND {column} IS NULL", []
+    return f" AND {column} = ?", [owner[0]]
+
+
+SessionKey = tuple[str, str, str | None]
+"""``(app, session_id, user_id)`` of the session a write changes (see ``_write``)."""
+
+Row = tuple[Any, ...]
+
+MESSAGE_COLUMNS = (
+    "app, session_id, id, seq, parent_id, role, byte_size, depth, path_bytes, created_at, "
+    "state_undo, data"
+)
+"""``tl_messages`` columns in :class:`MessageRow` order (``data`` last: SQLite then reads
+``byte_size``/``parent_id`` without touching a large body's overflow pages)."""
+
+OWNERS = ("session", "user", "app")
+_CHUNK = 400  # ids per IN (...) list: far below every driver's parameter limit
+
+
+class Tx(Protocol):
+    """An open transaction/connection as the base sees it (``?`` placeholders)."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run a statement; return the number of rows it changed."""
+        ...
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        """Run a query; return its first row or ``None``."""
+        ...
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """Run a query; return every row."""
+        ...
+
+
+class MessageRow(NamedTuple):
+    """One ``tl_messages`` row (:data:`MESSAGE_COLUMNS` order) plus its search ``text``."""
+
+    app: str
+    session_id: str
+    id: str
+    seq: int
+    parent_id: str | None
+    role: str
+    byte_size: int
+    depth: int
+    path_bytes: int
+    created_at: str | None
+    state_undo: str | None
+    data: str
+    text: str
+
+    def values(self) -> Row:
+        """The column values without ``text``, for ``INSERT ... (MESSAGE_COLUMNS)``."""
+        return tuple(self)[:12]
+
+
+def _owner_filter(user_id: str | None, without_user: bool) -> OwnerFilter:
+    """``user_id``/``without_user`` of the public API as one value for the dialect hooks."""
+    if without_user:
+        if user_id is not None:
+            raise InvalidArgumentError("pass user_id or without_user=True, not both")
+        return (None,)
+    return (user_id,) if user_id is not None else None
+
+
+def _check_owner(app: str, session_id: str, owner: str | None, user_id: str | None) -> None:
+    """A write naming a user to a session another user owns finds no such session.
+
+    The owner is fixed when the session is created; later writes never claim or change it.
+    """
+    if user_id is not None and owner is not None and owner != user_id:
+        raise SessionNotFoundError(f"session {session_id!r} not found in app {app!r}")
+
+
+def _in_list(count: int) -> str:
+    return "(" + ", ".join("?" * count) + ")"
+
+
+def _chunks(items: Sequence[str]) -> list[Sequence[str]]:
+    return [items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK)]
+
+
+def _hit_time(message: Message) -> datetime | None:
+    value = message.get("createdAt")
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_timestamp(value)
+    except ValueError:
+        return None
+
+
+ROW_LIMIT = 1_800_000
+"""Stored JSON bytes above which ``enforce_row_size`` shrinks a message before writing."""
+
+
+def _encode_row(message: Message) -> tuple[Message, str, int]:
+    """``(message, compact JSON, UTF-8 size)`` after ``enforce_row_size``.
+
+    ``enforce_row_size`` returns a message unchanged when its compact JSON fits, so it only
+    runs when the size measured here says it may not (saves a JSON encode per append).
+    """
+    if (
+        not isinstance(message, dict)
+        or not isinstance(message.get("id"), str)
+        or not isinstance(message.get("role"), str)
+    ):
+        raise InvalidMessageError("the store takes normalised messages (string id and role)")
+    try:  # encoding is the check: nesting, lone surrogates, NaN and non-JSON values all fail
+        data = encode_message(message)
+        size = len(data.encode("utf-8"))
+    except RecursionError:
+        raise InvalidMessageError("message is nested too deeply") from None
+    except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError
+        raise InvalidMessageError(f"message is not storable JSON: {exc}") from None
+    if size > ROW_LIMIT:
+        # Imported lazily: compaction depends on the store package, not the other way round.
+        from threadline.compaction.micro import enforce_row_size
+
+        message = enforce_row_size(message, ROW_LIMIT)
+        data = encode_message(message)
+        size = len(data.encode("utf-8"))
+    return message, data, size
+
+
+class SQLBase(ABC):
+    """Shared implementation of the Store protocol; subclasses supply the dialect hooks
+    (abstract: a dialect that misses one cannot be constructed).
+
+    Lock order, the same for every write so that two writes never wait on each other in a
+    cycle: (1) session registry rows, several in ``id`` order; (2) the rows hanging off those
+    sessions (messages, overlays, skill loads, prompt, session blocks and state); (3) rows
+    shared between sessions (``user:``/``app:`` state in key order, user/app blocks, entries).
+    Deleting a session therefore locks its registry row before touching its messages.
+    """
+
+    #: Suffix that row-locks what a ``SELECT`` returns; empty where a write transaction
+    #: already excludes every other writer (SQLite's ``BEGIN IMMEDIATE``).
+    _FOR_UPDATE = ""
+
+    #: What "now" is for this store (``updated_at``, overlay and block times, purge cutoffs):
+    #: ``None`` is the system clock; tests inject one (``clock=`` of the backends).
+    _clock: Callable[[], datetime] | None = None
+
+    def _now_us(self) -> int:
+        return now_us() if self._clock is None else datetime_to_us(self._clock())
+
+    def now(self) -> datetime:
+        """The store's current time (aware UTC): the system clock unless one was injected.
+
+        >>> import threadline
+        >>> threadline.connect(":memory:").now().tzinfo is not None
+        True
+        """
+        return us_to_datetime(self._now_us())
+
+    # ------------------------------------------------------------------ dialect hooks
+
+    @abstractmethod
+    def _write(
+        self, operation: str, fn: Callable[[Tx], T], *, lock: SessionKey | None = None
+    ) -> T: ...
+
+    @abstractmethod
+    def _read(self, operation: str, fn: Callable[[Tx], T]) -> T: ...
+
+    @abstractmethod
+    def _insert_message(self, tx: Tx, row: MessageRow) -> bool: ...
+
+    @abstractmethod
+    def _reindex_message(
+        self, tx: Tx, app: str, session_id: str, message_id: str, text: str
+    ) -> None: ...
+
+    @abstractmethod
+    def _unindex_messages(
+        self, tx: Tx, app: str, session_id: str, message_ids: Sequence[str] | None
+    ) -> None: ...
+
+    @abstractmethod
+    def _upsert_entry(
+        self,
+        tx: Tx,
+        app: str,
+        label: str,
+        key: str,
+        content: str,
+        description: str | None,
+        now: int,
+    ) -> None: ...
+
+    @abstractmethod
+    def _unindex_entry(self, tx: Tx, app: str, label: str, key: str) -> None: ...
+
+    @abstractmethod
+    def _search_message_rows(
+        self,
+        tx: Tx,
+        app: str,
+        terms: Sequence[Term],
+        mode: MatchMode,
+        session_id: str | None,
+        owner: OwnerFilter,
+        limit: int,
+    ) -> list[Row]: ...
+
+    @abstractmethod
+    def _search_entry_rows(
+        self, tx: Tx, app: str, label: str, terms: Sequence[Term], mode: MatchMode, limit: int
+    ) -> list[Row]: ...
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections. Idempotent."""
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ registry helpers
+
+    def _touch(self, tx: Tx, app: str, session_id: str, user_id: str | None = None) -> None:
+        if user_id is not None:
+            row = tx.one(SQL_OWNER, (app, session_id))
+            _check_owner(app, session_id, row[0] if row else None, user_id)
+        now = self._now_us()
+        tx.execute(SQL_TOUCH, (app, session_id, user_id, now, now))
+
+    @staticmethod
+    def _session_row(tx: Tx, app: str, session_id: str) -> SessionInfo | None:
+        row = tx.one(SQL_SESSION, (app, session_id))
+        return row_to_session_info(row) if row is not None else None
+
+    @staticmethod
+    def _undo_record(
+        tx: Tx, app: str, session_id: str, delta: Mapping[str, Any]
+    ) -> dict[str, list[Any]]:
+        current = {row[0]: row[1] for row in tx.all(SQL_SESSION_STATE, (app, session_id))}
+        return state_undo(delta, current)
+
+    @staticmethod
+    def _apply_state(
+        tx: Tx, app: str, session_id: str, user_id: str | None, delta: Mapping[str, Any]
+    ) -> None:
+        # Key order: two writers sharing app:/user: keys lock them in the same order.
+        for key, value in sorted(delta.items()):
+            owner, owner_id = state_owner(key, session_id, user_id)
+            if value is None:
+                tx.execute(SQL_STATE_DELETE, (app, owner, owner_id, key))
+            else:
+                tx.execute(SQL_STATE_UPSERT, (app, owner, owner_id, key, dumps(value)))

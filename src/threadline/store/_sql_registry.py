@@ -1,0 +1,242 @@
+"""The session registry: create, list, update, delete, purge, usage, forget a user."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from threadline.errors import (
+    InvalidArgumentError,
+    SessionExistsError,
+    SessionNotFoundError,
+)
+from threadline.store._common import (
+    SESSION_COLUMNS,
+    datetime_to_us,
+    decode_cursor,
+    dumps,
+    encode_cursor,
+    row_to_session_info,
+)
+from threadline.store._sql_base import (
+    SQLBase,
+    Tx,
+    _owner_filter,
+    owner_clause,
+)
+from threadline.store._sql_text import (
+    _BUMP_UPDATED_AT,
+    _UPDATED_AT,
+)
+from threadline.store.base import UNSET
+from threadline.types import (
+    SessionInfo,
+    SessionPage,
+)
+
+
+class RegistryMixin(SQLBase):
+    """The session registry: create, list, update, delete, purge, usage, forget a user."""
+
+    # ------------------------------------------------------------------ session registry
+
+    def create_session(
+        self,
+        app: str,
+        session_id: str,
+        *,
+        user_id: str | None = None,
+        name: str | None = None,
+        parent_session_id: str | None = None,
+        model: str | None = None,
+        source: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> SessionInfo:
+        """Insert a registry row; ``SessionExistsError`` if it exists.
+
+        >>> store.create_session("default", "s1").id  # doctest: +SKIP
+        's1'
+        """
+        meta = dumps(dict(metadata or {}))
+
+        def run(tx: Tx) -> SessionInfo:
+            now = self._now_us()
+            changed = tx.execute(
+                "INSERT INTO tl_sessions (app, id, user_id, name, parent_session_id, model, "
+                "source, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (app, id) DO NOTHING",
+                (app, session_id, user_id, name, parent_session_id, model, source, meta, now, now),
+            )
+            if not changed:
+                raise SessionExistsError(f"session {session_id!r} already exists in app {app!r}")
+            info = self._session_row(tx, app, session_id)
+            assert info is not None
+            return info
+
+        return self._write("create_session", run)
+
+    def get_session(self, app: str, session_id: str) -> SessionInfo | None:
+        """The registry row, or ``None``."""
+        return self._read("get_session", lambda tx: self._session_row(tx, app, session_id))
+
+    def list_sessions(
+        self, app: str, *, user_id: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> SessionPage:
+        """Newest ``updated_at`` first (ties: ``id`` descending), keyset-paginated."""
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise InvalidArgumentError(f"limit must be a positive integer, got {limit!r}")
+        where: list[str] = ["app = ?"]
+        params: list[Any] = [app]
+        if user_id is not None:
+            where.append("user_id = ?")
+            params.append(user_id)
+        if cursor is not None:
+            position = decode_cursor(cursor)
+            where.append("(updated_at, id) < (?, ?)")
+            params.extend(position)
+        sql = (
+            f"SELECT {SESSION_COLUMNS} FROM tl_sessions WHERE {' AND '.join(where)} "
+            "ORDER BY updated_at DESC, id DESC LIMIT ?"
+        )
+        rows = self._read("list_sessions", lambda tx: tx.all(sql, (*params, limit + 1)))
+        infos = [row_to_session_info(row) for row in rows[:limit]]
+        next_cursor = None
+        if len(rows) > limit:
+            last = rows[limit - 1]
+            next_cursor = encode_cursor(last[14], last[0])
+        return SessionPage(sessions=infos, next_cursor=next_cursor)
+
+    def update_session(
+        self,
+        app: str,
+        session_id: str,
+        *,
+        name: Any = UNSET,
+        end_reason: Any = UNSET,
+        model: Any = UNSET,
+        source: Any = UNSET,
+        metadata: Any = UNSET,
+    ) -> SessionInfo:
+        """Set the given fields and touch ``updated_at``; ``SessionNotFoundError`` if missing."""
+        fields = {"name": name, "end_reason": end_reason, "model": model, "source": source}
+        sets = [f"{column} = ?" for column, value in fields.items() if value is not UNSET]
+        params: list[Any] = [value for value in fields.values() if value is not UNSET]
+        if metadata is not UNSET:
+            if metadata is not None and not isinstance(metadata, Mapping):
+                raise InvalidArgumentError("metadata must be a mapping")
+            sets.append("metadata = ?")
+            params.append(dumps(dict(metadata or {})))
+        now = self._now_us()
+        sql = (
+            f"UPDATE tl_sessions SET {', '.join([*sets, _BUMP_UPDATED_AT])} "
+            "WHERE app = ? AND id = ?"
+        )
+
+        def run(tx: Tx) -> SessionInfo:
+            if not tx.execute(sql, (*params, now, now, app, session_id)):
+                raise SessionNotFoundError(f"session {session_id!r} not found in app {app!r}")
+            info = self._session_row(tx, app, session_id)
+            assert info is not None
+            return info
+
+        return self._write("update_session", run)
+
+    def touch_session(self, app: str, session_id: str, *, user_id: str | None = None) -> None:
+        """Create the registry row if missing and move ``updated_at``."""
+        self._write(
+            "touch_session",
+            lambda tx: self._touch(tx, app, session_id, user_id),
+            lock=(app, session_id, user_id),
+        )
+
+    def delete_session(self, app: str, session_id: str) -> bool:
+        """Delete the session and everything keyed by it; ``False`` if nothing existed."""
+        return self._write("delete_session", lambda tx: self._delete_session(tx, app, session_id))
+
+    def _lock_sessions(self, tx: Tx, app: str, where: str, params: Sequence[Any]) -> list[str]:
+        """Row-lock the registry rows of ``app`` matching ``where``, in id order; their ids."""
+        sql = f"SELECT id FROM tl_sessions WHERE app = ? AND {where} ORDER BY id{self._FOR_UPDATE}"
+        return [row[0] for row in tx.all(sql, (app, *params))]
+
+    def _claim_session_row(self, tx: Tx, app: str, session_id: str) -> bool:
+        """Lock the session's registry row, holding its id even if it is missing; True if it
+        existed. (SQLite: the write transaction already excludes every other writer.)"""
+        return self._session_row(tx, app, session_id) is not None
+
+    def _delete_session(self, tx: Tx, app: str, session_id: str) -> bool:
+        key = (app, session_id)
+        existed = self._claim_session_row(tx, app, session_id)
+        self._unindex_messages(tx, app, session_id, None)
+        changed = tx.execute("DELETE FROM tl_messages WHERE app = ? AND session_id = ?", key)
+        for table in ("tl_compactions", "tl_skill_loads", "tl_prompts"):
+            changed += tx.execute(f"DELETE FROM {table} WHERE app = ? AND session_id = ?", key)
+        changed += tx.execute(
+            "DELETE FROM tl_blocks WHERE app = ? AND owner = 'session' AND owner_id = ?", key
+        )
+        changed += tx.execute(
+            "DELETE FROM tl_state WHERE app = ? AND owner = 'session' AND owner_id = ?", key
+        )
+        tx.execute("DELETE FROM tl_sessions WHERE app = ? AND id = ?", key)
+        return existed or changed > 0
+
+    def purge_sessions(self, app: str, *, before: datetime, user_id: str | None = None) -> int:
+        """Delete every session of ``app`` with ``updated_at < before``; returns the count."""
+        cutoff = datetime_to_us(before)
+        where = "updated_at < ?"
+        params: tuple[Any, ...] = (cutoff,)
+        if user_id is not None:
+            where += " AND user_id = ?"
+            params = (*params, user_id)
+
+        def run(tx: Tx) -> int:
+            ids = self._lock_sessions(tx, app, where, params)
+            for session_id in ids:
+                self._delete_session(tx, app, session_id)
+            return len(ids)
+
+        return self._write("purge_sessions", run)
+
+    def add_usage(
+        self, app: str, session_id: str, input_tokens: int, output_tokens: int, cost: float
+    ) -> None:
+        """Atomically add to the usage counters (creating the row if missing)."""
+        now = self._now_us()
+        sql = (
+            "INSERT INTO tl_sessions (app, id, metadata, created_at, updated_at, input_tokens, "
+            "output_tokens, estimated_cost) VALUES (?, ?, '{}', ?, ?, ?, ?, ?) "
+            "ON CONFLICT (app, id) DO UPDATE SET "
+            "input_tokens = tl_sessions.input_tokens + excluded.input_tokens, "
+            "output_tokens = tl_sessions.output_tokens + excluded.output_tokens, "
+            "estimated_cost = tl_sessions.estimated_cost + excluded.estimated_cost, " + _UPDATED_AT
+        )
+        params = (app, session_id, now, now, int(input_tokens), int(output_tokens), float(cost))
+        self._write("add_usage", lambda tx: tx.execute(sql, params), lock=(app, session_id, None))
+
+    def count_sessions(
+        self, app: str, *, user_id: str | None = None, without_user: bool = False
+    ) -> int:
+        """Number of registry rows of ``app`` (only ``user_id``'s, or only those without a
+        user)."""
+        where, params = owner_clause(_owner_filter(user_id, without_user), "user_id")
+        sql = f"SELECT COUNT(*) FROM tl_sessions WHERE app = ?{where}"
+        row = self._read("count_sessions", lambda tx: tx.one(sql, (app, *params)))
+        return int(row[0]) if row else 0
+
+    def forget_user(self, app: str, user_id: str) -> int:
+        """Delete everything of ``user_id`` in ``app`` in one transaction: their sessions
+        (with all that hangs off them), user-scoped blocks and ``user:`` state. Returns the
+        number of sessions deleted."""
+
+        def run(tx: Tx) -> int:
+            ids = self._lock_sessions(tx, app, "user_id = ?", (user_id,))
+            for session_id in ids:
+                self._delete_session(tx, app, session_id)
+            for table in ("tl_blocks", "tl_state"):
+                tx.execute(
+                    f"DELETE FROM {table} WHERE app = ? AND owner = 'user' AND owner_id = ?",
+                    (app, user_id),
+                )
+            return len(ids)
+
+        return self._write("forget_user", run)

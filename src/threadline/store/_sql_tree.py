@@ -1,0 +1,402 @@
+"""The message tree: appends, updates, deletes, the head and path reads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from threadline.errors import (
+    InvalidArgumentError,
+    MessageNotFoundError,
+)
+from threadline.messages import (
+    decode_message,
+    encode_message,
+    skill_loads_of,
+    text_of,
+)
+from threadline.store._common import (
+    dumps,
+    stored_delta,
+)
+from threadline.store._sql_base import (
+    MessageRow,
+    Row,
+    SQLBase,
+    Tx,
+    _check_owner,
+    _chunks,
+    _encode_row,
+    _in_list,
+)
+from threadline.store._sql_text import (
+    SQL_HEAD_DEPTH,
+    SQL_HEAD_MESSAGE,
+    SQL_HEAD_STATE,
+    SQL_MESSAGE,
+    SQL_NEWEST_LEAF,
+    SQL_NODE,
+    SQL_PATH,
+    SQL_PATH_HEAD,
+    SQL_PATH_IDS,
+    SQL_PATH_IDS_HEAD,
+    SQL_RECENT,
+    SQL_SESSION_AFTER_APPEND,
+    SQL_SET_HEAD,
+    SQL_SHIFT_SUBTREE,
+    SQL_SKILL_DELETE_FOR,
+    SQL_SKILL_UPSERT,
+    SQL_STORED,
+    SQL_TAIL,
+    SQL_TAIL_HEAD,
+)
+from threadline.store.base import RecentPath
+from threadline.types import (
+    AUTO,
+    AutoType,
+    Message,
+)
+
+
+class TreeMixin(SQLBase):
+    """The message tree: appends, updates, deletes, the head and path reads."""
+
+    # ------------------------------------------------------------------ appends
+
+    def append_messages(
+        self,
+        app: str,
+        session_id: str,
+        messages: Sequence[Message],
+        parent_id: str | AutoType | None = AUTO,
+        *,
+        user_id: str | None = None,
+        state_delta: Mapping[str, Any] | None = None,
+    ) -> list[Message]:
+        """Append normalised messages in one transaction; each parents the next."""
+        delta = stored_delta(state_delta, user_id)
+        if delta and len(messages) != 1:
+            raise InvalidArgumentError("state_delta needs exactly one message")
+        if not messages:
+            return []
+        encoded = [_encode_row(message) for message in messages]
+        return self._write(
+            "append_messages",
+            lambda tx: self._append(tx, app, session_id, encoded, parent_id, user_id, delta),
+            lock=(app, session_id, user_id),
+        )
+
+    def _append(
+        self,
+        tx: Tx,
+        app: str,
+        session_id: str,
+        encoded: list[tuple[Message, str, int]],
+        parent_id: str | AutoType | None,
+        user_id: str | None,
+        delta: dict[str, Any],
+    ) -> list[Message]:
+        state = tx.one(SQL_HEAD_STATE, (app, session_id))
+        _check_owner(app, session_id, state[4] if state else None, user_id)
+        head_id, last_seq = (state[0], state[1]) if state else (None, 0)
+        parent = self._start_parent(tx, app, session_id, parent_id, state)
+        undo = dumps(self._undo_record(tx, app, session_id, delta)) if delta else None
+        out: list[Message] = []
+        seq, written = last_seq, 0
+        for message, data, size in encoded:
+            message_id = message["id"]
+            if parent is None:  # explicit parent unknown: fine only if this message exists
+                if tx.one(SQL_MESSAGE, (app, session_id, message_id)) is None:
+                    raise MessageNotFoundError(f"message {parent_id!r} not in session")
+                parent = (None, 0, 0)
+            row = MessageRow(
+                app, session_id, message_id, seq + 1, parent[0], message["role"], size,
+                parent[1] + 1, parent[2] + size, message.get("createdAt"), undo, data,
+                text_of(message),
+            )  # fmt: skip
+            if self._insert_message(tx, row):
+                seq, written, head_id = seq + 1, written + 1, message_id
+                parent = (message_id, row.depth, row.path_bytes)
+                self._index_skill_loads(tx, app, session_id, message)
+                if delta:
+                    self._apply_state(tx, app, session_id, user_id, delta)
+                out.append(message)
+            else:
+                stored = tx.one(SQL_STORED, (app, session_id, message_id))
+                assert stored is not None
+                parent = (message_id, stored[1], stored[2])
+                out.append(decode_message(stored[0]))
+        now = self._now_us()
+        tx.execute(
+            SQL_SESSION_AFTER_APPEND,
+            (app, session_id, user_id, now, now, head_id, seq, written),
+        )
+        return out
+
+    @staticmethod
+    def _start_parent(
+        tx: Tx, app: str, session_id: str, parent_id: str | AutoType | None, state: Row | None
+    ) -> tuple[str | None, int, int] | None:
+        """``(parent id, depth, path_bytes)`` of the first message; None = unknown id."""
+        if parent_id is AUTO:
+            if state is None or state[0] is None or state[2] is None:
+                return (None, 0, 0)
+            return (state[0], int(state[2]), int(state[3]))
+        if parent_id is None:
+            return (None, 0, 0)
+        node = tx.one(SQL_NODE, (app, session_id, parent_id))
+        return (parent_id, int(node[0]), int(node[1])) if node else None
+
+    @staticmethod
+    def _index_skill_loads(tx: Tx, app: str, session_id: str, message: Message) -> None:
+        for label, key, call_id in skill_loads_of(message):
+            tx.execute(SQL_SKILL_UPSERT, (app, session_id, label, key, message["id"], call_id))
+
+    # ------------------------------------------------------------------ update / delete
+
+    def update_message(self, app: str, session_id: str, message: Message) -> Message:
+        """Replace an existing message's content; ``MessageNotFoundError`` if unknown."""
+        encoded = _encode_row(message)
+        return self._write(
+            "update_message",
+            lambda tx: self._update(tx, app, session_id, encoded),
+            lock=(app, session_id, None),
+        )
+
+    def _update(
+        self, tx: Tx, app: str, session_id: str, encoded: tuple[Message, str, int]
+    ) -> Message:
+        message, data, size = encoded
+        message_id = message.get("id")
+        old = tx.one(
+            "SELECT data, byte_size FROM tl_messages WHERE app = ? AND session_id = ? AND id = ?",
+            (app, session_id, message_id),
+        )
+        if old is None or not isinstance(message_id, str):
+            raise MessageNotFoundError(f"message {message_id!r} not in session")
+        if "createdAt" not in message:
+            created = decode_message(old[0]).get("createdAt")
+            if created is not None:
+                # Only a kept createdAt changes the JSON _encode_row already produced.
+                message = {**message, "createdAt": created}
+                data = encode_message(message)
+                size = len(data.encode("utf-8"))
+        tx.execute(
+            "UPDATE tl_messages SET role = ?, data = ?, byte_size = ?, created_at = ? "
+            "WHERE app = ? AND session_id = ? AND id = ?",
+            (message["role"], data, size, message.get("createdAt"), app, session_id, message_id),
+        )
+        if size != old[1]:
+            key = (message_id, app, session_id)
+            tx.execute(SQL_SHIFT_SUBTREE, (*key, 0, old[1] - size, app, session_id))
+        self._reindex_message(tx, app, session_id, message_id, text_of(message))
+        tx.execute(SQL_SKILL_DELETE_FOR, (app, session_id, message_id))
+        self._index_skill_loads(tx, app, session_id, message)
+        self._touch(tx, app, session_id)
+        return message
+
+    def delete_messages(self, app: str, session_id: str, message_ids: Sequence[str]) -> int:
+        """Delete those messages; orphaned children become roots; returns the count deleted."""
+        ids = list(dict.fromkeys(i for i in message_ids if isinstance(i, str)))
+        return self._write(
+            "delete_messages",
+            lambda tx: self._delete(tx, app, session_id, ids),
+            lock=(app, session_id, None),
+        )
+
+    def _delete(self, tx: Tx, app: str, session_id: str, ids: list[str]) -> int:
+        key = (app, session_id)
+        found: list[str] = []
+        for chunk in _chunks(ids):
+            found += [
+                row[0]
+                for row in tx.all(
+                    "SELECT id FROM tl_messages WHERE app = ? AND session_id = ? "
+                    f"AND id IN {_in_list(len(chunk))}",
+                    (*key, *chunk),
+                )
+            ]
+        self._touch(tx, app, session_id)
+        if not found:
+            return 0
+        gone = set(found)
+        orphans: list[Row] = []
+        for chunk in _chunks(found):
+            orphans += tx.all(
+                "SELECT id, depth, path_bytes, byte_size FROM tl_messages WHERE app = ? "
+                f"AND session_id = ? AND parent_id IN {_in_list(len(chunk))}",
+                (*key, *chunk),
+            )
+        self._unindex_messages(tx, app, session_id, found)
+        for chunk in _chunks(found):
+            marks = _in_list(len(chunk))
+            tx.execute(
+                "DELETE FROM tl_skill_loads WHERE app = ? AND session_id = ? "
+                f"AND message_id IN {marks}",
+                (*key, *chunk),
+            )
+            tx.execute(
+                f"DELETE FROM tl_messages WHERE app = ? AND session_id = ? AND id IN {marks}",
+                (*key, *chunk),
+            )
+        for orphan_id, depth, path_bytes, size in orphans:
+            if orphan_id not in gone:
+                self._make_root(tx, app, session_id, orphan_id, depth, path_bytes, size)
+        self._after_delete(tx, app, session_id, gone)
+        return len(found)
+
+    @staticmethod
+    def _make_root(
+        tx: Tx, app: str, session_id: str, node_id: str, depth: int, path_bytes: int, size: int
+    ) -> None:
+        """Detach a message whose parent was deleted and renumber its subtree."""
+        tx.execute(
+            "UPDATE tl_messages SET parent_id = NULL WHERE app = ? AND session_id = ? AND id = ?",
+            (app, session_id, node_id),
+        )
+        tx.execute(
+            SQL_SHIFT_SUBTREE,
+            (node_id, app, session_id, depth - 1, path_bytes - size, app, session_id),
+        )
+
+    @staticmethod
+    def _after_delete(tx: Tx, app: str, session_id: str, gone: set[str]) -> None:
+        head = tx.one("SELECT head_id FROM tl_sessions WHERE app = ? AND id = ?", (app, session_id))
+        head_id = head[0] if head else None
+        if head_id in gone:
+            leaf = tx.one(SQL_NEWEST_LEAF, (app, session_id))
+            head_id = leaf[0] if leaf else None
+        tx.execute(
+            "UPDATE tl_sessions SET head_id = ?, message_count = message_count - ? "
+            "WHERE app = ? AND id = ?",
+            (head_id, len(gone), app, session_id),
+        )
+
+    def clear_messages(self, app: str, session_id: str) -> None:
+        """Delete every message, search row, overlay and skill load; head = None."""
+
+        def run(tx: Tx) -> None:
+            key = (app, session_id)
+            self._unindex_messages(tx, app, session_id, None)
+            for table in ("tl_messages", "tl_compactions", "tl_skill_loads"):
+                tx.execute(f"DELETE FROM {table} WHERE app = ? AND session_id = ?", key)
+            self._touch(tx, app, session_id)
+            tx.execute(
+                "UPDATE tl_sessions SET head_id = NULL, message_count = 0 WHERE app = ? AND id = ?",
+                key,
+            )
+
+        self._write("clear_messages", run, lock=(app, session_id, None))
+
+    # ------------------------------------------------------------------ reads
+
+    def get_message(self, app: str, session_id: str, message_id: str) -> Message | None:
+        """One stored message, or ``None``."""
+        row = self._read(
+            "get_message", lambda tx: tx.one(SQL_MESSAGE, (app, session_id, message_id))
+        )
+        return decode_message(row[0]) if row else None
+
+    def get_head(self, app: str, session_id: str) -> Message | None:
+        """The head message, or ``None``."""
+        row = self._read("get_head", lambda tx: tx.one(SQL_HEAD_MESSAGE, (app, session_id)))
+        return decode_message(row[0]) if row else None
+
+    def set_head(self, app: str, session_id: str, message_id: str) -> None:
+        """Move the head to any message of the session."""
+
+        def run(tx: Tx) -> None:
+            if tx.one(SQL_MESSAGE, (app, session_id, message_id)) is None:
+                raise MessageNotFoundError(f"message {message_id!r} not in session")
+            self._touch(tx, app, session_id)
+            tx.execute(SQL_SET_HEAD, (message_id, app, session_id))
+
+        self._write("set_head", run, lock=(app, session_id, None))
+
+    def get_path(self, app: str, session_id: str, leaf_id: str | None = None) -> list[Message]:
+        """Root→leaf path ending at ``leaf_id`` (default: the head)."""
+        rows = self._path_rows("get_path", SQL_PATH, SQL_PATH_HEAD, app, session_id, leaf_id)
+        return [decode_message(row[1]) for row in rows]
+
+    def get_path_encoded(
+        self, app: str, session_id: str, leaf_id: str | None = None
+    ) -> list[tuple[str, str]]:
+        """``(id, stored JSON)`` of :meth:`get_path`, so callers decode only what they show."""
+        rows = self._path_rows("get_path", SQL_PATH, SQL_PATH_HEAD, app, session_id, leaf_id)
+        return [(row[0], row[1]) for row in rows]
+
+    def get_path_tail(
+        self, app: str, session_id: str, count: int, leaf_id: str | None = None
+    ) -> list[tuple[str, str, int]]:
+        """The newest ``count`` messages of the path as ``(id, stored JSON, depth)``, root side
+        first; reads ``count`` rows at most. ``MessageNotFoundError`` for an unknown leaf."""
+        key = (app, session_id)
+        if leaf_id is None:
+            params: tuple[Any, ...] = (*key, *key, *key, count)
+            rows = self._read("get_path_tail", lambda tx: tx.all(SQL_TAIL_HEAD, params))
+        else:
+            params = (*key, leaf_id, *key, count)
+            rows = self._read("get_path_tail", lambda tx: tx.all(SQL_TAIL, params))
+            if not rows:
+                raise MessageNotFoundError(f"message {leaf_id!r} not in session")
+        return [(row[0], row[1], int(row[2])) for row in rows]
+
+    def get_path_ids(self, app: str, session_id: str, leaf_id: str | None = None) -> list[str]:
+        """Ids of :meth:`get_path` without loading bodies."""
+        rows = self._path_rows(
+            "get_path_ids", SQL_PATH_IDS, SQL_PATH_IDS_HEAD, app, session_id, leaf_id
+        )
+        return [row[0] for row in rows]
+
+    def _path_rows(
+        self,
+        operation: str,
+        sql_leaf: str,
+        sql_head: str,
+        app: str,
+        session_id: str,
+        leaf_id: str | None,
+    ) -> list[Row]:
+        key = (app, session_id)
+        if leaf_id is None:
+            params: tuple[Any, ...] = (*key, *key, *key)
+            return self._read(operation, lambda tx: tx.all(sql_head, params))
+        rows = self._read(operation, lambda tx: tx.all(sql_leaf, (*key, leaf_id, *key)))
+        if not rows:
+            raise MessageNotFoundError(f"message {leaf_id!r} not in session")
+        return rows
+
+    def get_recent_path(
+        self, app: str, session_id: str, max_bytes: int, min_messages: int = 1
+    ) -> RecentPath:
+        """Newest contiguous suffix of the head path within ``max_bytes`` (see base)."""
+        key = (app, session_id)
+        params = (*key, *key, max(int(min_messages), 1), int(max_bytes), *key)
+        rows = self._read("get_recent_path", lambda tx: tx.all(SQL_RECENT, params))
+        if not rows:
+            return RecentPath(messages=[], truncated=False, total_content_bytes=0)
+        return RecentPath(
+            messages=[decode_message(row[0]) for row in rows],
+            truncated=int(rows[0][1]) > 1,
+            total_content_bytes=int(rows[-1][2]),
+        )
+
+    def get_path_length(self, app: str, session_id: str, leaf_id: str | None = None) -> int:
+        """Number of messages on the path (O(1): the leaf's stored depth)."""
+        operation = "get_path_length"
+        if leaf_id is None:
+            row = self._read(operation, lambda tx: tx.one(SQL_HEAD_DEPTH, (app, session_id)))
+            return int(row[0]) if row else 0
+        node = self._read(operation, lambda tx: tx.one(SQL_NODE, (app, session_id, leaf_id)))
+        if node is None:
+            raise MessageNotFoundError(f"message {leaf_id!r} not in session")
+        return int(node[0])
+
+    def get_children(self, app: str, session_id: str, message_id: str) -> list[Message]:
+        """Children of that message, oldest first."""
+        sql = (
+            "SELECT data FROM tl_messages WHERE app = ? AND session_id = ? AND parent_id = ? "
+            "ORDER BY seq"
+        )
+        rows = self._read("get_children", lambda tx: tx.all(sql, (app, session_id, message_id)))
+        return [decode_message(row[0]) for row in rows]

@@ -381,9 +381,9 @@ def no_trgm_url() -> Iterator[str]:
 def test_without_pg_trgm_substring_search_falls_back_to_like(
     no_trgm_url: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import threadline.store.postgres as pg_module
+    import threadline.store._pg_schema as pg_schema
 
-    monkeypatch.setattr(pg_module, "_trgm_warned", False)
+    monkeypatch.setattr(pg_schema, "_trgm_warned", False)  # the schema module warns once
     caplog.set_level(logging.WARNING, logger="threadline")
     for _ in range(2):  # a second open must not warn again
         with threadline.connect(no_trgm_url) as store:

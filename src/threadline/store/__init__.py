@@ -37,9 +37,7 @@ SUPPORTED = (
 )
 
 
-def connect(
-    url: str | os.PathLike[str], *, clock: Callable[[], datetime] | None = None
-) -> Store:
+def connect(url: str | os.PathLike[str], *, clock: Callable[[], datetime] | None = None) -> Store:
     """Open a store from a URL or path.
 
     ``sqlite:///rel.db`` is relative and ``sqlite:////abs.db`` absolute (SQLAlchemy

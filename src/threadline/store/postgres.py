@@ -37,11 +37,11 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from threadline.errors import InvalidArgumentError, StoreError, ThreadlineError
-from threadline.search_query import MatchMode, Term, like_pattern, pg_tsquery_parts
+from threadline.search_query import MatchMode, Term
 from threadline.store._pg_pool import ServerPool
 from threadline.store._sql import (
     MESSAGE_COLUMNS,
@@ -51,13 +51,20 @@ from threadline.store._sql import (
     SessionKey,
     SQLStore,
     Tx,
-    owner_clause,
 )
 
 if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
     from psycopg import Connection
 
     PgConn = Connection[tuple[Any, ...]]
+
+from threadline.store._pg_schema import (
+    ensure_schema,
+)
+from threadline.store._pg_search import (
+    entry_search_sql,
+    message_search_sql,
+)
 
 __all__ = ["EXTRA_HINT", "PostgresStore", "split_pool_options"]
 
@@ -181,309 +188,6 @@ class _PgTx:
         """Every row of a query."""
         rows = self.conn.execute(_pg_sql(sql), _encode_params(params)).fetchall()
         return [_decode_row(row) for row in rows]
-
-
-# --------------------------------------------------------------------------- schema
-
-_DDL_LOCK_KEY = 0x74686C6E64646C  # "thlnddl": one advisory lock serialises every schema change
-# to_tsvector fails when a text's lexemes exceed 1 MiB: only this many characters (4 bytes each
-# at most) are word-indexed. Substring search (pg_trgm / LIKE) still sees the whole text.
-_TSV_CHARS = 250_000
-# PostgreSQL's parser keeps emails, hosts and URL paths as single tokens ("bob@example.com"), so
-# the words inside them would never match on their own: index the text as written (whole emails,
-# URLs and versions still match) and again with punctuation turned into spaces.
-_TSV_EXPR = (
-    f"to_tsvector('english'::regconfig, left(search_text, {_TSV_CHARS})) || "
-    f"to_tsvector('english'::regconfig, regexp_replace(left(search_text, {_TSV_CHARS}), "
-    "'[^[:alnum:][:space:]]+', ' ', 'g'))"
-)
-
-_V1 = [
-    """CREATE TABLE IF NOT EXISTS tl_sessions (
-        app TEXT NOT NULL, id TEXT NOT NULL, user_id TEXT, name TEXT, parent_session_id TEXT,
-        model TEXT, source TEXT, input_tokens BIGINT NOT NULL DEFAULT 0,
-        output_tokens BIGINT NOT NULL DEFAULT 0,
-        estimated_cost DOUBLE PRECISION NOT NULL DEFAULT 0, end_reason TEXT,
-        metadata TEXT NOT NULL DEFAULT '{}', head_id TEXT, last_seq BIGINT NOT NULL DEFAULT 0,
-        message_count BIGINT NOT NULL DEFAULT 0, created_at BIGINT NOT NULL,
-        updated_at BIGINT NOT NULL, PRIMARY KEY (app, id))""",
-    "CREATE INDEX IF NOT EXISTS tl_sessions_updated ON tl_sessions (app, updated_at DESC, id DESC)",
-    """CREATE INDEX IF NOT EXISTS tl_sessions_user
-        ON tl_sessions (app, user_id, updated_at DESC, id DESC)""",
-    f"""CREATE TABLE IF NOT EXISTS tl_messages (
-        app TEXT NOT NULL, session_id TEXT NOT NULL, id TEXT NOT NULL, seq BIGINT NOT NULL,
-        parent_id TEXT, role TEXT NOT NULL, byte_size BIGINT NOT NULL, depth BIGINT NOT NULL,
-        path_bytes BIGINT NOT NULL, created_at TEXT, state_undo TEXT, data TEXT NOT NULL,
-        search_text TEXT NOT NULL DEFAULT '',
-        tsv tsvector GENERATED ALWAYS AS
-            ({_TSV_EXPR}) STORED,
-        PRIMARY KEY (app, session_id, id), UNIQUE (app, session_id, seq))""",
-    """CREATE INDEX IF NOT EXISTS tl_messages_parent
-        ON tl_messages (app, session_id, parent_id, seq)""",
-    "CREATE INDEX IF NOT EXISTS tl_messages_tsv ON tl_messages USING gin (tsv)",
-    """CREATE TABLE IF NOT EXISTS tl_compactions (
-        app TEXT NOT NULL, session_id TEXT NOT NULL, id TEXT NOT NULL, summary TEXT NOT NULL,
-        from_message_id TEXT NOT NULL, to_message_id TEXT NOT NULL, seq BIGINT NOT NULL,
-        created_at BIGINT NOT NULL, PRIMARY KEY (app, session_id, id))""",
-    """CREATE TABLE IF NOT EXISTS tl_skill_loads (
-        app TEXT NOT NULL, session_id TEXT NOT NULL, label TEXT NOT NULL,
-        skill_key TEXT NOT NULL, message_id TEXT NOT NULL, tool_call_id TEXT,
-        PRIMARY KEY (app, session_id, label, skill_key))""",
-    """CREATE TABLE IF NOT EXISTS tl_blocks (
-        app TEXT NOT NULL, owner TEXT NOT NULL, owner_id TEXT NOT NULL, label TEXT NOT NULL,
-        content TEXT NOT NULL, updated_at BIGINT NOT NULL,
-        PRIMARY KEY (app, owner, owner_id, label))""",
-    """CREATE TABLE IF NOT EXISTS tl_prompts (
-        app TEXT NOT NULL, session_id TEXT NOT NULL, prompt TEXT NOT NULL,
-        updated_at BIGINT NOT NULL, PRIMARY KEY (app, session_id))""",
-    f"""CREATE TABLE IF NOT EXISTS tl_entries (
-        app TEXT NOT NULL, label TEXT NOT NULL, key TEXT NOT NULL, content TEXT NOT NULL,
-        description TEXT, updated_at BIGINT NOT NULL, search_text TEXT NOT NULL DEFAULT '',
-        tsv tsvector GENERATED ALWAYS AS
-            ({_TSV_EXPR}) STORED,
-        PRIMARY KEY (app, label, key))""",
-    "CREATE INDEX IF NOT EXISTS tl_entries_tsv ON tl_entries USING gin (tsv)",
-    """CREATE TABLE IF NOT EXISTS tl_state (
-        app TEXT NOT NULL, owner TEXT NOT NULL, owner_id TEXT NOT NULL, key TEXT NOT NULL,
-        value TEXT NOT NULL, PRIMARY KEY (app, owner, owner_id, key))""",
-]
-
-MIGRATIONS: list[list[str]] = [_V1]
-"""``MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (version 0: no tables yet)."""
-
-SCHEMA_VERSION = len(MIGRATIONS)  # derived, so adding a migration cannot leave it behind
-
-# Trigram indexes are checked on every open, outside the version scheme: they need pg_trgm,
-# which may only become available after the tables were created.
-_TRGM_INDEXES = ("tl_messages", "tl_entries")
-_trgm_warned = False
-
-
-def _schema_is_current(conn: PgConn) -> bool:
-    """Cheap check without the lock: right version and both trigram indexes present."""
-    names = ", ".join(f"to_regclass('{t}_trgm') IS NOT NULL" for t in _TRGM_INDEXES)
-    row = conn.execute(f"SELECT to_regclass('tl_meta') IS NOT NULL, {names}").fetchone()
-    if row is None or not all(row):
-        return False
-    found = conn.execute("SELECT value FROM tl_meta WHERE key = 'schema_version'").fetchone()
-    return found is not None and found[0] == str(SCHEMA_VERSION)
-
-
-def _stored_version(conn: PgConn) -> int:
-    row = conn.execute("SELECT to_regclass('tl_meta') IS NOT NULL").fetchone()
-    if row is None or not row[0]:
-        return 0
-    found = conn.execute("SELECT value FROM tl_meta WHERE key = 'schema_version'").fetchone()
-    return int(found[0]) if found else 0
-
-
-def _trgm_schema(conn: PgConn) -> str | None:
-    """Schema holding pg_trgm (created if allowed), quoted; None when it is unavailable."""
-    global _trgm_warned
-    query = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'"
-    row = conn.execute(query).fetchone()
-    if row is None:
-        try:
-            with conn.transaction():  # a savepoint: a refusal must not abort the DDL transaction
-                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
-        except Exception as exc:  # any refusal (privileges, not installed) means "unavailable"
-            if not _trgm_warned:
-                _trgm_warned = True
-                _log.warning(
-                    "threadline: pg_trgm is not available (%s); substring search (CJK, e-mails, "
-                    "URLs, versions) uses unindexed LIKE scans",
-                    str(exc).strip(),
-                )
-            return None
-        row = conn.execute(query).fetchone()
-    return str(row[0]) if row is not None else None
-
-
-def _ensure_trgm_indexes(conn: PgConn) -> None:
-    schema = _trgm_schema(conn)
-    if schema is None:
-        return
-    # Qualified: the extension may live in a schema that is not on the search path.
-    for table in _TRGM_INDEXES:
-        conn.execute(
-            f"CREATE INDEX IF NOT EXISTS {table}_trgm ON {table} "
-            f"USING gin (search_text {schema}.gin_trgm_ops)"
-        )
-
-
-def ensure_schema(conn: PgConn) -> None:
-    """Create or upgrade the tables in the first schema of the search path.
-
-    Race-safe across processes: the work runs in one transaction holding a transaction-level
-    advisory lock, so concurrent first opens wait for each other instead of colliding.
-    """
-    if _schema_is_current(conn):
-        return
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", [_DDL_LOCK_KEY])
-        version = _stored_version(conn)
-        if version > SCHEMA_VERSION:
-            raise ThreadlineError(
-                f"the store's schema version {version} is newer than this threadline supports "
-                f"({SCHEMA_VERSION}); upgrade threadline"
-            )
-        conn.execute("CREATE TABLE IF NOT EXISTS tl_meta (key TEXT PRIMARY KEY, value TEXT)")
-        for statements in MIGRATIONS[version:]:
-            for statement in statements:
-                conn.execute(statement)
-        conn.execute(
-            "INSERT INTO tl_meta (key, value) VALUES ('schema_version', %s) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            [str(SCHEMA_VERSION)],
-        )
-        _ensure_trgm_indexes(conn)
-
-
-# --------------------------------------------------------------------------- search SQL
-
-
-class _TermSQL(NamedTuple):
-    """One search term as SQL pieces: its tsquery function and text, and its LIKE pattern."""
-
-    function: str | None
-    text: str
-    pattern: str | None
-
-
-_TSQUERY_FUNCTIONS = frozenset({"plainto_tsquery", "phraseto_tsquery"})
-
-
-def _compile_terms(terms: Sequence[Term]) -> list[_TermSQL]:
-    out: list[_TermSQL] = []
-    for term in terms:
-        parts = pg_tsquery_parts([term])
-        function, text = parts[0] if parts else (None, "")
-        if function is not None and function not in _TSQUERY_FUNCTIONS:
-            raise AssertionError(f"unexpected tsquery function {function!r}")
-        pattern = like_pattern(term.substring) if term.needs_substring and term.substring else None
-        if function is not None or pattern is not None:
-            out.append(_TermSQL(function, text, pattern))
-    return out
-
-
-def _tsquery(terms: Sequence[_TermSQL], joiner: str) -> tuple[str, list[Any]]:
-    sql = f" {joiner} ".join(f"{t.function}('english', ?)" for t in terms)
-    return f"({sql})", [t.text for t in terms]
-
-
-def _like(text_col: str) -> str:
-    return f"{text_col} LIKE ? ESCAPE '\\'"
-
-
-def _condition(
-    terms: Sequence[_TermSQL], mode: MatchMode, tsv: str, text_col: str
-) -> tuple[str, list[Any]]:
-    """WHERE clause selecting rows that satisfy all (or any) terms, using the GIN indexes.
-
-    A term matches by its word query, or (terms needing it) by a case-insensitive substring.
-    A word query of only stop words is empty: PostgreSQL drops it from ``&&``/``||``.
-    """
-    clauses: list[str] = []
-    params: list[Any] = []
-    if mode == "any":
-        words = [t for t in terms if t.function]
-        if words:
-            query, params = _tsquery(words, "||")
-            clauses.append(f"{tsv} @@ {query}")
-        for t in terms:
-            if t.pattern:
-                clauses.append(_like(text_col))
-                params.append(t.pattern)
-        return " OR ".join(clauses), params
-    words_only = [t for t in terms if t.function and not t.pattern]
-    if words_only:
-        query, params = _tsquery(words_only, "&&")
-        if len(words_only) < len(terms):  # stop-word-only words must not veto substring terms
-            clauses.append(f"(numnode({query}) = 0 OR {tsv} @@ {query})")
-            params = params * 2
-        else:
-            clauses.append(f"{tsv} @@ {query}")
-    for t in terms:
-        if t.pattern and t.function:
-            clauses.append(f"({tsv} @@ {t.function}('english', ?) OR {_like(text_col)})")
-            params += [t.text, t.pattern]
-        elif t.pattern:
-            clauses.append(_like(text_col))
-            params.append(t.pattern)
-    return " AND ".join(clauses), params
-
-
-def _score(terms: Sequence[_TermSQL], tsv: str, text_col: str) -> tuple[str, list[Any]]:
-    """Relevance: 1 per term matched as words, 0.5 per term matched only as a substring,
-    plus ``ts_rank`` against all word terms (below 1), so substring-only hits rank lower."""
-    pieces: list[str] = []
-    params: list[Any] = []
-    for t in terms:
-        whens = []
-        if t.function:
-            whens.append(f"WHEN {tsv} @@ {t.function}('english', ?) THEN 1.0")
-            params.append(t.text)
-        if t.pattern:
-            whens.append(f"WHEN {_like(text_col)} THEN 0.5")
-            params.append(t.pattern)
-        pieces.append(f"CASE {' '.join(whens)} ELSE 0.0 END")
-    words = [t for t in terms if t.function]
-    if words:
-        query, query_params = _tsquery(words, "||")
-        pieces.append(f"ts_rank({tsv}, {query})")
-        params += query_params
-    return "CAST(" + " + ".join(pieces) + " AS DOUBLE PRECISION)", params
-
-
-def message_search_sql(
-    app: str,
-    terms: Sequence[Term],
-    mode: MatchMode,
-    session_id: str | None,
-    owner: OwnerFilter,
-    limit: int,
-) -> tuple[str, list[Any]] | None:
-    """SQL (``?`` placeholders) and parameters of one message-search pass; None if no term.
-
-    Rows: ``(session_id, id, role, data, score)``, best first, ties newest ``seq`` first.
-    """
-    compiled = _compile_terms(terms)
-    if not compiled:
-        return None
-    where, where_params = _condition(compiled, mode, "m.tsv", "m.search_text")
-    score, score_params = _score(compiled, "m.tsv", "m.search_text")
-    scope, scope_params = ["m.app = ?"], [app]
-    join = ""
-    if session_id is not None:
-        scope.append("m.session_id = ?")
-        scope_params.append(session_id)
-    if owner is not None:
-        join = " JOIN tl_sessions s ON s.app = m.app AND s.id = m.session_id"
-        owner_where, owner_params = owner_clause(owner, "s.user_id")
-        scope.append("TRUE" + owner_where)
-        scope_params += owner_params
-    sql = (
-        f"SELECT m.session_id, m.id, m.role, m.data, {score} AS score FROM tl_messages m{join} "
-        f"WHERE {' AND '.join(scope)} AND ({where}) "
-        "ORDER BY score DESC, m.seq DESC, m.session_id, m.id LIMIT ?"
-    )
-    return sql, [*score_params, *scope_params, *where_params, limit]
-
-
-def entry_search_sql(
-    app: str, label: str, terms: Sequence[Term], mode: MatchMode, limit: int
-) -> tuple[str, list[Any]] | None:
-    """SQL and parameters of one entry-search pass: rows ``(key, content, description)``."""
-    compiled = _compile_terms(terms)
-    if not compiled:
-        return None
-    where, where_params = _condition(compiled, mode, "tsv", "search_text")
-    score, score_params = _score(compiled, "tsv", "search_text")
-    sql = (
-        f"SELECT key, content, description FROM tl_entries WHERE app = ? AND label = ? "
-        f"AND ({where}) ORDER BY {score} DESC, updated_at DESC, key LIMIT ?"
-    )
-    return sql, [app, label, *where_params, *score_params, limit]
 
 
 # --------------------------------------------------------------------------- the store

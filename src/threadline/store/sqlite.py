@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sqlite3
 import threading
 import urllib.parse
@@ -34,7 +33,7 @@ from typing import Any
 
 from threadline.errors import StoreError, ThreadlineError
 from threadline.messages import decode_message, text_of
-from threadline.search_query import MatchMode, Term, fts5_quote, fts5_term, word_forms
+from threadline.search_query import MatchMode, Term
 from threadline.store._sql import (
     MESSAGE_COLUMNS,
     MessageRow,
@@ -47,96 +46,25 @@ from threadline.store._sql import (
     _in_list,
     owner_clause,
 )
+from threadline.store._sqlite_schema import (
+    _SQL_VERSION,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+)
+from threadline.store._sqlite_search import (
+    _ENTRIES,
+    _MESSAGES,
+    _PENDING,
+    _PENDING_TABLES,
+    _WIDE,
+    _Corpus,
+    _hit_order,
+    _search_sql,
+)
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 _SYNCHRONOUS = {"normal": "NORMAL", "full": "FULL"}
-
-# --------------------------------------------------------------------------- schema
-
-_SCHEMA_V1 = (
-    """CREATE TABLE IF NOT EXISTS tl_sessions (
-        app TEXT NOT NULL, id TEXT NOT NULL, user_id TEXT, name TEXT, parent_session_id TEXT,
-        model TEXT, source TEXT, input_tokens INTEGER NOT NULL DEFAULT 0,
-        output_tokens INTEGER NOT NULL DEFAULT 0, estimated_cost REAL NOT NULL DEFAULT 0,
-        end_reason TEXT, metadata TEXT NOT NULL DEFAULT '{}', head_id TEXT,
-        last_seq INTEGER NOT NULL DEFAULT 0, message_count INTEGER NOT NULL DEFAULT 0,
-        created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
-        PRIMARY KEY (app, id)) WITHOUT ROWID""",
-    "CREATE INDEX IF NOT EXISTS tl_sessions_recent ON tl_sessions (app, updated_at DESC, id DESC)",
-    "CREATE INDEX IF NOT EXISTS tl_sessions_user "
-    "ON tl_sessions (app, user_id, updated_at DESC, id DESC)",
-    # A rowid table: FTS rows are keyed by tl_messages.rowid. ``data`` last (see MESSAGE_COLUMNS).
-    """CREATE TABLE IF NOT EXISTS tl_messages (
-        app TEXT NOT NULL, session_id TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL,
-        parent_id TEXT, role TEXT NOT NULL, byte_size INTEGER NOT NULL, depth INTEGER NOT NULL,
-        path_bytes INTEGER NOT NULL, created_at TEXT, state_undo TEXT, data TEXT NOT NULL,
-        PRIMARY KEY (app, session_id, id), UNIQUE (app, session_id, seq))""",
-    "CREATE INDEX IF NOT EXISTS tl_messages_parent "
-    "ON tl_messages (app, session_id, parent_id, seq)",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS tl_messages_fts "
-    "USING fts5(text, tokenize='porter unicode61')",
-    # detail=none: substring lookups go through LIKE, which re-checks the stored text anyway.
-    "CREATE VIRTUAL TABLE IF NOT EXISTS tl_messages_tri "
-    "USING fts5(text, tokenize='trigram', detail=none, columnsize=0)",
-    # Texts holding CJK-like scripts or symbols (see _WIDE), kept alongside the trigram index:
-    # one- and two-character substrings ("東京", "🙂") cannot use trigrams and are scanned here.
-    "CREATE TABLE IF NOT EXISTS tl_messages_cjk (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS tl_compactions (
-        app TEXT NOT NULL, session_id TEXT NOT NULL, id TEXT NOT NULL, summary TEXT NOT NULL,
-        from_message_id TEXT NOT NULL, to_message_id TEXT NOT NULL, seq INTEGER NOT NULL,
-        created_at INTEGER NOT NULL, PRIMARY KEY (app, session_id, id)) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS tl_skill_loads (
-        app TEXT NOT NULL, session_id TEXT NOT NULL, label TEXT NOT NULL,
-        skill_key TEXT NOT NULL, message_id TEXT NOT NULL, tool_call_id TEXT,
-        PRIMARY KEY (app, session_id, label, skill_key)) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS tl_blocks (
-        app TEXT NOT NULL, owner TEXT NOT NULL, owner_id TEXT NOT NULL, label TEXT NOT NULL,
-        content TEXT NOT NULL, updated_at INTEGER NOT NULL,
-        PRIMARY KEY (app, owner, owner_id, label)) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS tl_prompts (
-        app TEXT NOT NULL, session_id TEXT NOT NULL, prompt TEXT NOT NULL,
-        updated_at INTEGER NOT NULL, PRIMARY KEY (app, session_id)) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS tl_entries (
-        app TEXT NOT NULL, label TEXT NOT NULL, key TEXT NOT NULL, content TEXT NOT NULL,
-        description TEXT, updated_at INTEGER NOT NULL, PRIMARY KEY (app, label, key))""",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS tl_entries_fts "
-    "USING fts5(text, tokenize='porter unicode61')",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS tl_entries_tri "
-    "USING fts5(text, tokenize='trigram', detail=none, columnsize=0)",
-    """CREATE TABLE IF NOT EXISTS tl_state (
-        app TEXT NOT NULL, owner TEXT NOT NULL, owner_id TEXT NOT NULL, key TEXT NOT NULL,
-        value TEXT NOT NULL, PRIMARY KEY (app, owner, owner_id, key)) WITHOUT ROWID""",
-)
-
-
-# Messages reach the search index in batches (see SQLiteStore._catch_up_index): every message
-# with rowid <= tl_meta.indexed_upto is indexed, later ones are pending. SQLite reuses the
-# highest rowid after a delete, so deleting rows lowers the mark to the highest remaining
-# rowid; a reused rowid is then pending again instead of silently unindexed.
-_SCHEMA_V1_TRIGRAM = (
-    "INSERT INTO tl_meta (key, value) VALUES ('indexed_upto', '0') ON CONFLICT (key) DO NOTHING",
-    # No WHEN clause: rows of one DELETE go in any order, so every row re-checks the mark.
-    """CREATE TRIGGER IF NOT EXISTS tl_messages_index_mark AFTER DELETE ON tl_messages
-    BEGIN
-        UPDATE tl_meta SET value = CAST((SELECT COALESCE(MAX(rowid), 0) FROM tl_messages) AS TEXT)
-        WHERE key = 'indexed_upto'
-        AND CAST(value AS INTEGER) > (SELECT COALESCE(MAX(rowid), 0) FROM tl_messages);
-    END""",
-)
-
-
-def _migrate_to_1(conn: sqlite3.Connection) -> None:
-    for statement in (*_SCHEMA_V1, *_SCHEMA_V1_TRIGRAM):
-        conn.execute(statement)
-
-
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_to_1,)
-"""``MIGRATIONS[i]`` upgrades a database from schema version ``i`` to ``i + 1``."""
-
-SCHEMA_VERSION = len(MIGRATIONS)
-
-_SQL_VERSION = "SELECT value FROM tl_meta WHERE key = 'schema_version'"
 
 # --------------------------------------------------------------------------- DML
 
@@ -153,38 +81,6 @@ _SQL_DELETE_CJK = "DELETE FROM tl_messages_cjk WHERE rowid = ?"
 _INDEX_BATCH = 64
 """Pending messages that make an append index them all (one FTS5 segment per batch instead
 of one per commit: the search index is by far the most expensive part of a write)."""
-
-
-class _Corpus:
-    """Table names and result columns of one searchable corpus (messages or entries).
-
-    ``index`` names the index tables (``<index>_fts``, ``_tri``, ``_cjk``): the messages'
-    own, or the in-memory ones that hold the messages not indexed yet (see
-    :meth:`SQLiteStore._search_message_rows`).
-    """
-
-    def __init__(self, table: str, columns: str, order: str, index: str | None = None) -> None:
-        self.table, self.columns, self.order = table, columns, order
-        self.width = columns.count(",") + 1
-        index = index or table
-        self.fts, self.tri, self.cjk = f"{index}_fts", f"{index}_tri", f"{index}_cjk"
-        self.insert_fts = f"INSERT INTO {self.fts} (rowid, text) VALUES (?, ?)"
-        self.insert_tri = f"INSERT INTO {self.tri} (rowid, text) VALUES (?, ?)"
-        self.delete_fts = f"DELETE FROM {self.fts} WHERE rowid = ?"
-        self.delete_tri = f"DELETE FROM {self.tri} WHERE rowid = ?"
-
-
-_MESSAGES = _Corpus("tl_messages", "x.session_id, x.id, x.role, x.data", "x.seq")
-_PENDING = _Corpus("tl_messages", _MESSAGES.columns, _MESSAGES.order, index="tl_pending")
-_PENDING_TABLES = (
-    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.tl_pending_fts "
-    "USING fts5(text, tokenize='porter unicode61')",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.tl_pending_tri "
-    "USING fts5(text, tokenize='trigram', detail=none, columnsize=0)",
-    "CREATE TABLE IF NOT EXISTS temp.tl_pending_cjk "
-    "(rowid INTEGER PRIMARY KEY, text TEXT NOT NULL)",
-)
-_ENTRIES = _Corpus("tl_entries", "x.key, x.content, x.description", "x.updated_at")
 
 
 class _Tx:
@@ -613,237 +509,3 @@ class SQLiteStore(SQLStore):
         # Message rows keep their score and seq (for merging), entries neither.
         width = corpus.width + (2 if corpus.table == "tl_messages" else 0)
         return [row[:width] for row in rows]
-
-
-# --------------------------------------------------------------------------- search SQL
-
-
-def _hit_order(row: Row) -> tuple[float, int]:
-    """Sort key of message rows ``(..., score, seq)``: best score, then newest, first."""
-    return (-float(row[-2]), -int(row[-1]))
-
-
-class _Stemmer:
-    """Porter stems of words, from SQLite's own tokenizer (an in-memory FTS5 table).
-
-    ``fts5_term`` ORs several inflections of a word; forms with the same stem match the same
-    rows, so keeping one per stem gives FTS5 (and bm25) less work for identical results.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._cache: dict[str, str] = {}
-        self._conn: sqlite3.Connection | None = None
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            conn = sqlite3.connect(":memory:", check_same_thread=False)
-            conn.execute("CREATE VIRTUAL TABLE s USING fts5(t, tokenize='porter unicode61')")
-            conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(s, 'instance')")
-            self._conn = conn
-        return self._conn
-
-    def distinct(self, words: Sequence[str]) -> list[str]:
-        """``words`` without those whose stem an earlier word already has."""
-        with self._lock:
-            missing = [w for w in words if w not in self._cache]
-            if missing:
-                conn = self._connection()
-                conn.executemany("INSERT INTO s (rowid, t) VALUES (?, ?)", enumerate(missing))
-                for doc, stem in conn.execute("SELECT doc, term FROM v").fetchall():
-                    self._cache[missing[doc]] = stem
-                conn.execute("DELETE FROM s")
-                if len(self._cache) > 50_000:
-                    self._cache.clear()
-            stems = [self._cache.get(w, w) for w in words]
-        return [w for i, w in enumerate(words) if stems[i] not in stems[:i]]
-
-
-_STEMMER = _Stemmer()
-
-
-def _fts_term(term: Term) -> str | None:
-    """``fts5_term`` with inflections that share a Porter stem collapsed to one."""
-    expression = fts5_term(term)
-    if expression is None or term.is_phrase or len(term.tokens) != 1:
-        return expression
-    forms = word_forms(term.tokens[0])
-    if expression != "(" + " OR ".join(fts5_quote(f) for f in forms) + ")":
-        return expression  # not the expansion this optimisation knows: keep it as is
-    kept = _STEMMER.distinct(forms)
-    return fts5_quote(kept[0]) if len(kept) == 1 else "(" + " OR ".join(map(fts5_quote, kept)) + ")"
-
-
-def _fts_match(terms: Sequence[Term], mode: MatchMode) -> str | None:
-    parts = [p for p in (_fts_term(t) for t in terms) if p is not None]
-    return (" AND " if mode == "all" else " OR ").join(parts) if parts else None
-
-
-_LIKE_SPECIAL = re.compile(r"[%_]")
-
-# A superset of the characters that make a one- or two-character term need a substring
-# search (search_query: scripts written without spaces, and symbols such as emoji, Unicode
-# category So). Texts containing none of them cannot match such a term.
-_WIDE_RANGES = (
-    (0x00A6, 0x00B0), (0x0482, 0x0482), (0x058D, 0x058E), (0x060E, 0x060F), (0x06DE, 0x06FE),
-    (0x07F6, 0x07F6), (0x09FA, 0x09FA), (0x0B70, 0x0B70), (0x0BF3, 0x0BFA), (0x0C7F, 0x0C7F),
-    (0x0D4F, 0x0D79), (0x0E00, 0x0FFF), (0x1000, 0x11FF), (0x1390, 0x1399), (0x166D, 0x166D),
-    (0x1780, 0x17FF), (0x1940, 0x1940), (0x19DE, 0x19FF), (0x1B61, 0x1B7C), (0x2100, 0x21FF),
-    (0x2300, 0x2BFF), (0x2CE5, 0x2CEA), (0x2E50, 0xA4CF), (0xA828, 0xA839), (0xA960, 0xA97F),
-    (0xAA77, 0xAA79), (0xAC00, 0xD7FF), (0xF900, 0xFAFF), (0xFD40, 0xFD4F), (0xFDCF, 0xFDFF),
-    (0xFF66, 0xFFFD), (0x10137, 0x101FC), (0x10877, 0x10878), (0x10AC8, 0x10AC8),
-    (0x1173F, 0x1173F), (0x11FD5, 0x11FF1), (0x16B3C, 0x16B45), (0x1BC9C, 0x1BC9C),
-    (0x1CF50, 0x1DAFF), (0x1E14F, 0x1E14F), (0x1EC70, 0x1EEFF), (0x1F000, 0x3FFFF),
-)  # fmt: skip
-_WIDE = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _WIDE_RANGES) + "]")
-
-
-def _needs_substring(term: Term) -> bool:
-    return term.needs_substring and bool(term.substring)
-
-
-def _like(term: Term) -> tuple[str, list[Any]]:
-    """``LIKE`` test of the term's substring on a ``text`` column (``{col}`` = text/+text).
-
-    No ESCAPE clause (it would keep FTS5 from using the trigram index): ``%`` and ``_`` in the
-    term widen the pattern, so such terms are re-checked exactly with ``instr``. Never give
-    such a pattern to the trigram index itself (see :func:`_substring_source`).
-    """
-    sub = term.substring
-    if "%" in sub or "_" in sub:
-        return "{col} LIKE ? AND instr(lower(text), ?) > 0", [f"%{sub}%", sub]
-    return "{col} LIKE ?", [f"%{sub}%"]
-
-
-def _substring_only_rows(corpus: _Corpus, term: Term) -> tuple[str, list[Any]]:
-    """Rowids whose text contains the term's substring but that do not match it as words.
-
-    Excluding the word matches first spares FTS5 re-reading their text to verify the LIKE.
-    """
-    source, test, params = _substring_source(corpus, term)
-    words = _fts_term(term)
-    if words is None:
-        return f"SELECT rowid FROM {source} WHERE {test}", params
-    return (
-        f"SELECT rowid FROM {source} WHERE rowid NOT IN "
-        f"(SELECT rowid FROM {corpus.fts} WHERE {corpus.fts} MATCH ?) AND {test}",
-        [words, *params],
-    )
-
-
-def _substring_source(corpus: _Corpus, term: Term) -> tuple[str, str, list[Any]]:
-    """Where to look for the term's substring: ``(table, condition, params)``.
-
-    The trigram index serves ``LIKE '%run%'`` for a literal run of three or more characters.
-    SQLite 3.40's trigram LIKE crashes on patterns holding ``%``/``_`` between multi-byte
-    characters and finds nothing for patterns under three multi-byte characters, so the
-    index only ever sees the longest plain run, and ``instr`` checks the exact substring.
-    Shorter terms scan ``tl_messages_cjk`` (all texts that can hold them) or the trigram
-    table's text without its index (``+text``).
-    """
-    sub = term.substring
-    longest = max(_LIKE_SPECIAL.split(sub), key=len)
-    if len(longest) >= 3:
-        if longest == sub:
-            return corpus.tri, "text LIKE ?", [f"%{sub}%"]
-        return corpus.tri, "text LIKE ? AND instr(lower(text), ?) > 0", [f"%{longest}%", sub]
-    test, params = _like(term)
-    if corpus.table == "tl_messages" and _WIDE.search(sub):
-        return corpus.cjk, test.format(col="text"), params  # an ordinary table
-    return corpus.tri, test.format(col="+text"), params
-
-
-def _row_satisfies(corpus: _Corpus, term: Term) -> tuple[str, list[Any]]:
-    """Correlated test that row ``x`` satisfies ``term`` (words, or its substring)."""
-    parts: list[str] = []
-    params: list[Any] = []
-    words = _fts_term(term)
-    if words is not None:
-        parts.append(
-            f"EXISTS (SELECT 1 FROM {corpus.fts} WHERE {corpus.fts} MATCH ? "
-            f"AND {corpus.fts}.rowid = x.rowid)"
-        )
-        params.append(words)
-    if _needs_substring(term):
-        test, like_params = _like(term)
-        parts.append(
-            f"EXISTS (SELECT 1 FROM {corpus.tri} WHERE {corpus.tri}.rowid = x.rowid "
-            f"AND {test.format(col='+text')})"
-        )
-        params += like_params
-    return "(" + " OR ".join(parts) + ")", params
-
-
-def _search_sql(
-    corpus: _Corpus, terms: Sequence[Term], mode: MatchMode, scope: str, scope_params: list[Any]
-) -> tuple[str, list[Any]]:
-    """One query: word hits ranked by bm25, plus hits owed to substrings, scored 0.
-
-    Branch 1 drives from the porter index: rows where every term (in "any" mode, some term)
-    matches as words. Branch 2 adds rows that satisfy some substring term only through its
-    substring; in "all" mode each must also satisfy every other term (checked per row, the
-    candidates being few). In "all" mode the branches are disjoint; in "any" mode a row can
-    be in both and ``GROUP BY`` keeps its best score.
-    """
-    match = _fts_match(terms, mode)
-    substring_terms = [t for t in terms if _needs_substring(t)]
-    if not substring_terms:
-        return _word_search_sql(corpus, match, scope, scope_params)
-    branches: list[str] = []
-    params: list[Any] = []
-    # In "all" mode a term without words (emoji...) can only match through its substring:
-    # then no row matches every term as words and branch 1 is left out.
-    if match is not None and (mode == "any" or all(_fts_term(t) for t in terms)):
-        branches.append(
-            f"SELECT x.rowid AS rid, {corpus.order} AS ord, -{corpus.fts}.rank AS score "
-            # CROSS JOIN and "+": the FTS query must drive (SQLite would otherwise run the
-            # MATCH once per scope row).
-            f"FROM {corpus.fts} CROSS JOIN {corpus.table} x ON x.rowid = {corpus.fts}.rowid "
-            f"WHERE {corpus.fts} MATCH ? AND {scope.format(p='+')}"
-        )
-        params += [match, *scope_params]
-    drivers = [_substring_only_rows(corpus, t) for t in substring_terms]
-    checks = [_row_satisfies(corpus, t) for t in terms] if mode == "all" and len(terms) > 1 else []
-    branches.append(
-        f"SELECT x.rowid AS rid, {corpus.order} AS ord, 0.0 AS score FROM {corpus.table} x "
-        f"WHERE x.rowid IN ({' UNION '.join(sql for sql, _ in drivers)}) "
-        f"AND {scope.format(p='+')}" + "".join(f" AND {sql}" for sql, _ in checks)
-    )
-    for _, driver_params in drivers:
-        params += driver_params
-    params += scope_params
-    for _, check_params in checks:
-        params += check_params
-    union = " UNION ALL ".join(branches)
-    ranked = (
-        f"SELECT rid, MAX(score) AS score, ord FROM ({union}) GROUP BY rid"
-        if mode == "any"
-        else union
-    )
-    sql = (
-        f"SELECT {corpus.columns}, h.score, h.ord FROM ("
-        f"SELECT rid, score, ord FROM ({ranked}) "
-        "ORDER BY score DESC, ord DESC, rid DESC LIMIT ?"
-        f") h JOIN {corpus.table} x ON x.rowid = h.rid "
-        "ORDER BY h.score DESC, h.ord DESC, h.rid DESC"
-    )
-    return sql, params
-
-
-def _word_search_sql(
-    corpus: _Corpus, match: str | None, scope: str, scope_params: list[Any]
-) -> tuple[str, list[Any]]:
-    """Word terms only: rank the porter matches, then load the bodies of the top rows."""
-    if match is None:
-        return "", []
-    top = (
-        f"SELECT x.rowid AS rid, {corpus.fts}.rank AS r, {corpus.order} AS ord "
-        f"FROM {corpus.fts} CROSS JOIN {corpus.table} x ON x.rowid = {corpus.fts}.rowid "
-        f"WHERE {corpus.fts} MATCH ? AND {scope.format(p='+')} "
-        "ORDER BY r, ord DESC, rid DESC LIMIT ?"
-    )
-    sql = (
-        f"SELECT {corpus.columns}, -h.r, h.ord FROM ({top}) h "
-        f"JOIN {corpus.table} x ON x.rowid = h.rid ORDER BY h.r, h.ord DESC, h.rid DESC"
-    )
-    return sql, [match, *scope_params]

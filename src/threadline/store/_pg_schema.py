@@ -1,0 +1,170 @@
+"""PostgreSQL: the schema, its migrations (under an advisory lock) and the trigram indexes."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from threadline.errors import ThreadlineError
+
+if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
+    from psycopg import Connection
+
+    PgConn = Connection[tuple[Any, ...]]
+
+_log = logging.getLogger("threadline")
+
+# --------------------------------------------------------------------------- schema
+
+_DDL_LOCK_KEY = 0x74686C6E64646C  # "thlnddl": one advisory lock serialises every schema change
+# to_tsvector fails when a text's lexemes exceed 1 MiB: only this many characters (4 bytes each
+# at most) are word-indexed. Substring search (pg_trgm / LIKE) still sees the whole text.
+_TSV_CHARS = 250_000
+# PostgreSQL's parser keeps emails, hosts and URL paths as single tokens ("bob@example.com"), so
+# the words inside them would never match on their own: index the text as written (whole emails,
+# URLs and versions still match) and again with punctuation turned into spaces.
+_TSV_EXPR = (
+    f"to_tsvector('english'::regconfig, left(search_text, {_TSV_CHARS})) || "
+    f"to_tsvector('english'::regconfig, regexp_replace(left(search_text, {_TSV_CHARS}), "
+    "'[^[:alnum:][:space:]]+', ' ', 'g'))"
+)
+
+_V1 = [
+    """CREATE TABLE IF NOT EXISTS tl_sessions (
+        app TEXT NOT NULL, id TEXT NOT NULL, user_id TEXT, name TEXT, parent_session_id TEXT,
+        model TEXT, source TEXT, input_tokens BIGINT NOT NULL DEFAULT 0,
+        output_tokens BIGINT NOT NULL DEFAULT 0,
+        estimated_cost DOUBLE PRECISION NOT NULL DEFAULT 0, end_reason TEXT,
+        metadata TEXT NOT NULL DEFAULT '{}', head_id TEXT, last_seq BIGINT NOT NULL DEFAULT 0,
+        message_count BIGINT NOT NULL DEFAULT 0, created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL, PRIMARY KEY (app, id))""",
+    "CREATE INDEX IF NOT EXISTS tl_sessions_updated ON tl_sessions (app, updated_at DESC, id DESC)",
+    """CREATE INDEX IF NOT EXISTS tl_sessions_user
+        ON tl_sessions (app, user_id, updated_at DESC, id DESC)""",
+    f"""CREATE TABLE IF NOT EXISTS tl_messages (
+        app TEXT NOT NULL, session_id TEXT NOT NULL, id TEXT NOT NULL, seq BIGINT NOT NULL,
+        parent_id TEXT, role TEXT NOT NULL, byte_size BIGINT NOT NULL, depth BIGINT NOT NULL,
+        path_bytes BIGINT NOT NULL, created_at TEXT, state_undo TEXT, data TEXT NOT NULL,
+        search_text TEXT NOT NULL DEFAULT '',
+        tsv tsvector GENERATED ALWAYS AS
+            ({_TSV_EXPR}) STORED,
+        PRIMARY KEY (app, session_id, id), UNIQUE (app, session_id, seq))""",
+    """CREATE INDEX IF NOT EXISTS tl_messages_parent
+        ON tl_messages (app, session_id, parent_id, seq)""",
+    "CREATE INDEX IF NOT EXISTS tl_messages_tsv ON tl_messages USING gin (tsv)",
+    """CREATE TABLE IF NOT EXISTS tl_compactions (
+        app TEXT NOT NULL, session_id TEXT NOT NULL, id TEXT NOT NULL, summary TEXT NOT NULL,
+        from_message_id TEXT NOT NULL, to_message_id TEXT NOT NULL, seq BIGINT NOT NULL,
+        created_at BIGINT NOT NULL, PRIMARY KEY (app, session_id, id))""",
+    """CREATE TABLE IF NOT EXISTS tl_skill_loads (
+        app TEXT NOT NULL, session_id TEXT NOT NULL, label TEXT NOT NULL,
+        skill_key TEXT NOT NULL, message_id TEXT NOT NULL, tool_call_id TEXT,
+        PRIMARY KEY (app, session_id, label, skill_key))""",
+    """CREATE TABLE IF NOT EXISTS tl_blocks (
+        app TEXT NOT NULL, owner TEXT NOT NULL, owner_id TEXT NOT NULL, label TEXT NOT NULL,
+        content TEXT NOT NULL, updated_at BIGINT NOT NULL,
+        PRIMARY KEY (app, owner, owner_id, label))""",
+    """CREATE TABLE IF NOT EXISTS tl_prompts (
+        app TEXT NOT NULL, session_id TEXT NOT NULL, prompt TEXT NOT NULL,
+        updated_at BIGINT NOT NULL, PRIMARY KEY (app, session_id))""",
+    f"""CREATE TABLE IF NOT EXISTS tl_entries (
+        app TEXT NOT NULL, label TEXT NOT NULL, key TEXT NOT NULL, content TEXT NOT NULL,
+        description TEXT, updated_at BIGINT NOT NULL, search_text TEXT NOT NULL DEFAULT '',
+        tsv tsvector GENERATED ALWAYS AS
+            ({_TSV_EXPR}) STORED,
+        PRIMARY KEY (app, label, key))""",
+    "CREATE INDEX IF NOT EXISTS tl_entries_tsv ON tl_entries USING gin (tsv)",
+    """CREATE TABLE IF NOT EXISTS tl_state (
+        app TEXT NOT NULL, owner TEXT NOT NULL, owner_id TEXT NOT NULL, key TEXT NOT NULL,
+        value TEXT NOT NULL, PRIMARY KEY (app, owner, owner_id, key))""",
+]
+
+MIGRATIONS: list[list[str]] = [_V1]
+"""``MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (version 0: no tables yet)."""
+
+SCHEMA_VERSION = len(MIGRATIONS)  # derived, so adding a migration cannot leave it behind
+
+# Trigram indexes are checked on every open, outside the version scheme: they need pg_trgm,
+# which may only become available after the tables were created.
+_TRGM_INDEXES = ("tl_messages", "tl_entries")
+_trgm_warned = False
+
+
+def _schema_is_current(conn: PgConn) -> bool:
+    """Cheap check without the lock: right version and both trigram indexes present."""
+    names = ", ".join(f"to_regclass('{t}_trgm') IS NOT NULL" for t in _TRGM_INDEXES)
+    row = conn.execute(f"SELECT to_regclass('tl_meta') IS NOT NULL, {names}").fetchone()
+    if row is None or not all(row):
+        return False
+    found = conn.execute("SELECT value FROM tl_meta WHERE key = 'schema_version'").fetchone()
+    return found is not None and found[0] == str(SCHEMA_VERSION)
+
+
+def _stored_version(conn: PgConn) -> int:
+    row = conn.execute("SELECT to_regclass('tl_meta') IS NOT NULL").fetchone()
+    if row is None or not row[0]:
+        return 0
+    found = conn.execute("SELECT value FROM tl_meta WHERE key = 'schema_version'").fetchone()
+    return int(found[0]) if found else 0
+
+
+def _trgm_schema(conn: PgConn) -> str | None:
+    """Schema holding pg_trgm (created if allowed), quoted; None when it is unavailable."""
+    global _trgm_warned
+    query = "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_trgm'"
+    row = conn.execute(query).fetchone()
+    if row is None:
+        try:
+            with conn.transaction():  # a savepoint: a refusal must not abort the DDL transaction
+                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+        except Exception as exc:  # any refusal (privileges, not installed) means "unavailable"
+            if not _trgm_warned:
+                _trgm_warned = True
+                _log.warning(
+                    "threadline: pg_trgm is not available (%s); substring search (CJK, e-mails, "
+                    "URLs, versions) uses unindexed LIKE scans",
+                    str(exc).strip(),
+                )
+            return None
+        row = conn.execute(query).fetchone()
+    return str(row[0]) if row is not None else None
+
+
+def _ensure_trgm_indexes(conn: PgConn) -> None:
+    schema = _trgm_schema(conn)
+    if schema is None:
+        return
+    # Qualified: the extension may live in a schema that is not on the search path.
+    for table in _TRGM_INDEXES:
+        conn.execute(
+            f"CREATE INDEX IF NOT EXISTS {table}_trgm ON {table} "
+            f"USING gin (search_text {schema}.gin_trgm_ops)"
+        )
+
+
+def ensure_schema(conn: PgConn) -> None:
+    """Create or upgrade the tables in the first schema of the search path.
+
+    Race-safe across processes: the work runs in one transaction holding a transaction-level
+    advisory lock, so concurrent first opens wait for each other instead of colliding.
+    """
+    if _schema_is_current(conn):
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", [_DDL_LOCK_KEY])
+        version = _stored_version(conn)
+        if version > SCHEMA_VERSION:
+            raise ThreadlineError(
+                f"the store's schema version {version} is newer than this threadline supports "
+                f"({SCHEMA_VERSION}); upgrade threadline"
+            )
+        conn.execute("CREATE TABLE IF NOT EXISTS tl_meta (key TEXT PRIMARY KEY, value TEXT)")
+        for statements in MIGRATIONS[version:]:
+            for statement in statements:
+                conn.execute(statement)
+        conn.execute(
+            "INSERT INTO tl_meta (key, value) VALUES ('schema_version', %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [str(SCHEMA_VERSION)],
+        )
+        _ensure_trgm_indexes(conn)

@@ -1,0 +1,164 @@
+"""PostgreSQL search: user terms compiled to ``tsquery`` / ``LIKE`` conditions and scores,
+next to the SQL that runs them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from threadline.search_query import MatchMode, Term, like_pattern, pg_tsquery_parts
+from threadline.store._sql import (
+    OwnerFilter,
+    owner_clause,
+)
+
+if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
+    from psycopg import Connection
+
+    PgConn = Connection[tuple[Any, ...]]
+
+# --------------------------------------------------------------------------- search SQL
+
+
+class _TermSQL(NamedTuple):
+    """One search term as SQL pieces: its tsquery function and text, and its LIKE pattern."""
+
+    function: str | None
+    text: str
+    pattern: str | None
+
+
+_TSQUERY_FUNCTIONS = frozenset({"plainto_tsquery", "phraseto_tsquery"})
+
+
+def _compile_terms(terms: Sequence[Term]) -> list[_TermSQL]:
+    out: list[_TermSQL] = []
+    for term in terms:
+        parts = pg_tsquery_parts([term])
+        function, text = parts[0] if parts else (None, "")
+        if function is not None and function not in _TSQUERY_FUNCTIONS:
+            raise AssertionError(f"unexpected tsquery function {function!r}")
+        pattern = like_pattern(term.substring) if term.needs_substring and term.substring else None
+        if function is not None or pattern is not None:
+            out.append(_TermSQL(function, text, pattern))
+    return out
+
+
+def _tsquery(terms: Sequence[_TermSQL], joiner: str) -> tuple[str, list[Any]]:
+    sql = f" {joiner} ".join(f"{t.function}('english', ?)" for t in terms)
+    return f"({sql})", [t.text for t in terms]
+
+
+def _like(text_col: str) -> str:
+    return f"{text_col} LIKE ? ESCAPE '\\'"
+
+
+def _condition(
+    terms: Sequence[_TermSQL], mode: MatchMode, tsv: str, text_col: str
+) -> tuple[str, list[Any]]:
+    """WHERE clause selecting rows that satisfy all (or any) terms, using the GIN indexes.
+
+    A term matches by its word query, or (terms needing it) by a case-insensitive substring.
+    A word query of only stop words is empty: PostgreSQL drops it from ``&&``/``||``.
+    """
+    clauses: list[str] = []
+    params: list[Any] = []
+    if mode == "any":
+        words = [t for t in terms if t.function]
+        if words:
+            query, params = _tsquery(words, "||")
+            clauses.append(f"{tsv} @@ {query}")
+        for t in terms:
+            if t.pattern:
+                clauses.append(_like(text_col))
+                params.append(t.pattern)
+        return " OR ".join(clauses), params
+    words_only = [t for t in terms if t.function and not t.pattern]
+    if words_only:
+        query, params = _tsquery(words_only, "&&")
+        if len(words_only) < len(terms):  # stop-word-only words must not veto substring terms
+            clauses.append(f"(numnode({query}) = 0 OR {tsv} @@ {query})")
+            params = params * 2
+        else:
+            clauses.append(f"{tsv} @@ {query}")
+    for t in terms:
+        if t.pattern and t.function:
+            clauses.append(f"({tsv} @@ {t.function}('english', ?) OR {_like(text_col)})")
+            params += [t.text, t.pattern]
+        elif t.pattern:
+            clauses.append(_like(text_col))
+            params.append(t.pattern)
+    return " AND ".join(clauses), params
+
+
+def _score(terms: Sequence[_TermSQL], tsv: str, text_col: str) -> tuple[str, list[Any]]:
+    """Relevance: 1 per term matched as words, 0.5 per term matched only as a substring,
+    plus ``ts_rank`` against all word terms (below 1), so substring-only hits rank lower."""
+    pieces: list[str] = []
+    params: list[Any] = []
+    for t in terms:
+        whens = []
+        if t.function:
+            whens.append(f"WHEN {tsv} @@ {t.function}('english', ?) THEN 1.0")
+            params.append(t.text)
+        if t.pattern:
+            whens.append(f"WHEN {_like(text_col)} THEN 0.5")
+            params.append(t.pattern)
+        pieces.append(f"CASE {' '.join(whens)} ELSE 0.0 END")
+    words = [t for t in terms if t.function]
+    if words:
+        query, query_params = _tsquery(words, "||")
+        pieces.append(f"ts_rank({tsv}, {query})")
+        params += query_params
+    return "CAST(" + " + ".join(pieces) + " AS DOUBLE PRECISION)", params
+
+
+def message_search_sql(
+    app: str,
+    terms: Sequence[Term],
+    mode: MatchMode,
+    session_id: str | None,
+    owner: OwnerFilter,
+    limit: int,
+) -> tuple[str, list[Any]] | None:
+    """SQL (``?`` placeholders) and parameters of one message-search pass; None if no term.
+
+    Rows: ``(session_id, id, role, data, score)``, best first, ties newest ``seq`` first.
+    """
+    compiled = _compile_terms(terms)
+    if not compiled:
+        return None
+    where, where_params = _condition(compiled, mode, "m.tsv", "m.search_text")
+    score, score_params = _score(compiled, "m.tsv", "m.search_text")
+    scope, scope_params = ["m.app = ?"], [app]
+    join = ""
+    if session_id is not None:
+        scope.append("m.session_id = ?")
+        scope_params.append(session_id)
+    if owner is not None:
+        join = " JOIN tl_sessions s ON s.app = m.app AND s.id = m.session_id"
+        owner_where, owner_params = owner_clause(owner, "s.user_id")
+        scope.append("TRUE" + owner_where)
+        scope_params += owner_params
+    sql = (
+        f"SELECT m.session_id, m.id, m.role, m.data, {score} AS score FROM tl_messages m{join} "
+        f"WHERE {' AND '.join(scope)} AND ({where}) "
+        "ORDER BY score DESC, m.seq DESC, m.session_id, m.id LIMIT ?"
+    )
+    return sql, [*score_params, *scope_params, *where_params, limit]
+
+
+def entry_search_sql(
+    app: str, label: str, terms: Sequence[Term], mode: MatchMode, limit: int
+) -> tuple[str, list[Any]] | None:
+    """SQL and parameters of one entry-search pass: rows ``(key, content, description)``."""
+    compiled = _compile_terms(terms)
+    if not compiled:
+        return None
+    where, where_params = _condition(compiled, mode, "tsv", "search_text")
+    score, score_params = _score(compiled, "tsv", "search_text")
+    sql = (
+        f"SELECT key, content, description FROM tl_entries WHERE app = ? AND label = ? "
+        f"AND ({where}) ORDER BY {score} DESC, updated_at DESC, key LIMIT ?"
+    )
+    return sql, [app, label, *where_params, *score_params, limit]

@@ -1,0 +1,92 @@
+"""SQLite: the schema, its migrations and the schema version (DDL is each backend's own)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+# --------------------------------------------------------------------------- schema
+
+_SCHEMA_V1 = (
+    """CREATE TABLE IF NOT EXISTS tl_sessions (
+        app TEXT NOT NULL, id TEXT NOT NULL, user_id TEXT, name TEXT, parent_session_id TEXT,
+        model TEXT, source TEXT, input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0, estimated_cost REAL NOT NULL DEFAULT 0,
+        end_reason TEXT, metadata TEXT NOT NULL DEFAULT '{}', head_id TEXT,
+        last_seq INTEGER NOT NULL DEFAULT 0, message_count INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+        PRIMARY KEY (app, id)) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS tl_sessions_recent ON tl_sessions (app, updated_at DESC, id DESC)",
+    "CREATE INDEX IF NOT EXISTS tl_sessions_user "
+    "ON tl_sessions (app, user_id, updated_at DESC, id DESC)",
+    # A rowid table: FTS rows are keyed by tl_messages.rowid. ``data`` last (see MESSAGE_COLUMNS).
+    """CREATE TABLE IF NOT EXISTS tl_messages (
+        app TEXT NOT NULL, session_id TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL,
+        parent_id TEXT, role TEXT NOT NULL, byte_size INTEGER NOT NULL, depth INTEGER NOT NULL,
+        path_bytes INTEGER NOT NULL, created_at TEXT, state_undo TEXT, data TEXT NOT NULL,
+        PRIMARY KEY (app, session_id, id), UNIQUE (app, session_id, seq))""",
+    "CREATE INDEX IF NOT EXISTS tl_messages_parent "
+    "ON tl_messages (app, session_id, parent_id, seq)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS tl_messages_fts "
+    "USING fts5(text, tokenize='porter unicode61')",
+    # detail=none: substring lookups go through LIKE, which re-checks the stored text anyway.
+    "CREATE VIRTUAL TABLE IF NOT EXISTS tl_messages_tri "
+    "USING fts5(text, tokenize='trigram', detail=none, columnsize=0)",
+    # Texts holding CJK-like scripts or symbols (see _WIDE), kept alongside the trigram index:
+    # one- and two-character substrings ("東京", "🙂") cannot use trigrams and are scanned here.
+    "CREATE TABLE IF NOT EXISTS tl_messages_cjk (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS tl_compactions (
+        app TEXT NOT NULL, session_id TEXT NOT NULL, id TEXT NOT NULL, summary TEXT NOT NULL,
+        from_message_id TEXT NOT NULL, to_message_id TEXT NOT NULL, seq INTEGER NOT NULL,
+        created_at INTEGER NOT NULL, PRIMARY KEY (app, session_id, id)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS tl_skill_loads (
+        app TEXT NOT NULL, session_id TEXT NOT NULL, label TEXT NOT NULL,
+        skill_key TEXT NOT NULL, message_id TEXT NOT NULL, tool_call_id TEXT,
+        PRIMARY KEY (app, session_id, label, skill_key)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS tl_blocks (
+        app TEXT NOT NULL, owner TEXT NOT NULL, owner_id TEXT NOT NULL, label TEXT NOT NULL,
+        content TEXT NOT NULL, updated_at INTEGER NOT NULL,
+        PRIMARY KEY (app, owner, owner_id, label)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS tl_prompts (
+        app TEXT NOT NULL, session_id TEXT NOT NULL, prompt TEXT NOT NULL,
+        updated_at INTEGER NOT NULL, PRIMARY KEY (app, session_id)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS tl_entries (
+        app TEXT NOT NULL, label TEXT NOT NULL, key TEXT NOT NULL, content TEXT NOT NULL,
+        description TEXT, updated_at INTEGER NOT NULL, PRIMARY KEY (app, label, key))""",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS tl_entries_fts "
+    "USING fts5(text, tokenize='porter unicode61')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS tl_entries_tri "
+    "USING fts5(text, tokenize='trigram', detail=none, columnsize=0)",
+    """CREATE TABLE IF NOT EXISTS tl_state (
+        app TEXT NOT NULL, owner TEXT NOT NULL, owner_id TEXT NOT NULL, key TEXT NOT NULL,
+        value TEXT NOT NULL, PRIMARY KEY (app, owner, owner_id, key)) WITHOUT ROWID""",
+)
+
+
+# Messages reach the search index in batches (see SQLiteStore._catch_up_index): every message
+# with rowid <= tl_meta.indexed_upto is indexed, later ones are pending. SQLite reuses the
+# highest rowid after a delete, so deleting rows lowers the mark to the highest remaining
+# rowid; a reused rowid is then pending again instead of silently unindexed.
+_SCHEMA_V1_TRIGRAM = (
+    "INSERT INTO tl_meta (key, value) VALUES ('indexed_upto', '0') ON CONFLICT (key) DO NOTHING",
+    # No WHEN clause: rows of one DELETE go in any order, so every row re-checks the mark.
+    """CREATE TRIGGER IF NOT EXISTS tl_messages_index_mark AFTER DELETE ON tl_messages
+    BEGIN
+        UPDATE tl_meta SET value = CAST((SELECT COALESCE(MAX(rowid), 0) FROM tl_messages) AS TEXT)
+        WHERE key = 'indexed_upto'
+        AND CAST(value AS INTEGER) > (SELECT COALESCE(MAX(rowid), 0) FROM tl_messages);
+    END""",
+)
+
+
+def _migrate_to_1(conn: sqlite3.Connection) -> None:
+    for statement in (*_SCHEMA_V1, *_SCHEMA_V1_TRIGRAM):
+        conn.execute(statement)
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_to_1,)
+"""``MIGRATIONS[i]`` upgrades a database from schema version ``i`` to ``i + 1``."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_SQL_VERSION = "SELECT value FROM tl_meta WHERE key = 'schema_version'"

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from threadline import messages
-from threadline.backends import SessionProvider
+from threadline._provider import SessionProvider
 from threadline.compaction import (
     create_compact_function,
     enforce_row_size,

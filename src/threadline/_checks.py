@@ -110,7 +110,7 @@ RULES: dict[str, Callable[[str, Any], Any]] = {
 }  # fmt: skip
 
 
-# Session and SessionManager: state deltas are checked by threadline.state (``temp:`` values
+# Session and SessionManager: state deltas are checked by threadline._state (``temp:`` values
 # need not be JSON), thresholds by compact_after; the rest as for the store, plus their own
 # parameters.
 API_RULES: dict[str, Callable[[str, Any], Any]] = {

@@ -18,6 +18,7 @@ from typing import Any
 
 from threadline._checks import API_RULES, check_every_public_method
 from threadline._settings import Compactor, ErrorHandler, SessionSettings
+from threadline._state import check_user_keys, split_delta, validate_delta
 from threadline._validate import check_int
 from threadline.context import ContextConfig
 from threadline.errors import (
@@ -28,7 +29,6 @@ from threadline.errors import (
 )
 from threadline.messages import new_id
 from threadline.session import Session
-from threadline.state import check_user_keys, split_delta, validate_delta
 from threadline.store import connect
 from threadline.store.base import Store
 from threadline.tools import (

@@ -21,12 +21,13 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from threadline._checks import API_RULES, check_every_public_method
+from threadline._provider import ProviderBackend, SessionProvider, is_store
 from threadline._settings import (
     Compactor,
     ErrorHandler,
     SessionSettings,
 )
-from threadline.backends import ProviderBackend, SessionProvider, StoreBackend, is_store
+from threadline._state import merge_state, scope_of, split_delta, validate_delta
 from threadline.compaction.overlays import (
     apply_overlays,
     apply_overlays_encoded,
@@ -51,8 +52,8 @@ from threadline.messages import (
     parse_timestamp,
     skill_loads_of,
 )
-from threadline.state import merge_state, scope_of, split_delta, validate_delta
 from threadline.store import connect
+from threadline.store._handle import SessionStore
 from threadline.store.base import Store
 from threadline.tokens import default_token_counter, estimate_message_tokens
 from threadline.tools import Toolset, build_context_tools
@@ -108,7 +109,7 @@ class Session:
 
     def _reset_runtime(self) -> None:
         """Drop everything derived from the builder settings; rebuilt lazily on next use."""
-        self._backend_obj: StoreBackend | ProviderBackend | None = None
+        self._backend_obj: SessionStore | ProviderBackend | None = None
         self._blocks_obj: ContextBlocks | None = None
         self._frozen: str | None = None
         self._loaded: set[str] | None = None
@@ -188,7 +189,6 @@ class Session:
         session._settings = settings.copy()
         session._used = True
         return session
-
 
     def with_context(
         self,
@@ -272,14 +272,16 @@ class Session:
         self.close()
 
     @property
-    def _backend(self) -> StoreBackend | ProviderBackend:
+    def _backend(self) -> SessionStore | ProviderBackend:
         self._used = True
         if self._backend_obj is None:
             if is_store(self._source):
-                self._backend_obj = StoreBackend(
+                # Built here rather than by store.session(): a wrapper around a store
+                # (instrumentation, a proxy) then sees every call.
+                self._backend_obj = SessionStore(
                     cast(Store, self._source),
-                    app=self._app_name,
-                    session_id=self._session_id,
+                    self._app_name,
+                    self._session_id,
                     user_id=self._user_id,
                 )
             elif isinstance(self._source, SessionProvider):

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from threadline import Session, ThreadlineError
-from threadline.backends import SessionProvider
+from threadline._provider import SessionProvider
 from threadline.messages import assistant, text_of, user
 from threadline.types import Compaction, Message, SearchHit
 

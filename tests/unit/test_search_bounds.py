@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from threadline.search_query import (
+from threadline._search_query import (
     MAX_SUBSTRING_TERMS,
     MAX_TERM_CHARS,
     MAX_TERMS,

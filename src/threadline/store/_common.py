@@ -17,9 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from threadline._state import scope_of
 from threadline.errors import InvalidArgumentError
 from threadline.messages import dumps
-from threadline.state import scope_of
 from threadline.types import SessionInfo
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

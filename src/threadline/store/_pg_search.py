@@ -3,10 +3,10 @@ next to the SQL that runs them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from threadline.search_query import MatchMode, Term, like_pattern, pg_tsquery_parts
+from threadline._search_query import MatchMode, Term
 from threadline.store._sql import (
     OwnerFilter,
     owner_clause,
@@ -16,6 +16,41 @@ if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
     from psycopg import Connection
 
     PgConn = Connection[tuple[Any, ...]]
+
+
+def like_pattern(text: str) -> str:
+    """A ``LIKE ... ESCAPE '\\'`` pattern matching ``text`` anywhere.
+
+    >>> like_pattern("50%_off")
+    '%50\\\\%\\\\_off%'
+    """
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def pg_tsquery_parts(terms: Iterable[Term]) -> list[tuple[str, str]]:
+    """``(function, text)`` pairs for PostgreSQL, to be used as ``fn('english', %s)``.
+
+    Phrases use ``phraseto_tsquery``, words ``plainto_tsquery``; both treat their input as
+    plain text. The text is the term's own text (control characters removed, punctuation kept)
+    so that PostgreSQL's parser sees e-mails, URLs, paths and versions exactly as
+    ``to_tsvector`` does: ``plainto_tsquery('english', 'bob@example.com')`` is the single
+    lexeme ``bob@example.com``, which splitting into words would never match.
+    Terms without tokens are left out. Combine with ``&&`` (all) or ``||`` (any); a part that
+    holds only stop words becomes an empty query, which PostgreSQL ignores in ``&&``/``||``.
+
+    >>> from threadline._search_query import parse_query
+    >>> pg_tsquery_parts(parse_query('"deploy friday" bob@example.com'))
+    [('phraseto_tsquery', 'deploy friday'), ('plainto_tsquery', 'bob@example.com')]
+    """
+    parts: list[tuple[str, str]] = []
+    for term in terms:
+        if not term.tokens:
+            continue
+        fn = "phraseto_tsquery" if term.is_phrase else "plainto_tsquery"
+        parts.append((fn, term.text))
+    return parts
+
 
 # --------------------------------------------------------------------------- search SQL
 

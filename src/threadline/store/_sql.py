@@ -66,6 +66,7 @@ True
 from __future__ import annotations
 
 from threadline._checks import check_every_public_method
+from threadline.store._handle import SessionStore
 from threadline.store._sql_base import (
     MESSAGE_COLUMNS,
     MessageRow,
@@ -88,6 +89,15 @@ from threadline.store._sql_tree import TreeMixin
 class SQLStore(RegistryMixin, TreeMixin, ContentMixin, StateMixin, SQLBase):
     """Shared implementation of the Store protocol, room by room (registry, tree, content,
     state); a backend subclass supplies the dialect hooks of :class:`SQLBase`."""
+
+    def session(self, app: str, session_id: str, *, user_id: str | None = None) -> SessionStore:
+        """One session's view of the store (``Store.session``).
+
+        >>> import threadline
+        >>> threadline.connect(":memory:").session("default", "s1").get_head() is None
+        True
+        """
+        return SessionStore(self, app, session_id, user_id=user_id)
 
 
 check_every_public_method(SQLStore)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, Self, TypeVar
 
+from threadline._search_query import MatchMode, Term
 from threadline.errors import (
     InvalidArgumentError,
     InvalidMessageError,
@@ -19,7 +20,6 @@ from threadline.messages import (
     encode_message,
     parse_timestamp,
 )
-from threadline.search_query import MatchMode, Term
 from threadline.store._common import (
     datetime_to_us,
     dumps,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from threadline._search_query import parse_query
 from threadline.errors import (
     InvalidArgumentError,
 )
@@ -12,7 +13,6 @@ from threadline.messages import (
     decode_message,
     text_of,
 )
-from threadline.search_query import parse_query
 from threadline.store._common import (
     us_to_datetime,
 )

@@ -9,10 +9,66 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from threadline.search_query import MatchMode, Term, fts5_quote, fts5_term, word_forms
+from threadline._search_query import MatchMode, Term
 from threadline.store._sql import (
     Row,
 )
+
+
+def fts5_quote(text: str) -> str:
+    """Quote ``text`` as an FTS5 string (internal double quotes doubled).
+
+    >>> print(fts5_quote('a "b" c'))
+    "a ""b"" c"
+    """
+    return '"' + text.replace('"', '""') + '"'
+
+
+def fts5_term(term: Term) -> str | None:
+    """The FTS5 expression for one term (a quoted phrase of its tokens), or None without tokens.
+
+    >>> from threadline._search_query import parse_query
+    >>> fts5_term(parse_query("bob@example.com")[0])
+    '"bob example com"'
+    """
+    if not term.tokens:
+        return None
+    if not term.is_phrase and len(term.tokens) == 1:
+        forms = word_forms(term.tokens[0])
+        if len(forms) > 1:
+            return "(" + " OR ".join(fts5_quote(f) for f in forms) + ")"
+    return fts5_quote(" ".join(term.tokens))
+
+
+_SUFFIXES = ("ments", "ment", "ings", "ing", "ions", "ion", "ers", "er", "ed", "es", "s", "ly")
+
+
+_ENDINGS = ("", "s", "ed", "ing", "ment", "er")
+
+
+def word_forms(word: str) -> list[str]:
+    """The word plus common English inflections of its root (for the Porter index).
+
+    Porter stems ``deploying``/``deployed`` to ``deploi`` but ``deployment`` to ``deploy``; matching
+    any of a few inflected forms gives the recall users expect from "stemmed" search. Only plain
+    ASCII words of four letters or more are expanded.
+
+    >>> word_forms("deploys")
+    ['deploys', 'deploy', 'deployed', 'deploying', 'deployment', 'deployer']
+    """
+    if len(word) < 4 or not (word.isascii() and word.isalpha()):
+        return [word]
+    root = word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            root = word[: -len(suffix)]
+            break
+    forms = [word]
+    for ending in _ENDINGS:
+        form = root + ending
+        if form not in forms:
+            forms.append(form)
+    return forms
 
 
 class _Corpus:

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from threadline.types import (
     AUTO,
@@ -46,6 +46,9 @@ from threadline.types import (
     SessionInfo,
     SessionPage,
 )
+
+if TYPE_CHECKING:
+    from threadline.store._handle import SessionStore
 
 __all__ = ["AUTO", "UNSET", "Entry", "OwnerKind", "RecentPath", "SkillLoad", "Store"]
 
@@ -99,6 +102,15 @@ class Store(Protocol):
     def __enter__(self) -> Store: ...
 
     def __exit__(self, *exc: object) -> None: ...
+
+    def session(self, app: str, session_id: str, *, user_id: str | None = None) -> SessionStore:
+        """One session's view of the store: every method taking ``(app, session_id)`` with
+        those bound (``user_id`` is the writer for appends and the reader for state).
+
+        >>> import threadline
+        >>> threadline.connect(":memory:").session("default", "s1").get_path()
+        []
+        """
 
     # -- session registry --------------------------------------------------------------------
     def create_session(
@@ -325,7 +337,7 @@ class Store(Protocol):
     def search_entries(self, app: str, label: str, query: str, limit: int = 10) -> list[Entry]:
         """Same search rules as messages (§8), best first; never raises on query text."""
 
-    # -- scoped state (pure rules in threadline.state; keys carry their prefix) -----------------
+    # -- scoped state (pure rules in threadline._state; keys carry their prefix) -----------------
     def get_state(self, app: str, session_id: str, user_id: str | None) -> dict[str, Any]:
         """Merged stored state: ``app:*`` keys, ``user:*`` keys of ``user_id`` (none if
         ``user_id`` is None), and the session's own keys. Values are JSON values."""

@@ -40,8 +40,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from threadline._search_query import MatchMode, Term
 from threadline.errors import InvalidArgumentError, StoreError, ThreadlineError
-from threadline.search_query import MatchMode, Term
 from threadline.store._pg_pool import ServerPool
 from threadline.store._sql import (
     MESSAGE_COLUMNS,

@@ -31,9 +31,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from threadline._search_query import MatchMode, Term
 from threadline.errors import StoreError, ThreadlineError
 from threadline.messages import decode_message, text_of
-from threadline.search_query import MatchMode, Term
 from threadline.store._sql import (
     MESSAGE_COLUMNS,
     MessageRow,

@@ -1,14 +1,14 @@
-"""Where a Session keeps its messages: a :class:`Store`, or a custom :class:`SessionProvider`.
+"""A custom message store behind a Session: :class:`SessionProvider` and its adapter.
 
-A ``Session`` talks to one *backend* bound to its (app, session id, user). ``StoreBackend`` binds
-a full :class:`~threadline.store.base.Store`; ``ProviderBackend`` adapts a user's own
-message-only ``SessionProvider`` (the extension point for an existing message store), which
-then cannot offer store features (state, store-backed blocks, a cached prompt in the store).
+A ``Session`` talks to one *backend* bound to its (app, session id, user): over a threadline
+Store that is ``store.session(app, session_id)``; over a user's own message-only
+``SessionProvider`` (the extension point for an existing message store) it is
+:class:`ProviderBackend`, which offers the same methods and no store features (state,
+store-backed blocks, a cached prompt in the store).
 
 >>> import threadline
->>> backend = StoreBackend(threadline.connect(":memory:"), app="default", session_id="s1")
->>> backend.get_path()
-[]
+>>> is_store(threadline.connect(":memory:")), is_store(object())
+(True, False)
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from threadline.messages import encode_message, skill_loads_of
 from threadline.store.base import RecentPath, SkillLoad, Store
 from threadline.types import AUTO, AutoType, Compaction, Message, SearchHit
 
-__all__ = ["ProviderBackend", "SessionProvider", "StoreBackend", "is_store"]
+__all__ = ["ProviderBackend", "SessionProvider", "is_store"]
 
 
 @runtime_checkable
@@ -66,83 +66,9 @@ def is_store(obj: object) -> bool:
     return all(hasattr(obj, name) for name in ("append_messages", "get_path", "get_recent_path"))
 
 
-class StoreBackend:
-    """A Store with the session's (app, session id, user) bound in."""
-
-    def __init__(
-        self, store: Store, *, app: str, session_id: str, user_id: str | None = None
-    ) -> None:
-        self.store = store
-        self.app = app
-        self.session_id = session_id
-        self.user_id = user_id
-
-    def append_messages(
-        self,
-        messages: Sequence[Message],
-        parent_id: str | AutoType | None = AUTO,
-        state_delta: Mapping[str, Any] | None = None,
-    ) -> list[Message]:
-        return self.store.append_messages(
-            self.app,
-            self.session_id,
-            messages,
-            parent_id,
-            user_id=self.user_id,
-            state_delta=state_delta,
-        )
-
-    def update_message(self, message: Message) -> Message:
-        return self.store.update_message(self.app, self.session_id, message)
-
-    def delete_messages(self, ids: Sequence[str]) -> int:
-        return self.store.delete_messages(self.app, self.session_id, ids)
-
-    def clear_messages(self) -> None:
-        self.store.clear_messages(self.app, self.session_id)
-
-    def get_message(self, message_id: str) -> Message | None:
-        return self.store.get_message(self.app, self.session_id, message_id)
-
-    def get_head(self) -> Message | None:
-        return self.store.get_head(self.app, self.session_id)
-
-    def set_head(self, message_id: str) -> None:
-        self.store.set_head(self.app, self.session_id, message_id)
-
-    def get_path(self, leaf_id: str | None = None) -> list[Message]:
-        return self.store.get_path(self.app, self.session_id, leaf_id)
-
-    def get_path_encoded(self, leaf_id: str | None = None) -> list[tuple[str, str]]:
-        return self.store.get_path_encoded(self.app, self.session_id, leaf_id)
-
-    def get_recent_path(self, max_bytes: int, min_messages: int) -> RecentPath:
-        return self.store.get_recent_path(self.app, self.session_id, max_bytes, min_messages)
-
-    def get_path_tail(self, count: int, leaf_id: str | None = None) -> list[tuple[str, str, int]]:
-        return self.store.get_path_tail(self.app, self.session_id, count, leaf_id)
-
-    def get_path_length(self, leaf_id: str | None = None) -> int:
-        return self.store.get_path_length(self.app, self.session_id, leaf_id)
-
-    def get_children(self, message_id: str) -> list[Message]:
-        return self.store.get_children(self.app, self.session_id, message_id)
-
-    def search(self, query: str, limit: int) -> list[SearchHit]:
-        return self.store.search_messages(self.app, query, session_id=self.session_id, limit=limit)
-
-    def add_compaction(self, summary: str, from_id: str, to_id: str) -> Compaction:
-        return self.store.add_compaction(self.app, self.session_id, summary, from_id, to_id)
-
-    def get_compactions(self) -> list[Compaction]:
-        return self.store.get_compactions(self.app, self.session_id)
-
-    def get_skill_loads(self) -> list[SkillLoad]:
-        return self.store.get_skill_loads(self.app, self.session_id)
-
-
 class ProviderBackend:
-    """Adapts a user's :class:`SessionProvider` to the backend interface used by Session."""
+    """Adapts a user's :class:`SessionProvider` to the methods of ``Store.session(...)`` that a
+    Session uses."""
 
     def __init__(self, provider: SessionProvider) -> None:
         self.provider = provider

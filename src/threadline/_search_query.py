@@ -1,8 +1,9 @@
-"""Turn user search text into safe backend queries (SQLite FTS5 and PostgreSQL).
+"""Turn user search text into bounded, safe search terms (no backend syntax here).
 
 User text is never parsed as query syntax: operators, ``*``, ``NEAR``, column filters and
 parentheses are just words or separators. Any string is accepted and yields a (possibly empty)
-list of terms; every backend expression built here is valid.
+list of terms, from which each backend builds its own query next to its search SQL
+(``store/_sqlite_search.py``, ``store/_pg_search.py``).
 
 Terms: double-quoted phrases (``"deploy friday"``; an unterminated quote is ignored) and
 whitespace-separated words. NUL, other control characters and lone surrogates count as
@@ -15,15 +16,15 @@ both not) is dropped; only the first :data:`MAX_SUBSTRING_TERMS` terms keep thei
 match (later ones match by their words only, or are dropped when they have none); and the
 first :data:`MAX_TERMS` remaining terms are kept.
 
-Backends should treat one term as matching a message when its FTS expression
-(:func:`fts5_term` / :func:`pg_tsquery_parts`) matches, **or** — for terms with
+Backends should treat one term as matching a message when its full-text expression matches
+(built from ``term.tokens``), **or** — for terms with
 ``needs_substring`` — the lowercased message text contains ``term.substring``. "all" mode ANDs
 the terms, "any" mode ORs them.
 
 >>> [t.tokens for t in parse_query('"Deploy Friday" bob@example.com AND (')]
 [('deploy', 'friday'), ('bob', 'example', 'com'), ('and',)]
->>> fts5_match(parse_query('"Deploy Friday" bob@example.com'), "all")
-'"deploy friday" AND "bob example com"'
+>>> [t.needs_substring for t in parse_query("see https://x.io/a_b now")]
+[False, True, False]
 """
 
 from __future__ import annotations
@@ -70,7 +71,6 @@ _NO_SPACE_RANGES = (
 )
 
 _SCAN_RE = re.compile(r'"([^"]*)"|([^\s"]+)|"')
-_JOINERS = {"all": " AND ", "any": " OR "}
 
 
 @dataclass(frozen=True)
@@ -225,133 +225,14 @@ def bound_terms(terms: Iterable[Term]) -> list[Term]:
     return kept
 
 
-def fts5_quote(text: str) -> str:
-    """Quote ``text`` as an FTS5 string (internal double quotes doubled).
-
-    >>> print(fts5_quote('a "b" c'))
-    "a ""b"" c"
-    """
-    return '"' + text.replace('"', '""') + '"'
-
-
-def fts5_term(term: Term) -> str | None:
-    """The FTS5 expression for one term (a quoted phrase of its tokens), or None without tokens.
-
-    >>> fts5_term(parse_query("bob@example.com")[0])
-    '"bob example com"'
-    """
-    if not term.tokens:
-        return None
-    if not term.is_phrase and len(term.tokens) == 1:
-        forms = word_forms(term.tokens[0])
-        if len(forms) > 1:
-            return "(" + " OR ".join(fts5_quote(f) for f in forms) + ")"
-    return fts5_quote(" ".join(term.tokens))
-
-
-_SUFFIXES = ("ments", "ment", "ings", "ing", "ions", "ion", "ers", "er", "ed", "es", "s", "ly")
-_ENDINGS = ("", "s", "ed", "ing", "ment", "er")
-
-
-def word_forms(word: str) -> list[str]:
-    """The word plus common English inflections of its root (for the Porter index).
-
-    Porter stems ``deploying``/``deployed`` to ``deploi`` but ``deployment`` to ``deploy``; matching
-    any of a few inflected forms gives the recall users expect from "stemmed" search. Only plain
-    ASCII words of four letters or more are expanded.
-
-    >>> word_forms("deploys")
-    ['deploys', 'deploy', 'deployed', 'deploying', 'deployment', 'deployer']
-    """
-    if len(word) < 4 or not (word.isascii() and word.isalpha()):
-        return [word]
-    root = word
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            root = word[: -len(suffix)]
-            break
-    forms = [word]
-    for ending in _ENDINGS:
-        form = root + ending
-        if form not in forms:
-            forms.append(form)
-    return forms
-
-
-def _check_mode(mode: str) -> str:
-    if mode not in _JOINERS:
-        raise ValueError(f"mode must be 'all' or 'any', got {mode!r}")
-    return _JOINERS[mode]
-
-
-def fts5_match(terms: Iterable[Term], mode: MatchMode = "all") -> str | None:
-    """An FTS5 MATCH expression: quoted terms joined by AND/OR; None when no term has tokens.
-
-    >>> fts5_match(parse_query("NEAR(a b) *"), "any")
-    '"near a" OR "b"'
-    """
-    joiner = _check_mode(mode)
-    parts = [p for p in (fts5_term(t) for t in terms) if p is not None]
-    return joiner.join(parts) if parts else None
-
-
-def substring_terms(terms: Iterable[Term]) -> list[str]:
-    """Lowercased substrings of the terms that need a substring match.
-
-    >>> substring_terms(parse_query("see https://x.io/a_b 東京"))
-    ['https://x.io/a_b', '東京']
-    """
-    found = ((t.substring or t.text.lower()) for t in terms if t.needs_substring)
-    return [s for s in found if s]
-
-
-def like_pattern(text: str) -> str:
-    """A ``LIKE ... ESCAPE '\\'`` pattern matching ``text`` anywhere.
-
-    >>> like_pattern("50%_off")
-    '%50\\\\%\\\\_off%'
-    """
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
-def pg_tsquery_parts(terms: Iterable[Term]) -> list[tuple[str, str]]:
-    """``(function, text)`` pairs for PostgreSQL, to be used as ``fn('english', %s)``.
-
-    Phrases use ``phraseto_tsquery``, words ``plainto_tsquery``; both treat their input as
-    plain text. The text is the term's own text (control characters removed, punctuation kept)
-    so that PostgreSQL's parser sees e-mails, URLs, paths and versions exactly as
-    ``to_tsvector`` does: ``plainto_tsquery('english', 'bob@example.com')`` is the single
-    lexeme ``bob@example.com``, which splitting into words would never match.
-    Terms without tokens are left out. Combine with ``&&`` (all) or ``||`` (any); a part that
-    holds only stop words becomes an empty query, which PostgreSQL ignores in ``&&``/``||``.
-
-    >>> pg_tsquery_parts(parse_query('"deploy friday" bob@example.com'))
-    [('phraseto_tsquery', 'deploy friday'), ('plainto_tsquery', 'bob@example.com')]
-    """
-    parts: list[tuple[str, str]] = []
-    for term in terms:
-        if not term.tokens:
-            continue
-        fn = "phraseto_tsquery" if term.is_phrase else "plainto_tsquery"
-        parts.append((fn, term.text))
-    return parts
-
-
 __all__ = [
     "MAX_QUERY_CHARS",
+    "MAX_SUBSTRING_TERMS",
     "MAX_TERMS",
     "MAX_TERM_CHARS",
     "MatchMode",
     "Term",
-    "fts5_match",
-    "fts5_quote",
-    "fts5_term",
-    "like_pattern",
     "make_term",
     "parse_query",
-    "pg_tsquery_parts",
-    "substring_terms",
     "tokenize",
-    "word_forms",
 ]

@@ -1,0 +1,153 @@
+"""One session's view of a store: ``store.session(app, session_id)``.
+
+Every ``Store`` method that starts with ``(app, session_id)`` is available on the handle with
+those two bound, so code that works on one session (``Session``, the async twin, adapters)
+never repeats them. Binding is declared once per method (:class:`_Bound`), typed from the
+store's own signature; the few methods whose session arguments sit elsewhere are written out.
+
+>>> import threadline
+>>> store = threadline.connect(":memory:")
+>>> s1 = store.session("default", "s1")
+>>> [m["id"] for m in s1.append_messages([{"id": "m1", "role": "user", "parts": []}])]
+['m1']
+>>> s1.get_head()["id"], s1.get_path_length()
+('m1', 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+
+from threadline.store.base import Store
+from threadline.types import AUTO, AutoType, Message, SearchHit, SessionInfo
+
+__all__ = ["SessionStore"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _Bound(Generic[P, R]):
+    """``handle.<name>(...)`` calls ``store.<name>(app, session_id, ...)``.
+
+    The bound callable is cached on the handle at first use (a non-data descriptor), so later
+    calls cost one attribute lookup."""
+
+    def __init__(self, method: Callable[Concatenate[Any, str, str, P], R]) -> None:
+        self._name = method.__name__
+
+    @overload
+    def __get__(self, handle: None, owner: type) -> _Bound[P, R]: ...
+
+    @overload
+    def __get__(self, handle: SessionStore, owner: type) -> Callable[P, R]: ...
+
+    def __get__(self, handle: SessionStore | None, owner: type) -> Any:
+        if handle is None:
+            return self
+        bound = partial(getattr(handle.store, self._name), handle.app, handle.session_id)
+        setattr(handle, self._name, bound)
+        return bound
+
+
+class SessionStore:
+    """The store seen from one session (``app``, ``session_id`` and the writer's ``user_id``).
+
+    >>> import threadline
+    >>> handle = threadline.connect(":memory:").session("default", "s1", user_id="u1")
+    >>> handle.app, handle.session_id, handle.user_id
+    ('default', 's1', 'u1')
+    """
+
+    def __init__(
+        self, store: Store, app: str, session_id: str, *, user_id: str | None = None
+    ) -> None:
+        self.store = store
+        self.app = app
+        self.session_id = session_id
+        self.user_id = user_id
+
+    def __repr__(self) -> str:
+        return f"SessionStore(app={self.app!r}, session_id={self.session_id!r})"
+
+    update_message = _Bound(Store.update_message)
+    delete_messages = _Bound(Store.delete_messages)
+    clear_messages = _Bound(Store.clear_messages)
+    get_message = _Bound(Store.get_message)
+    get_head = _Bound(Store.get_head)
+    set_head = _Bound(Store.set_head)
+    get_path = _Bound(Store.get_path)
+    get_path_encoded = _Bound(Store.get_path_encoded)
+    get_path_tail = _Bound(Store.get_path_tail)
+    get_path_ids = _Bound(Store.get_path_ids)
+    get_recent_path = _Bound(Store.get_recent_path)
+    get_path_length = _Bound(Store.get_path_length)
+    get_children = _Bound(Store.get_children)
+    add_compaction = _Bound(Store.add_compaction)
+    get_compactions = _Bound(Store.get_compactions)
+    get_skill_loads = _Bound(Store.get_skill_loads)
+    get_prompt = _Bound(Store.get_prompt)
+    set_prompt = _Bound(Store.set_prompt)
+    rewind = _Bound(Store.rewind)
+
+    def append_messages(
+        self,
+        messages: Sequence[Message],
+        parent_id: str | AutoType | None = AUTO,
+        state_delta: Mapping[str, Any] | None = None,
+    ) -> list[Message]:
+        """``Store.append_messages`` as this session's user.
+
+        >>> import threadline
+        >>> h = threadline.connect(":memory:").session("default", "s1")
+        >>> len(h.append_messages([{"id": "a", "role": "user", "parts": []}]))
+        1
+        """
+        return self.store.append_messages(
+            self.app,
+            self.session_id,
+            messages,
+            parent_id,
+            user_id=self.user_id,
+            state_delta=state_delta,
+        )
+
+    def search(self, query: str, limit: int = 20) -> list[SearchHit]:
+        """Full-text search within this session.
+
+        >>> import threadline
+        >>> h = threadline.connect(":memory:").session("default", "s1")
+        >>> h.search("anything")
+        []
+        """
+        return self.store.search_messages(self.app, query, session_id=self.session_id, limit=limit)
+
+    def get_state(self) -> dict[str, Any]:
+        """Stored state merged for this session and its user (``Store.get_state``).
+
+        >>> import threadline
+        >>> threadline.connect(":memory:").session("default", "s1").get_state()
+        {}
+        """
+        return self.store.get_state(self.app, self.session_id, self.user_id)
+
+    def update_state(self, delta: Mapping[str, Any]) -> None:
+        """Apply a state delta as this session's user (``Store.update_state``).
+
+        >>> import threadline
+        >>> h = threadline.connect(":memory:").session("default", "s1")
+        >>> h.update_state({"k": 1}); h.get_state()
+        {'k': 1}
+        """
+        self.store.update_state(self.app, self.session_id, self.user_id, delta)
+
+    def info(self) -> SessionInfo | None:
+        """The session's registry row, or ``None`` before its first write.
+
+        >>> import threadline
+        >>> threadline.connect(":memory:").session("default", "s1").info() is None
+        True
+        """
+        return self.store.get_session(self.app, self.session_id)

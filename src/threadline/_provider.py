@@ -30,6 +30,11 @@ class SessionProvider(Protocol):
 
     ``get_history`` returns the raw root→leaf path (no overlays); ``append_message`` stores an
     already-normalised message under ``parent_id`` (``None`` = root) and makes it the latest leaf.
+    Any object with these methods is one (README, "Bring your own message store"):
+
+    >>> import threadline
+    >>> isinstance(threadline.connect(":memory:"), SessionProvider)
+    False
     """
 
     def get_message(self, message_id: str) -> Message | None: ...

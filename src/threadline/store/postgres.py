@@ -243,7 +243,12 @@ class PostgresStore(SQLStore):
         self._pool = ServerPool(self._driver, pool_module, dsn, min_size, max_size)
 
     def close(self) -> None:
-        """Close every pooled connection. Idempotent."""
+        """Close every pooled connection. Idempotent.
+
+        >>> import threadline
+        >>> store = threadline.connect(pg_url)
+        >>> store.close(); store.close()
+        """
         with self._close_lock:
             if self._closed:
                 return

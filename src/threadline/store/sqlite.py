@@ -306,7 +306,12 @@ class SQLiteStore(SQLStore):
             reader.conn.close()
 
     def close(self) -> None:
-        """Close the connections. Idempotent."""
+        """Close the connections. Idempotent.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.close(); store.close()
+        """
         with self._lock, self._readers_lock:
             if self._closed:
                 return

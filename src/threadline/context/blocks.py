@@ -272,12 +272,11 @@ class ContextBlocks:
 
         >>> state = {"mood": "calm"}
         >>> blocks = ContextBlocks([ContextConfig("mood", provider=lambda: state["mood"])])
-        >>> state["mood"] = "cheerful"
-        >>> blocks.get("mood").content  # first read
-        'cheerful'
+        >>> blocks.get("mood").content
+        'calm'
         >>> state["mood"] = "sleepy"
-        >>> blocks.get("mood").content, blocks.reload()[0].content
-        ('cheerful', 'sleepy')
+        >>> blocks.get("mood").content, blocks.reload()[0].content  # cached, then re-read
+        ('calm', 'sleepy')
         """
         with self._lock:
             return [self._read(slot) for slot in self._slots.values()]

@@ -211,6 +211,15 @@ class Toolset(Mapping[str, Tool]):
 
         ``args`` is a dict (a JSON object string, as OpenAI sends it, is accepted too). Required
         arguments, declared types and unknown arguments are checked before the tool runs.
+
+        >>> schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+        >>> ts = Toolset([Tool("double", "Double n.", schema, lambda a: str(2 * a["n"]))])
+        >>> ts.execute("double", {"n": 21}), ts.execute("double", '{"n": 4}')
+        ('42', '8')
+        >>> ts.execute("double", {"n": "x"})
+        'Error: argument "n" for tool "double" must be of type integer'
+        >>> ts.execute("triple", {})
+        'Error: unknown tool "triple". Available tools: double'
         """
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
@@ -225,7 +234,13 @@ class Toolset(Mapping[str, Tool]):
             yield tool, copy.deepcopy(tool.parameters)
 
     def to_openai(self) -> list[dict[str, Any]]:
-        """Chat Completions ``tools``: ``{"type": "function", "function": {...}}`` entries."""
+        """Chat Completions ``tools``: ``{"type": "function", "function": {...}}`` entries.
+
+        >>> ts = Toolset([Tool("ping", "Answer pong.", {"type": "object"}, lambda a: "pong")])
+        >>> ts.to_openai()  # doctest: +NORMALIZE_WHITESPACE
+        [{'type': 'function', 'function': {'name': 'ping', 'description': 'Answer pong.',
+          'parameters': {'type': 'object'}}}]
+        """
         return [
             {
                 "type": "function",
@@ -239,6 +254,11 @@ class Toolset(Mapping[str, Tool]):
 
         ``strict`` is ``False`` because the Responses API otherwise treats function schemas as
         strict, which requires every property to be required — ours have optional ones.
+
+        >>> ts = Toolset([Tool("ping", "Answer pong.", {"type": "object"}, lambda a: "pong")])
+        >>> ts.to_openai_responses()  # doctest: +NORMALIZE_WHITESPACE
+        [{'type': 'function', 'name': 'ping', 'description': 'Answer pong.',
+          'parameters': {'type': 'object'}, 'strict': False}]
         """
         return [
             {
@@ -252,14 +272,24 @@ class Toolset(Mapping[str, Tool]):
         ]
 
     def to_anthropic(self) -> list[dict[str, Any]]:
-        """Anthropic Messages ``tools``: ``{"name", "description", "input_schema"}``."""
+        """Anthropic Messages ``tools``: ``{"name", "description", "input_schema"}``.
+
+        >>> ts = Toolset([Tool("ping", "Answer pong.", {"type": "object"}, lambda a: "pong")])
+        >>> ts.to_anthropic()
+        [{'name': 'ping', 'description': 'Answer pong.', 'input_schema': {'type': 'object'}}]
+        """
         return [
             {"name": t.name, "description": t.description, "input_schema": p}
             for t, p in self._each()
         ]
 
     def to_mcp(self) -> list[dict[str, Any]]:
-        """MCP ``tools/list`` entries: ``{"name", "description", "inputSchema"}``."""
+        """MCP ``tools/list`` entries: ``{"name", "description", "inputSchema"}``.
+
+        >>> ts = Toolset([Tool("ping", "Answer pong.", {"type": "object"}, lambda a: "pong")])
+        >>> ts.to_mcp()
+        [{'name': 'ping', 'description': 'Answer pong.', 'inputSchema': {'type': 'object'}}]
+        """
         return [
             {"name": t.name, "description": t.description, "inputSchema": p}
             for t, p in self._each()

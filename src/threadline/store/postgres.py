@@ -243,7 +243,14 @@ class PostgresStore(SQLStore):
         self._pool = ServerPool(self._driver, pool_module, dsn, min_size, max_size)
 
     def close(self) -> None:
-        """Close every pooled connection. Idempotent."""
+        """Close every pooled connection. Idempotent; the store is unusable afterwards.
+
+        >>> store = PostgresStore(pg_url)
+        >>> store.close(); store.close()
+        >>> store.count_sessions("default")
+        Traceback (most recent call last):
+        threadline.errors.StoreError: store operation 'count_sessions' failed: the store is closed
+        """
         with self._close_lock:
             if self._closed:
                 return

@@ -306,7 +306,14 @@ class SQLiteStore(SQLStore):
             reader.conn.close()
 
     def close(self) -> None:
-        """Close the connections. Idempotent."""
+        """Close the connections. Idempotent; the store is unusable afterwards.
+
+        >>> store = SQLiteStore(":memory:")
+        >>> store.close(); store.close()
+        >>> store.count_sessions("default")
+        Traceback (most recent call last):
+        threadline.errors.StoreError: store operation 'count_sessions' failed: ...
+        """
         with self._lock, self._readers_lock:
             if self._closed:
                 return

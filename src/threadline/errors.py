@@ -14,56 +14,120 @@ from __future__ import annotations
 
 
 class ThreadlineError(Exception):
-    """Base class of every threadline error."""
+    """Base class of every threadline error.
+
+    >>> issubclass(StoreError, ThreadlineError), issubclass(BlockNotFoundError, ThreadlineError)
+    (True, True)
+    """
 
 
 class InvalidMessageError(ThreadlineError, ValueError):
-    """A message is not a valid UIMessage-shaped dict; nothing was stored."""
+    """A message is not a valid UIMessage-shaped dict; nothing was stored.
+
+    >>> import threadline
+    >>> threadline.Session.create(":memory:").append_message("hi")
+    Traceback (most recent call last):
+    threadline.errors.InvalidMessageError: message must be a dict, got str
+    """
 
 
 class InvalidArgumentError(ThreadlineError, ValueError):
-    """An argument is out of range or inconsistent (bad overlay range, keyed write...)."""
+    """An argument is out of range or inconsistent (bad overlay range, keyed write...).
+
+    >>> import threadline
+    >>> threadline.Session.create(":memory:").get_history(limit=0)
+    Traceback (most recent call last):
+    threadline.errors.InvalidArgumentError: limit must be between 1 and ...
+    """
 
 
 class MessageNotFoundError(ThreadlineError, KeyError):
-    """A message id is not in the session."""
+    """A message id is not in the session.
+
+    >>> str(MessageNotFoundError("message 'm9' is not in this session"))
+    "message 'm9' is not in this session"
+    """
 
     def __str__(self) -> str:  # KeyError would repr() the argument; keep the message readable
         return str(self.args[0]) if self.args else "message not found"
 
 
 class SessionNotFoundError(ThreadlineError, KeyError):
-    """A session id is not registered in this app."""
+    """A session id is not registered in this app.
+
+    >>> from threadline import SessionManager
+    >>> SessionManager(":memory:").rename("nope", "New name")
+    Traceback (most recent call last):
+    threadline.errors.SessionNotFoundError: session 'nope' not found in app 'default'
+    """
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "session not found"
 
 
 class SessionExistsError(ThreadlineError):
-    """A session with that id already exists in this app."""
+    """A session with that id already exists in this app.
+
+    >>> from threadline import SessionManager
+    >>> manager = SessionManager(":memory:")
+    >>> _ = manager.create(session_id="s1")
+    >>> manager.create(session_id="s1")
+    Traceback (most recent call last):
+    threadline.errors.SessionExistsError: session 's1' already exists in app 'default'
+    """
 
 
 class ReadOnlyBlockError(ThreadlineError):
-    """A write was attempted on a read-only context block."""
+    """A write was attempted on a read-only context block.
+
+    >>> from threadline.context import ContextBlocks, ContextConfig
+    >>> ContextBlocks([ContextConfig("soul", provider="Be kind.")]).replace("soul", "Be rude.")
+    Traceback (most recent call last):
+    threadline.errors.ReadOnlyBlockError: block "soul" is readonly
+    """
 
 
 class BlockTooLargeError(ThreadlineError):
-    """A write would exceed the block's ``max_tokens``; the provider was left untouched."""
+    """A write would exceed the block's ``max_tokens``; the provider was left untouched.
+
+    >>> import threadline
+    >>> s = threadline.Session.create(":memory:").with_context("memory", max_tokens=2)
+    >>> s.replace_context_block("memory", "far too many words here")
+    Traceback (most recent call last):
+    threadline.errors.BlockTooLargeError: content of 7 tokens exceeds max_tokens (2) of block ...
+    """
 
 
 class BlockNotFoundError(ThreadlineError, KeyError):
-    """No context block with that label is registered."""
+    """No context block with that label is registered.
+
+    >>> from threadline.context import ContextBlocks
+    >>> ContextBlocks().replace("memory", "text")
+    Traceback (most recent call last):
+    threadline.errors.BlockNotFoundError: block "memory" not found
+    """
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "block not found"
 
 
 class CompactionError(ThreadlineError):
-    """Compaction cannot run (for example, no compaction function is registered)."""
+    """Compaction cannot run (for example, no compaction function is registered).
+
+    >>> import threadline
+    >>> threadline.Session.create(":memory:").compact()
+    Traceback (most recent call last):
+    threadline.errors.CompactionError: no compaction function registered: call on_compaction(fn)
+    """
 
 
 class StoreError(ThreadlineError):
-    """A storage driver failed; ``operation`` names what threadline was doing."""
+    """A storage driver failed; ``operation`` names what threadline was doing.
+
+    >>> err = StoreError("append", OSError("disk full"))
+    >>> str(err), err.operation, type(err.cause).__name__
+    ("store operation 'append' failed: disk full", 'append', 'OSError')
+    """
 
     def __init__(self, operation: str, cause: BaseException | None = None) -> None:
         self.operation = operation

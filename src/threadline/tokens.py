@@ -25,7 +25,14 @@ _TEXT_PART_TYPES = ("text", "reasoning")
 
 
 class TokenCounter(Protocol):
-    """A session-level counter, called with keywords ``messages``, ``system_prompt``, ``blocks``."""
+    """A session-level counter, called with keywords ``messages``, ``system_prompt``, ``blocks``.
+
+    :func:`default_token_counter` is one; so is what :func:`tiktoken_counter` returns.
+
+    >>> counter: TokenCounter = default_token_counter
+    >>> counter(messages=[], system_prompt="Hello world", blocks=[])
+    3
+    """
 
     def __call__(
         self, *, messages: list[Message], system_prompt: str, blocks: list[ContextBlock]
@@ -37,9 +44,24 @@ MessageCounter = Callable[[list[Message]], int]
 
 
 class Encoder(Protocol):
-    """Anything tiktoken-compatible: ``encode(text)`` returns a sized sequence of tokens."""
+    """Anything tiktoken-compatible: ``encode(text)`` returns a sized sequence of tokens.
 
-    def encode(self, text: str) -> Sequence[Any]: ...
+    >>> class Words:
+    ...     def encode(self, text): return text.split()
+    >>> count = exact_message_counter(Words())
+    >>> count([{"role": "user", "parts": [{"type": "text", "text": "a b"}]}])
+    6
+    """
+
+    def encode(self, text: str) -> Sequence[Any]:
+        """The tokens of ``text``; only their number matters to threadline.
+
+        >>> class Chars:
+        ...     def encode(self, text): return list(text)
+        >>> tiktoken_counter(Chars())(messages=[], system_prompt="Hello", blocks=[])
+        5
+        """
+        ...
 
 
 def estimate_tokens(text: str) -> int:

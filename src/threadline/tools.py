@@ -211,6 +211,15 @@ class Toolset(Mapping[str, Tool]):
 
         ``args`` is a dict (a JSON object string, as OpenAI sends it, is accepted too). Required
         arguments, declared types and unknown arguments are checked before the tool runs.
+
+        >>> schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+        >>> ts = Toolset([Tool("double", "Double n.", schema, lambda a: str(2 * a["n"]))])
+        >>> ts.execute("double", {"n": 21}), ts.execute("double", '{"n": 4}')
+        ('42', '8')
+        >>> ts.execute("double", {"n": "x"})
+        'Error: argument "n" for tool "double" must be of type integer'
+        >>> ts.execute("triple", {})
+        'Error: unknown tool "triple". Available tools: double'
         """
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
@@ -225,7 +234,13 @@ class Toolset(Mapping[str, Tool]):
             yield tool, copy.deepcopy(tool.parameters)
 
     def to_openai(self) -> list[dict[str, Any]]:
-        """Chat Completions ``tools``: ``{"type": "function", "function": {...}}`` entries."""
+        """Chat Completions ``tools``: ``{"type": "function", "function": {...}}`` entries.
+
+        >>> ts = Toolset([Tool("ping", "Answer pong.", {"type": "object"}, lambda a: "pong")])
+        >>> ts.to_openai()  # doctest: +NORMALIZE_WHITESPACE
+        [{'type': 'function', 'function': {'name': 'ping', 'description': 'Answer pong.',
+          'parameters': {'type': 'object'}}}]
+        """
         return [
             {
                 "type": "function",
@@ -239,6 +254,11 @@ class Toolset(Mapping[str, Tool]):
 
         ``strict`` is ``False`` because the Responses API otherwise treats function schemas as
         strict, which requires every property to be required — ours have optional ones.
+
+        >>> ts = Toolset([Tool("ping", "Answer pong.", {"type": "object"}, lambda a: "pong")])
+        >>> ts.to_openai_responses()  # doctest: +NORMALIZE_WHITESPACE
+        [{'type': 'function', 'name': 'ping', 'description': 'Answer pong.',
+          'parameters': {'type': 'object'}, 'strict': False}]
         """
         return [
             {
@@ -252,14 +272,24 @@ class Toolset(Mapping[str, Tool]):
         ]
 
     def to_anthropic(self) -> list[dict[str, Any]]:
-        """Anthropic Messages ``tools``: ``{"name", "description", "input_schema"}``."""
+        """Anthropic Messages ``tools``: ``{"name", "description", "input_schema"}``.
+
+        >>> ts = Toolset([Tool("ping", "Answer pong.", {"type": "object"}, lambda a: "pong")])
+        >>> ts.to_anthropic()
+        [{'name': 'ping', 'description': 'Answer pong.', 'input_schema': {'type': 'object'}}]
+        """
         return [
             {"name": t.name, "description": t.description, "input_schema": p}
             for t, p in self._each()
         ]
 
     def to_mcp(self) -> list[dict[str, Any]]:
-        """MCP ``tools/list`` entries: ``{"name", "description", "inputSchema"}``."""
+        """MCP ``tools/list`` entries: ``{"name", "description", "inputSchema"}``.
+
+        >>> ts = Toolset([Tool("ping", "Answer pong.", {"type": "object"}, lambda a: "pong")])
+        >>> ts.to_mcp()
+        [{'name': 'ping', 'description': 'Answer pong.', 'inputSchema': {'type': 'object'}}]
+        """
         return [
             {"name": t.name, "description": t.description, "inputSchema": p}
             for t, p in self._each()
@@ -270,26 +300,122 @@ class Toolset(Mapping[str, Tool]):
 
 
 class ToolHost(Protocol):
-    """What the context tools need from a session (``Session`` implements it)."""
+    """What the context tools need from a session (``Session`` implements it).
 
-    def get_context_blocks(self) -> list[ContextBlock]: ...
+    >>> import threadline
+    >>> host: ToolHost = threadline.Session.create(":memory:").with_context("memory")
+    >>> tools = build_context_tools(host)
+    >>> tools.execute("set_context", {"label": "memory", "content": "likes tea"})
+    'Written to memory. Usage: 3 tokens'
+    """
 
-    def replace_context_block(self, label: str, content: str) -> ContextBlock: ...
+    def get_context_blocks(self) -> list[ContextBlock]:
+        """Every block, in registration order.
 
-    def append_context_block(self, label: str, content: str) -> ContextBlock: ...
+        >>> import threadline
+        >>> host = threadline.Session.create(":memory:").with_context("memory")
+        >>> [(b.label, b.writable) for b in host.get_context_blocks()]
+        [('memory', True)]
+        """
+        ...
+
+    def replace_context_block(self, label: str, content: str) -> ContextBlock:
+        """Replace a writable block's content (``set_context`` with ``action="replace"``).
+
+        >>> import threadline
+        >>> host = threadline.Session.create(":memory:").with_context("memory")
+        >>> host.replace_context_block("memory", "likes tea").content
+        'likes tea'
+        """
+        ...
+
+    def append_context_block(self, label: str, content: str) -> ContextBlock:
+        """Append to a writable block (``set_context`` with ``action="append"``).
+
+        >>> import threadline
+        >>> host = threadline.Session.create(":memory:").with_context("memory")
+        >>> _ = host.append_context_block("memory", "likes tea")
+        >>> host.append_context_block("memory", "lives in Oslo").content
+        'likes tea\\nlives in Oslo'
+        """
+        ...
 
     def write_context_entry(
         self, label: str, content: str, *, title: str | None = None, description: str | None = None
-    ) -> str: ...
+    ) -> str:
+        """Store one entry of a skill or search block; return its key.
 
-    def load_context_entry(self, label: str, key: str) -> str | None: ...
+        >>> import threadline
+        >>> from threadline.context import StoreSkillProvider
+        >>> store = threadline.connect(":memory:")
+        >>> host = threadline.Session.create(store).with_context(
+        ...     "skills", provider=StoreSkillProvider(store))
+        >>> host.write_context_entry("skills", "Talk like a pirate.", title="Pirate")
+        'pirate'
+        """
+        ...
 
-    def search_context_block(self, label: str, query: str) -> str | None: ...
+    def load_context_entry(self, label: str, key: str) -> str | None:
+        """A skill document (``load_context``), or ``None``; it then counts as loaded.
 
-    def unload_skill(self, label: str, key: str) -> bool: ...
+        >>> import threadline
+        >>> from threadline.context import StoreSkillProvider
+        >>> store = threadline.connect(":memory:")
+        >>> host = threadline.Session.create(store).with_context(
+        ...     "skills", provider=StoreSkillProvider(store))
+        >>> key = host.write_context_entry("skills", "Talk like a pirate.", title="Pirate")
+        >>> host.load_context_entry("skills", key), host.loaded_skills
+        ('Talk like a pirate.', {'skills:pirate'})
+        """
+        ...
+
+    def search_context_block(self, label: str, query: str) -> str | None:
+        """Search a searchable block (``search_context``); ``None`` when nothing matches.
+
+        >>> import threadline
+        >>> from threadline.context import StoreSearchProvider
+        >>> store = threadline.connect(":memory:")
+        >>> host = threadline.Session.create(store).with_context(
+        ...     "notes", provider=StoreSearchProvider(store))
+        >>> _ = host.write_context_entry("notes", "The user drinks green tea.", title="tea")
+        >>> print(host.search_context_block("notes", "tea"))
+        [tea]
+        The user drinks green tea.
+        """
+        ...
+
+    def unload_skill(self, label: str, key: str) -> bool:
+        """Unload a loaded skill (``unload_context``); ``False`` if it was not loaded.
+
+        >>> import threadline
+        >>> from threadline.context import StoreSkillProvider
+        >>> store = threadline.connect(":memory:")
+        >>> host = threadline.Session.create(store).with_context(
+        ...     "skills", provider=StoreSkillProvider(store))
+        >>> key = host.write_context_entry("skills", "Talk like a pirate.", title="Pirate")
+        >>> _ = host.load_context_entry("skills", key)
+        >>> host.unload_skill("skills", key), host.unload_skill("skills", key)
+        (True, False)
+        """
+        ...
 
     @property
-    def loaded_skills(self) -> set[str]: ...
+    def loaded_skills(self) -> set[str]:
+        """Skills currently loaded, as ``"label:key"``.
+
+        >>> import threadline
+        >>> from threadline.context import StoreSkillProvider
+        >>> store = threadline.connect(":memory:")
+        >>> host = threadline.Session.create(store).with_context(
+        ...     "skills", provider=StoreSkillProvider(store))
+        >>> host.loaded_skills
+        set()
+        >>> key = host.write_context_entry("skills", "Talk like a pirate.", title="Pirate")
+        >>> _ = host.load_context_entry("skills", key)
+        >>> host.loaded_skills
+        {'skills:pirate'}
+        """
+        ...
 
 
 def _object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:

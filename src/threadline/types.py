@@ -60,7 +60,14 @@ class _DictMixin:
 
 @dataclass(frozen=True)
 class SearchHit(_DictMixin):
-    """One full-text search result; ``score`` is higher for more relevant hits."""
+    """One full-text search result; ``score`` is higher for more relevant hits.
+
+    >>> import threadline
+    >>> s = threadline.Session.create(":memory:")
+    >>> _ = s.append_message({"role": "user", "content": "I like green tea"})
+    >>> [(hit.role, hit.content) for hit in s.search("tea")]
+    [('user', 'I like green tea')]
+    """
 
     id: str
     role: str
@@ -72,7 +79,12 @@ class SearchHit(_DictMixin):
 
 @dataclass(frozen=True)
 class RecentHistory(_DictMixin):
-    """Result of ``get_recent_history``: the newest messages that fit a byte budget."""
+    """Result of ``get_recent_history``: the newest messages that fit a byte budget.
+
+    >>> import threadline
+    >>> threadline.Session.create(":memory:").get_recent_history(max_bytes=1000)
+    RecentHistory(messages=[], truncated=False, total_content_bytes=0)
+    """
 
     messages: list[Message]
     truncated: bool
@@ -81,7 +93,13 @@ class RecentHistory(_DictMixin):
 
 @dataclass(frozen=True)
 class Compaction(_DictMixin):
-    """A stored summary overlay replacing ``from_message_id``..``to_message_id`` at read time."""
+    """A stored summary overlay replacing ``from_message_id``..``to_message_id`` at read time.
+
+    >>> from datetime import datetime, timezone
+    >>> c = Compaction("c1", "Tea talk", "m1", "m4", datetime(2024, 1, 1, tzinfo=timezone.utc))
+    >>> c.to_dict()["created_at"]
+    '2024-01-01T00:00:00+00:00'
+    """
 
     id: str
     summary: str
@@ -92,7 +110,11 @@ class Compaction(_DictMixin):
 
 @dataclass(frozen=True)
 class CompactResult(_DictMixin):
-    """What a compaction function returns: the range it summarised and the summary."""
+    """What a compaction function returns: the range it summarised and the summary.
+
+    >>> CompactResult(from_message_id="m1", to_message_id="m4", summary="## Topic").to_dict()
+    {'from_message_id': 'm1', 'to_message_id': 'm4', 'summary': '## Topic'}
+    """
 
     from_message_id: str
     to_message_id: str
@@ -101,17 +123,35 @@ class CompactResult(_DictMixin):
 
 @dataclass(frozen=True)
 class CompactContext(_DictMixin):
-    """Passed to compaction functions; ``token_counter`` is the session's counter or ``None``."""
+    """Passed to compaction functions; ``token_counter`` is the session's counter or ``None``.
+
+    >>> from threadline.tokens import default_token_counter
+    >>> ctx = CompactContext(token_counter=default_token_counter)
+    >>> ctx.token_counter(messages=[], system_prompt="Hello world", blocks=[])
+    3
+    """
 
     token_counter: Callable[..., int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as a dict; the counter is kept as the callable itself.
+
+        >>> CompactContext().to_dict()
+        {'token_counter': None}
+        """
         return {"token_counter": self.token_counter}
 
 
 @dataclass(frozen=True)
 class ContextBlock(_DictMixin):
-    """A memory block as currently loaded from its provider."""
+    """A memory block as currently loaded from its provider.
+
+    >>> import threadline
+    >>> s = threadline.Session.create(":memory:").with_context("memory", max_tokens=100)
+    >>> block = s.replace_context_block("memory", "likes tea")
+    >>> block.content, block.tokens, block.writable, block.scope
+    ('likes tea', 3, True, 'session')
+    """
 
     label: str
     description: str | None
@@ -126,7 +166,13 @@ class ContextBlock(_DictMixin):
 
 @dataclass(frozen=True)
 class SessionInfo(_DictMixin):
-    """One row of the session registry."""
+    """One row of the session registry.
+
+    >>> from threadline import SessionManager
+    >>> info = SessionManager(":memory:").create("Trip", session_id="s1")
+    >>> info.id, info.name, info.message_count
+    ('s1', 'Trip', 0)
+    """
 
     id: str
     app_name: str
@@ -147,7 +193,15 @@ class SessionInfo(_DictMixin):
 
 @dataclass(frozen=True)
 class SessionPage(_DictMixin):
-    """A page of ``SessionManager.list``; ``next_cursor`` is ``None`` on the last page."""
+    """A page of ``SessionManager.list``; ``next_cursor`` is ``None`` on the last page.
+
+    >>> from threadline import SessionManager
+    >>> manager = SessionManager(":memory:")
+    >>> _ = manager.create(session_id="s1")
+    >>> page = manager.list(limit=10)
+    >>> [info.id for info in page.sessions], page.next_cursor
+    (['s1'], None)
+    """
 
     sessions: list[SessionInfo] = field(default_factory=list)
     next_cursor: str | None = None

@@ -367,7 +367,17 @@ class CompactFunction:
     def prepare(
         self, messages: Sequence[Message], context: CompactContext | None = None
     ) -> _Job | None:
-        """Plan the range and build the prompt (steps 1-6); ``None`` if nothing to compact."""
+        """Plan the range and build the prompt (steps 1-6); ``None`` if nothing to compact.
+
+        >>> fn = CompactFunction(lambda prompt: "S", protect_head=0, tail_token_budget=0,
+        ...                      min_tail_messages=1)
+        >>> job = fn.prepare([{"id": "a", "role": "user", "parts": []},
+        ...                   {"id": "b", "role": "user", "parts": []}])
+        >>> job.from_message_id, job.to_message_id, TRANSCRIPT_START in job.prompt
+        ('a', 'a', True)
+        >>> fn.prepare([]) is None
+        True
+        """
         planned = plan_compaction(
             messages,
             protect_head=self.protect_head,
@@ -402,7 +412,16 @@ class CompactFunction:
     async def acompact(
         self, messages: Sequence[Message], context: CompactContext | None = None
     ) -> CompactResult | None:
-        """Compact, awaiting ``summarize`` if it returns an awaitable (sync ones work too)."""
+        """Compact, awaiting ``summarize`` if it returns an awaitable (sync ones work too).
+
+        >>> import asyncio
+        >>> async def summarize(prompt): return "S"
+        >>> fn = CompactFunction(summarize, protect_head=0, tail_token_budget=0,
+        ...                      min_tail_messages=1)
+        >>> msgs = [{"id": i, "role": "user", "parts": []} for i in "ab"]
+        >>> asyncio.run(fn.acompact(msgs))
+        CompactResult(from_message_id='a', to_message_id='a', summary='S')
+        """
         job = self.prepare(messages, context)
         if job is None:
             return None

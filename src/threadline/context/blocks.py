@@ -143,7 +143,14 @@ class ContextBlocks:
     # -- registration -------------------------------------------------------------------------
     def add(self, config: ContextConfig) -> None:
         """Register a block (resolved on first use); a duplicate label raises
-        ``InvalidArgumentError`` (a ``ValueError``)."""
+        ``InvalidArgumentError`` (a ``ValueError``).
+
+        >>> blocks = ContextBlocks()
+        >>> blocks.add(ContextConfig("soul", provider="Be kind."))
+        >>> blocks.add(ContextConfig("soul", provider="Be rude."))
+        Traceback (most recent call last):
+        threadline.errors.InvalidArgumentError: a context block labelled "soul" is already ...
+        """
         with self._lock:
             if config.label in self._slots:
                 raise InvalidArgumentError(
@@ -152,13 +159,23 @@ class ContextBlocks:
             self._slots[config.label] = _Slot(config)
 
     def remove(self, label: str) -> bool:
-        """Unregister a block; ``False`` if no block had that label."""
+        """Unregister a block; ``False`` if no block had that label.
+
+        >>> blocks = ContextBlocks([ContextConfig("soul", provider="Be kind.")])
+        >>> blocks.remove("soul"), blocks.remove("soul"), blocks.labels
+        (True, False, [])
+        """
         with self._lock:
             return self._slots.pop(label, None) is not None
 
     @property
     def labels(self) -> list[str]:
-        """Registered labels in registration order."""
+        """Registered labels in registration order.
+
+        >>> ContextBlocks([ContextConfig("soul", provider="Be kind."),
+        ...                ContextConfig("user", provider="Ada")]).labels
+        ['soul', 'user']
+        """
         with self._lock:
             return list(self._slots)
 
@@ -228,23 +245,51 @@ class ContextBlocks:
         return slot.block if slot.block is not None else self._read(slot)
 
     def get(self, label: str) -> ContextBlock | None:
-        """The block as last read or written, or ``None`` for an unknown label."""
+        """The block as last read or written, or ``None`` for an unknown label.
+
+        >>> blocks = ContextBlocks([ContextConfig("soul", provider="Be kind.")])
+        >>> block = blocks.get("soul")
+        >>> block.content, block.tokens, block.writable, blocks.get("nope")
+        ('Be kind.', 3, False, None)
+        """
         with self._lock:
             slot = self._slots.get(label)
             return self._loaded(slot) if slot is not None else None
 
     def all(self) -> list[ContextBlock]:
-        """Every block, in registration order (loading any not read yet)."""
+        """Every block, in registration order (loading any not read yet).
+
+        >>> blocks = ContextBlocks([ContextConfig("soul", provider="Be kind."),
+        ...                         ContextConfig("user", provider="Ada")])
+        >>> [(b.label, b.content) for b in blocks.all()]
+        [('soul', 'Be kind.'), ('user', 'Ada')]
+        """
         with self._lock:
             return [self._loaded(slot) for slot in self._slots.values()]
 
     def reload(self) -> list[ContextBlock]:
-        """Re-read every provider's ``get()`` (``init`` is not called again)."""
+        """Re-read every provider's ``get()`` (``init`` is not called again).
+
+        >>> state = {"mood": "calm"}
+        >>> blocks = ContextBlocks([ContextConfig("mood", provider=lambda: state["mood"])])
+        >>> blocks.get("mood").content
+        'calm'
+        >>> state["mood"] = "sleepy"
+        >>> blocks.get("mood").content, blocks.reload()[0].content  # cached, then re-read
+        ('calm', 'sleepy')
+        """
         with self._lock:
             return [self._read(slot) for slot in self._slots.values()]
 
     def kind(self, label: str) -> ProviderKind | None:
-        """The provider kind of a block, or ``None`` for an unknown label."""
+        """The provider kind of a block, or ``None`` for an unknown label.
+
+        >>> import threadline
+        >>> blocks = ContextBlocks([ContextConfig("soul", provider="Be kind."),
+        ...                         ContextConfig("memory")], store=threadline.connect(":memory:"))
+        >>> blocks.kind("soul"), blocks.kind("memory"), blocks.kind("nope")
+        ('readonly', 'writable', None)
+        """
         with self._lock:
             slot = self._slots.get(label)
             if slot is None:
@@ -253,7 +298,15 @@ class ContextBlocks:
             return slot.kind
 
     def render(self) -> str:
-        """The system prompt text of the current blocks."""
+        """The system prompt text of the current blocks.
+
+        >>> blocks = ContextBlocks([ContextConfig("soul", provider="Be kind.")])
+        >>> print(blocks.render())
+        ══════════════════════════════════════════════
+        SOUL [readonly]
+        ══════════════════════════════════════════════
+        Be kind.
+        """
         return render_system_prompt(self.all())
 
     # -- writes -----------------------------------------------------------------------------------
@@ -294,14 +347,30 @@ class ContextBlocks:
         return slot.block
 
     def replace(self, label: str, content: str) -> ContextBlock:
-        """Replace a writable block's content (README: "Memory blocks, providers and tools")."""
+        """Replace a writable block's content (README: "Memory blocks, providers and tools").
+
+        >>> import threadline
+        >>> blocks = ContextBlocks([ContextConfig("memory", max_tokens=100)],
+        ...                        store=threadline.connect(":memory:"))
+        >>> blocks.replace("memory", "likes tea").content
+        'likes tea'
+        >>> blocks.replace("memory", "likes coffee").tokens
+        3
+        """
         content = _check_content(content)
         with self._lock:
             return self._store_text(self._text_slot(label), content)
 
     def append(self, label: str, content: str) -> ContextBlock:
         """Append to a writable block, on a new line unless the block is empty or ``content``
-        starts with ``"\\n"``; the limit applies to the new full content."""
+        starts with ``"\\n"``; the limit applies to the new full content.
+
+        >>> import threadline
+        >>> blocks = ContextBlocks([ContextConfig("memory")], store=threadline.connect(":memory:"))
+        >>> _ = blocks.append("memory", "likes tea")
+        >>> blocks.append("memory", "lives in Oslo").content
+        'likes tea\\nlives in Oslo'
+        """
         content = _check_content(content)
         with self._lock:
             slot = self._text_slot(label)
@@ -329,6 +398,16 @@ class ContextBlocks:
 
         The key comes from ``title`` if given, else from ``content`` (``entry_key``); the same
         title updates the same entry. ``max_tokens`` limits the entry's content.
+
+        >>> import threadline
+        >>> from threadline.context.providers import StoreSkillProvider
+        >>> skills = StoreSkillProvider(threadline.connect(":memory:"))
+        >>> blocks = ContextBlocks([ContextConfig("skills", provider=skills)])
+        >>> blocks.write_entry("skills", "Talk like a pirate.", title="Pirate",
+        ...                    description="Pirate voice")
+        'pirate'
+        >>> blocks.get("skills").content
+        '- pirate: Pirate voice'
         """
         content = _check_content(content)
         with self._lock:
@@ -345,14 +424,36 @@ class ContextBlocks:
             return key
 
     def load(self, label: str, key: str) -> str | None:
-        """A skill block's document ``key``, or ``None`` if it has none."""
+        """A skill block's document ``key``, or ``None`` if it has none.
+
+        >>> import threadline
+        >>> from threadline.context.providers import StoreSkillProvider
+        >>> skills = StoreSkillProvider(threadline.connect(":memory:"))
+        >>> blocks = ContextBlocks([ContextConfig("skills", provider=skills)])
+        >>> key = blocks.write_entry("skills", "Talk like a pirate.", title="Pirate")
+        >>> blocks.load("skills", key), blocks.load("skills", "ninja")
+        ('Talk like a pirate.', None)
+        """
         with self._lock:
             slot = self._keyed_slot(label, "skill")
             provider = slot.provider
         return _optional_text(call_provider(provider, "load", key), provider, "load")
 
     def search(self, label: str, query: str) -> str | None:
-        """Run a search block's ``search(query)``; ``None`` when it found nothing."""
+        """Run a search block's ``search(query)``; ``None`` when it found nothing.
+
+        >>> import threadline
+        >>> from threadline.context.providers import StoreSearchProvider
+        >>> notes = StoreSearchProvider(threadline.connect(":memory:"))
+        >>> blocks = ContextBlocks([ContextConfig("notes", provider=notes)])
+        >>> blocks.write_entry("notes", "The user drinks green tea.", title="tea")
+        'tea'
+        >>> print(blocks.search("notes", "green tea"))
+        [tea]
+        The user drinks green tea.
+        >>> blocks.search("notes", "coffee") is None
+        True
+        """
         with self._lock:
             slot = self._keyed_slot(label, "search")
             provider = slot.provider

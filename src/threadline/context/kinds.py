@@ -47,18 +47,56 @@ ProviderKind = Literal["readonly", "writable", "skill", "search"]
 
 @runtime_checkable
 class ContextProvider(Protocol):
-    """Read-only provider: ``get()`` returns the block content, or ``None`` for empty."""
+    """Read-only provider: ``get()`` returns the block content, or ``None`` for empty.
 
-    def get(self) -> str | None: ...
+    >>> class Today:
+    ...     def get(self): return "Today is Monday."
+    >>> isinstance(Today(), ContextProvider), provider_kind(Today())
+    (True, 'readonly')
+    """
+
+    def get(self) -> str | None:
+        """The block content, read again on every (re)load; ``None`` means empty.
+
+        >>> from threadline.context.providers import StaticContext
+        >>> StaticContext("Be brief.").get()
+        'Be brief.'
+        """
+        ...
 
 
 @runtime_checkable
 class WritableContextProvider(Protocol):
-    """Writable provider: the model may replace its content through ``set_context``."""
+    """Writable provider: the model may replace its content through ``set_context``.
 
-    def get(self) -> str | None: ...
+    >>> class Notes:
+    ...     text = None
+    ...     def get(self): return self.text
+    ...     def set(self, content): self.text = content
+    >>> isinstance(Notes(), WritableContextProvider), provider_kind(Notes())
+    (True, 'writable')
+    """
 
-    def set(self, content: str) -> None: ...
+    def get(self) -> str | None:
+        """The current content, or ``None`` if nothing was written yet.
+
+        >>> import threadline
+        >>> from threadline.context.providers import StoreContextProvider
+        >>> StoreContextProvider(threadline.connect(":memory:"), label="memory").get() is None
+        True
+        """
+        ...
+
+    def set(self, content: str) -> None:
+        """Replace the whole content (size limits are checked before this is called).
+
+        >>> import threadline
+        >>> from threadline.context.providers import StoreContextProvider
+        >>> p = StoreContextProvider(threadline.connect(":memory:"), label="memory")
+        >>> p.set("likes tea"); p.get()
+        'likes tea'
+        """
+        ...
 
 
 @runtime_checkable
@@ -66,11 +104,36 @@ class SkillProvider(Protocol):
     """Keyed documents loaded on demand; ``get()`` returns a listing (``- key: description``).
 
     ``set(key, content, description=None)`` is optional and makes the block writable.
+
+    >>> class Voices:
+    ...     docs = {"pirate": "Talk like a pirate."}
+    ...     def get(self): return "\\n".join(f"- {key}" for key in self.docs)
+    ...     def load(self, key): return self.docs.get(key)
+    >>> isinstance(Voices(), SkillProvider), provider_kind(Voices()), Voices().get()
+    (True, 'skill', '- pirate')
     """
 
-    def get(self) -> str | None: ...
+    def get(self) -> str | None:
+        """The listing shown in the prompt, one ``- key: description`` line per document.
 
-    def load(self, key: str) -> str | None: ...
+        >>> import threadline
+        >>> from threadline.context.providers import StoreSkillProvider
+        >>> p = StoreSkillProvider(threadline.connect(":memory:"), label="skills")
+        >>> p.set("pirate", "Talk like a pirate.", "Pirate voice"); p.get()
+        '- pirate: Pirate voice'
+        """
+        ...
+
+    def load(self, key: str) -> str | None:
+        """The full document ``key``, or ``None`` if there is none.
+
+        >>> import threadline
+        >>> from threadline.context.providers import StoreSkillProvider
+        >>> p = StoreSkillProvider(threadline.connect(":memory:"), label="skills")
+        >>> p.set("pirate", "Talk like a pirate."); p.load("pirate"), p.load("ninja")
+        ('Talk like a pirate.', None)
+        """
+        ...
 
 
 @runtime_checkable
@@ -78,11 +141,37 @@ class SearchProvider(Protocol):
     """Full-text searchable entries; ``get()`` returns a short summary.
 
     ``set(key, content)`` is optional and makes the block writable.
+
+    >>> class Faq:
+    ...     entries = {"tea": "We serve green tea."}
+    ...     def get(self): return f"{len(self.entries)} entries"
+    ...     def search(self, query): return self.entries.get(query)
+    >>> isinstance(Faq(), SearchProvider), provider_kind(Faq()), Faq().search("tea")
+    (True, 'search', 'We serve green tea.')
     """
 
-    def get(self) -> str | None: ...
+    def get(self) -> str | None:
+        """A short summary for the prompt (the entries themselves are found by ``search``).
 
-    def search(self, query: str) -> str | None: ...
+        >>> import threadline
+        >>> from threadline.context.providers import StoreSearchProvider
+        >>> p = StoreSearchProvider(threadline.connect(":memory:"), label="notes")
+        >>> p.set("tea", "The user drinks green tea."); p.get()
+        '1 entries indexed.'
+        """
+        ...
+
+    def search(self, query: str) -> str | None:
+        """The entries matching ``query`` as text for the model, or ``None`` if none match.
+
+        >>> import threadline
+        >>> from threadline.context.providers import StoreSearchProvider
+        >>> p = StoreSearchProvider(threadline.connect(":memory:"), label="notes")
+        >>> p.set("tea", "The user drinks green tea."); print(p.search("green tea"))
+        [tea]
+        The user drinks green tea.
+        """
+        ...
 
 
 def has_method(obj: object, name: str) -> bool:

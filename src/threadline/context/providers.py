@@ -51,7 +51,11 @@ class StaticContext:
         self.text = text
 
     def get(self) -> str | None:
-        """Return the text."""
+        """Return the text.
+
+        >>> StaticContext("You are helpful.").get()
+        'You are helpful.'
+        """
         return self.text
 
     def __repr__(self) -> str:
@@ -69,7 +73,14 @@ class CallableContext:
         self.fn = fn
 
     def get(self) -> str | None:
-        """Call the function."""
+        """Call the function (again on every read).
+
+        >>> import itertools
+        >>> reads = itertools.count(1)
+        >>> ctx = CallableContext(lambda: f"read {next(reads)} times")
+        >>> ctx.get(), ctx.get()
+        ('read 1 times', 'read 2 times')
+        """
         result: str | None = call_provider(self, "fn")
         return result
 
@@ -141,7 +152,17 @@ class StoreContextProvider:
 
     @property
     def owner_id(self) -> str:
-        """Session id, user id or ``""`` (app scope): whose text this is."""
+        """Session id, user id or ``""`` (app scope): whose text this is.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> StoreContextProvider(store, session_id="s1").owner_id
+        's1'
+        >>> StoreContextProvider(store, scope="user", user_id="u1").owner_id
+        'u1'
+        >>> StoreContextProvider(store, scope="app").owner_id
+        ''
+        """
         if self.scope == "session":
             return self.session_id
         if self.scope == "user":
@@ -149,17 +170,34 @@ class StoreContextProvider:
         return ""
 
     def init(self, label: str) -> None:
-        """Adopt the block label unless one was given to the constructor."""
+        """Adopt the block label unless one was given to the constructor.
+
+        >>> import threadline
+        >>> p = StoreContextProvider(threadline.connect(":memory:"))
+        >>> p.init("memory"); p.init("other"); p.label
+        'memory'
+        """
         if self.label is None:
             self.label = label
 
     def get(self) -> str | None:
-        """The stored text, or ``None`` if never written."""
+        """The stored text, or ``None`` if never written.
+
+        >>> import threadline
+        >>> StoreContextProvider(threadline.connect(":memory:"), label="memory").get() is None
+        True
+        """
         label = _need_label(self.label, self)
         return self.store.get_block(self.app_name, self.scope, self.owner_id, label)
 
     def set(self, content: str) -> None:
-        """Replace the stored text."""
+        """Replace the stored text.
+
+        >>> import threadline
+        >>> p = StoreContextProvider(threadline.connect(":memory:"), label="memory")
+        >>> p.set("likes tea"); p.set("likes coffee"); p.get()
+        'likes coffee'
+        """
         label = _need_label(self.label, self)
         self.store.set_block(
             self.app_name, self.scope, self.owner_id, label, content, user_id=self.user_id
@@ -214,19 +252,43 @@ class StoreSearchProvider(_StoreEntries):
     """
 
     def get(self) -> str | None:
-        """``N entries indexed.``, or ``None`` when there are none."""
+        """``N entries indexed.``, or ``None`` when there are none.
+
+        >>> import threadline
+        >>> p = StoreSearchProvider(threadline.connect(":memory:"), label="notes")
+        >>> p.get() is None
+        True
+        >>> p.set("tea", "Green tea."); p.set("cake", "Lemon cake."); p.get()
+        '2 entries indexed.'
+        """
         count = self.store.count_entries(self.app_name, self._label())
         return f"{count} entries indexed." if count else None
 
     def search(self, query: str) -> str | None:
-        """Best 10 entries as ``[key]\\ncontent`` separated by blank lines; ``None`` if none."""
+        """Best 10 entries as ``[key]\\ncontent`` separated by blank lines; ``None`` if none.
+
+        >>> import threadline
+        >>> p = StoreSearchProvider(threadline.connect(":memory:"), label="notes")
+        >>> p.set("tea", "The user drinks green tea."); print(p.search("tea"))
+        [tea]
+        The user drinks green tea.
+        >>> p.search("coffee") is None
+        True
+        """
         hits = self.store.search_entries(self.app_name, self._label(), query, SEARCH_LIMIT)
         if not hits:
             return None
         return "\n\n".join(f"[{e.key}]\n{e.content}" for e in hits[:SEARCH_LIMIT])
 
     def set(self, key: str, content: str) -> None:
-        """Insert or replace the entry ``key``."""
+        """Insert or replace the entry ``key``.
+
+        >>> import threadline
+        >>> p = StoreSearchProvider(threadline.connect(":memory:"), label="notes")
+        >>> p.set("tea", "Green tea."); p.set("tea", "Black tea."); print(p.search("tea"))
+        [tea]
+        Black tea.
+        """
         self.store.put_entry(self.app_name, self._label(), key, content)
 
     def __repr__(self) -> str:
@@ -248,17 +310,38 @@ class StoreSkillProvider(_StoreEntries):
     """
 
     def get(self) -> str | None:
-        """One ``- key: description`` line per skill (``- key`` without one), by key."""
+        """One ``- key: description`` line per skill (``- key`` without one), by key.
+
+        >>> import threadline
+        >>> p = StoreSkillProvider(threadline.connect(":memory:"), label="skills")
+        >>> p.set("pirate", "Talk like a pirate.", "Pirate voice"); p.set("haiku", "5-7-5.")
+        >>> print(p.get())
+        - haiku
+        - pirate: Pirate voice
+        """
         entries: list[Entry] = self.store.list_entries(self.app_name, self._label())
         return _listing((e.key, e.description) for e in entries)
 
     def load(self, key: str) -> str | None:
-        """The document stored under ``key``, or ``None``."""
+        """The document stored under ``key``, or ``None``.
+
+        >>> import threadline
+        >>> p = StoreSkillProvider(threadline.connect(":memory:"), label="skills")
+        >>> p.set("pirate", "Talk like a pirate."); p.load("pirate"), p.load("ninja")
+        ('Talk like a pirate.', None)
+        """
         entry = self.store.get_entry(self.app_name, self._label(), key)
         return entry.content if entry is not None else None
 
     def set(self, key: str, content: str, description: str | None = None) -> None:
-        """Insert or replace the skill ``key``."""
+        """Insert or replace the skill ``key``.
+
+        >>> import threadline
+        >>> p = StoreSkillProvider(threadline.connect(":memory:"), label="skills")
+        >>> p.set("pirate", "Arr.", "Pirate voice"); p.set("pirate", "Arrr!", "Pirate talk")
+        >>> p.get(), p.load("pirate")
+        ('- pirate: Pirate talk', 'Arrr!')
+        """
         self.store.put_entry(self.app_name, self._label(), key, content, description)
 
     def __repr__(self) -> str:
@@ -335,12 +418,28 @@ class DirectorySkillProvider:
         return _front_matter_description(meta) or _first_heading(body), body
 
     def get(self) -> str | None:
-        """One ``- key: description`` line per skill file, by key; ``None`` if none."""
+        """One ``- key: description`` line per skill file, by key; ``None`` if none.
+
+        >>> import pathlib, tempfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     _ = pathlib.Path(folder, "pirate.md").write_text("# Pirate voice\\nSay arr.\\n")
+        ...     print(DirectorySkillProvider(folder).get())
+        - pirate: Pirate voice
+        """
         files = self._files()
         return _listing((key, self._read(path)[0]) for key, path in sorted(files.items()))
 
     def load(self, key: str) -> str | None:
-        """The skill's text without front matter, or ``None`` for an unknown key."""
+        """The skill's text without front matter, or ``None`` for an unknown key.
+
+        >>> import pathlib, tempfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     text = "---\\ndescription: Pirate voice\\n---\\nSay arr.\\n"
+        ...     _ = pathlib.Path(folder, "pirate.md").write_text(text)
+        ...     skills = DirectorySkillProvider(folder)
+        ...     skills.load("pirate"), skills.load("ninja")
+        ('Say arr.\\n', None)
+        """
         path = self._files().get(key)  # only listed stems: a key can never name another path
         return self._read(path)[1] if path is not None else None
 

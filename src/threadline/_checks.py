@@ -15,12 +15,15 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from threadline._validate import (
+    check_attachment_mode,
     check_id,
     check_ids,
     check_int,
     check_json,
+    check_max_message_bytes,
     check_number,
     check_optional_id,
+    check_size_policy,
     check_text,
 )
 from threadline.errors import InvalidArgumentError, InvalidMessageError
@@ -107,6 +110,9 @@ RULES: dict[str, Callable[[str, Any], Any]] = {
     "input_tokens": functools.partial(check_int, minimum=0),
     "output_tokens": functools.partial(check_int, minimum=0),
     "cost": functools.partial(check_number, minimum=0),
+    "size_policy": lambda what, value: value is None or check_size_policy(what, value),
+    "max_message_bytes": lambda what, value: value is None or check_max_message_bytes(what, value),
+    "attachments": check_attachment_mode,
 }  # fmt: skip
 
 

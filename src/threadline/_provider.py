@@ -137,10 +137,14 @@ class ProviderBackend:
             raise MessageNotFoundError(f"message {leaf_id!r} is not in this session")
         return list(self.provider.get_history(leaf_id))
 
-    def get_path_encoded(self, leaf_id: str | None = None) -> list[tuple[str, str]]:
+    def get_path_encoded(
+        self, leaf_id: str | None = None, *, attachments: str = "inline"
+    ) -> list[tuple[str, str]]:
         return [(m["id"], encode_message(m)) for m in self.get_path(leaf_id)]
 
-    def get_path_tail(self, count: int, leaf_id: str | None = None) -> list[tuple[str, str, int]]:
+    def get_path_tail(
+        self, count: int, leaf_id: str | None = None, *, attachments: str = "inline"
+    ) -> list[tuple[str, str, int]]:
         # A custom provider has no way to read part of a path: slice the whole of it.
         rows = self.get_path_encoded(leaf_id)
         first = max(len(rows) - count, 0)

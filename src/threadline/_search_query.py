@@ -225,14 +225,44 @@ def bound_terms(terms: Iterable[Term]) -> list[Term]:
     return kept
 
 
+SNIPPET_CHARS = 2000
+"""A search hit's ``content`` holds at most this many characters of the message's text
+(plus an ellipsis at each cut end), around the first place a term matches."""
+
+
+def snippet(text: str, terms: Iterable[Term], limit: int = SNIPPET_CHARS) -> str:
+    """``text`` itself when it is short, else the ``limit`` characters around the earliest
+    match of any term (words matched case-insensitively), ``…`` marking each cut.
+
+    >>> snippet("x" * 50 + " deploy friday " + "y" * 50, parse_query("friday"), limit=20)
+    '…ploy friday yyyyyyyy…'
+    """
+    if len(text) <= limit:
+        return text
+    lowered = text.lower()
+    found = [
+        lowered.find(needle)
+        for term in terms
+        for needle in (term.substring or "", *term.tokens)
+        if needle
+    ]
+    hits = [position for position in found if position >= 0]
+    start = max(0, min(hits) - limit // 4) if hits else 0
+    end = min(len(text), start + limit)
+    start = max(0, end - limit)
+    return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
+
+
 __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_SUBSTRING_TERMS",
     "MAX_TERMS",
     "MAX_TERM_CHARS",
+    "SNIPPET_CHARS",
     "MatchMode",
     "Term",
     "make_term",
     "parse_query",
+    "snippet",
     "tokenize",
 ]

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from threadline._validate import check_max_message_bytes, check_size_policy
 from threadline.context import ContextConfig
 from threadline.errors import InvalidArgumentError
 from threadline.types import CompactResult
@@ -53,6 +54,16 @@ class SessionSettings:
     compact_threshold: int | None = None
     token_counter: Callable[..., int] | None = None
     error_handler: ErrorHandler | None = None
+    # None: the store's own (connect(size_policy=..., max_message_bytes=...)).
+    size_policy: str | None = None
+    max_message_bytes: int | None = None
+
+    def limit_size(self, size_policy: str | None, max_message_bytes: int | None) -> None:
+        """Override the store's size policy and per-message cap (``None`` keeps the store's)."""
+        if size_policy is not None:
+            self.size_policy = check_size_policy("size_policy", size_policy)
+        if max_message_bytes is not None:
+            self.max_message_bytes = check_max_message_bytes("max_message_bytes", max_message_bytes)
 
     def copy(self) -> SessionSettings:
         """An independent copy (the block list is copied; configs are immutable)."""

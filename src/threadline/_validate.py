@@ -186,3 +186,39 @@ def check_ids(what: str, value: object) -> list[str]:
 
 
 Checker = Callable[[str, Any], object]
+
+
+SIZE_POLICIES = ("attach", "truncate", "error")
+ATTACHMENT_MODES = ("inline", "ref")
+
+
+def check_size_policy(what: str, value: object) -> str:
+    """``value`` if it is a size policy (docs/attachments.md), else ``InvalidArgumentError``.
+
+    >>> check_size_policy("size_policy", "attach")
+    'attach'
+    """
+    if value not in SIZE_POLICIES:
+        raise InvalidArgumentError(f"{what} must be one of {SIZE_POLICIES}, got {_short(value)}")
+    return str(value)
+
+
+def check_max_message_bytes(what: str, value: object) -> int:
+    """``value`` if it is a positive int, else ``InvalidArgumentError``.
+
+    >>> check_max_message_bytes("max_message_bytes", 1000)
+    1000
+    """
+    return check_int(what, value, minimum=1)
+
+
+def check_attachment_mode(what: str, value: object) -> str:
+    """``"inline"`` or ``"ref"``, else ``InvalidArgumentError``.
+
+    >>> check_attachment_mode("attachments", "ref")
+    'ref'
+    """
+    if value not in ATTACHMENT_MODES:
+        raise InvalidArgumentError(f"{what} must be 'inline' or 'ref', got {_short(value)}")
+    return str(value)
+

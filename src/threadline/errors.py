@@ -31,6 +31,18 @@ class InvalidMessageError(ThreadlineError, ValueError):
     """
 
 
+class MessageTooLargeError(InvalidMessageError):
+    """A message is over ``max_message_bytes`` (every size policy), or over the row limit with
+    ``size_policy="error"``; nothing was stored.
+
+    >>> import threadline
+    >>> s = threadline.Session.create(threadline.connect(":memory:", max_message_bytes=1000))
+    >>> s.for_session("s").append_message({"role": "user", "content": "x" * 2000})
+    Traceback (most recent call last):
+    threadline.errors.MessageTooLargeError: message is 2130 bytes; this store takes at most 1000
+    """
+
+
 class InvalidArgumentError(ThreadlineError, ValueError):
     """An argument is out of range or inconsistent (bad overlay range, keyed write...).
 
@@ -143,6 +155,7 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidMessageError",
     "MessageNotFoundError",
+    "MessageTooLargeError",
     "ReadOnlyBlockError",
     "SessionExistsError",
     "SessionNotFoundError",

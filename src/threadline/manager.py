@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from threadline._checks import API_RULES, check_every_public_method
 from threadline._settings import Compactor, ErrorHandler, SessionSettings
@@ -70,7 +70,13 @@ class SessionManager:
     """
 
     def __init__(
-        self, store: Store | str, app_name: str = "default", *, max_cached_sessions: int = 1024
+        self,
+        store: Store | str,
+        app_name: str = "default",
+        *,
+        max_cached_sessions: int = 1024,
+        size_policy: Literal["attach", "truncate", "error"] | None = None,
+        max_message_bytes: int | None = None,
     ) -> None:
         self._owns_store = isinstance(store, str)
         self.store: Store = connect(store) if isinstance(store, str) else store
@@ -78,6 +84,7 @@ class SessionManager:
             raise InvalidArgumentError("app_name must be a non-empty string")
         self.app_name = app_name
         self._settings = SessionSettings()  # every session built gets a copy, whole
+        self._settings.limit_size(size_policy, max_message_bytes)
         # Keyed by (session id, the user_id the caller named): a caller naming a user never
         # gets a Session object built for another caller's view of the same id.
         # Bounded, least recently used first out (a Session evicted loses only its temp: state).

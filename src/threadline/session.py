@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from threadline._checks import API_RULES, check_every_public_method
 from threadline._provider import ProviderBackend, SessionProvider, is_store
@@ -93,6 +93,8 @@ class Session:
         user_id: str | None = None,
         app_name: str = "default",
         context: Sequence[ContextConfig] = (),
+        size_policy: Literal["attach", "truncate", "error"] | None = None,
+        max_message_bytes: int | None = None,
     ) -> None:
         self._owns_store = isinstance(store, str)
         source: object = connect(store) if isinstance(store, str) else store
@@ -101,6 +103,7 @@ class Session:
         self._user_id = user_id
         self._app_name = _check_name("app_name", app_name)
         self._settings = SessionSettings(context=list(context))
+        self._settings.limit_size(size_policy, max_message_bytes)
         self._temp: dict[str, Any] = {}
         # Set by the first read or write of storage: from then on the identity (app, session,
         # user) is fixed, and for_* return a new Session instead of re-pointing this one.
@@ -116,13 +119,22 @@ class Session:
 
     # -- building ----------------------------------------------------------------------------------
     @classmethod
-    def create(cls, store: Store | SessionProvider | str) -> Session:
+    def create(
+        cls,
+        store: Store | SessionProvider | str,
+        *,
+        size_policy: Literal["attach", "truncate", "error"] | None = None,
+        max_message_bytes: int | None = None,
+    ) -> Session:
         """Start a builder from a Store, a store URL (owned: closed by ``close()``) or a provider.
+
+        ``size_policy`` and ``max_message_bytes`` override the store's for this session's
+        writes (``threadline.connect``; docs/attachments.md).
 
         >>> Session.create(":memory:").for_session("a").session_id
         'a'
         """
-        return cls(store)
+        return cls(store, size_policy=size_policy, max_message_bytes=max_message_bytes)
 
     def for_session(self, session_id: str) -> Session:
         """Use this session id (default ``"default"``).
@@ -283,6 +295,8 @@ class Session:
                     self._app_name,
                     self._session_id,
                     user_id=self._user_id,
+                    size_policy=self._settings.size_policy,
+                    max_message_bytes=self._settings.max_message_bytes,
                 )
             elif isinstance(self._source, SessionProvider):
                 self._backend_obj = ProviderBackend(self._source)
@@ -393,8 +407,12 @@ class Session:
         limit: int | None = None,
         max_tokens: int | None = None,
         after: datetime | str | None = None,
+        attachments: Literal["inline", "ref"] = "inline",
     ) -> list[Message]:
         """Root→leaf path with overlays applied, then ``after``, ``limit``, ``max_tokens``.
+
+        Messages come back exactly as written; ``attachments="ref"`` leaves each string stored
+        out of row as its reference instead (read it with :meth:`read_attachment`).
 
         >>> s = Session.create(":memory:")
         >>> _ = s.append_messages([{"role": "user", "content": c} for c in "ab"])
@@ -402,23 +420,25 @@ class Session:
         1
         """
         if limit is not None and after is None:
-            history = self._history_tail(leaf_id, limit)
+            history = self._history_tail(leaf_id, limit, attachments)
             return _window(history, limit=limit, max_tokens=max_tokens, after=None)
-        rows = self._backend.get_path_encoded(leaf_id)
+        rows = self._backend.get_path_encoded(leaf_id, attachments=attachments)
         if not rows:
             return []
         compactions = self._backend.get_compactions()
         history = apply_overlays_encoded(rows, compactions, decode_message)
         return _window(history, limit=limit, max_tokens=max_tokens, after=after)
 
-    def _history_tail(self, leaf_id: str | None, limit: int) -> list[Message]:
+    def _history_tail(
+        self, leaf_id: str | None, limit: int, attachments: str = "inline"
+    ) -> list[Message]:
         """At least the last ``limit`` messages of the history (overlays applied), reading
         about ``limit`` rows: the window doubles only while an overlay reaches back past its
         start or overlays left fewer than ``limit`` messages in it."""
         compactions = self._backend.get_compactions()
         count = max(limit, 1)
         while True:
-            rows = self._backend.get_path_tail(count, leaf_id)
+            rows = self._backend.get_path_tail(count, leaf_id, attachments=attachments)
             complete = not rows or rows[0][2] == 1
             encoded = [(message_id, data) for message_id, data, _ in rows]
             if not complete and overlays_cross_start(encoded, compactions):
@@ -438,6 +458,22 @@ class Session:
         if messages:
             messages = apply_overlays(messages, self._backend.get_compactions())
         return RecentHistory(messages, recent.truncated, recent.total_content_bytes)
+
+    def read_attachment(self, ref: object) -> bytes | str:
+        """The content of an attachment of this session's app: ``bytes`` for file data,
+        ``str`` for text (``ref`` from ``get_history(attachments="ref")``, or
+        ``"sha256:<hex>"``). Needs a threadline Store.
+
+        >>> import threadline
+        >>> s = Session.create(":memory:").for_session("s")
+        >>> big = "data:image/png;base64," + "AAAA" * 100_000
+        >>> _ = s.append_message({"role": "user", "parts": [{"type": "file", "url": big}]})
+        >>> ref = s.get_history(attachments="ref")[0]["parts"][0]["url"]
+        >>> ref["kind"], len(s.read_attachment(ref))
+        ('bytes', 300000)
+        """
+        store = self._require_store("read_attachment")
+        return store.read_attachment(self._app_name, ref)
 
     def search(self, query: str, *, limit: int = 20) -> list[SearchHit]:
         """Full-text search over this session (stemmed words, phrases, substrings)."""

@@ -21,7 +21,14 @@ from threadline.types import ContextBlock, Message
 MESSAGE_OVERHEAD = 4
 """Tokens added per message for role and framing."""
 
+MEDIA_PART_TOKENS = 1000
+"""Tokens counted for each media part (``file``: an image, audio clip, PDF...), whatever its
+size: providers bill media by item and resolution, never by the length of its base64, and a
+1,000-token allowance covers a high-detail image tile set or a short clip. Pass your own
+``token_counter`` where the provider's exact cost matters."""
+
 _TEXT_PART_TYPES = ("text", "reasoning")
+_MEDIA_PART_TYPES = ("file", "image")
 
 
 class TokenCounter(Protocol):
@@ -112,12 +119,16 @@ def _count_messages(messages: Iterable[object], count: Callable[[str], int]) -> 
         if not isinstance(parts, list):
             continue
         for part in parts:
+            if isinstance(part, dict) and part.get("type") in _MEDIA_PART_TYPES:
+                total += MEDIA_PART_TOKENS
+                continue
             total += sum(count(text) for text in _part_texts(part) if text)
     return total
 
 
 def estimate_message_tokens(messages: Iterable[Message]) -> int:
-    """Heuristic size of messages: 4 each plus their text, reasoning and tool input/output.
+    """Heuristic size of messages: 4 each plus their text, reasoning and tool input/output,
+    and :data:`MEDIA_PART_TOKENS` per media part.
 
     >>> estimate_message_tokens([{"role": "user", "parts": [{"type": "text", "text": "x" * 400}]}])
     104
@@ -207,6 +218,7 @@ def tiktoken_counter(encoding: str | Encoder = "cl100k_base") -> TokenCounter:
 
 
 __all__ = [
+    "MEDIA_PART_TOKENS",
     "MESSAGE_OVERHEAD",
     "Encoder",
     "MessageCounter",

@@ -21,7 +21,7 @@ def size(message: dict[str, Any]) -> int:
 
 
 def new(store: Any, sid: str = "big") -> Session:
-    return Session.create(store).for_session(sid)
+    return Session.create(store, size_policy="truncate").for_session(sid)
 
 
 def _warned(caplog: Any) -> bool:

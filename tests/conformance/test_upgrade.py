@@ -104,3 +104,28 @@ def test_v1_search_finds_old_messages_and_new_writes_work(v1_url: str) -> None:
         manager.create("fresh", session_id="new-after-upgrade")
         manager.append("new-after-upgrade", user("hello again"))
         assert manager.get_message_count("new-after-upgrade") == 1
+
+
+def test_a_v1_database_upgrades_to_attachments_and_long_text_search(v1_url: str) -> None:
+    """Schema 2 (attachments, chunked word index) is added in place to a v1 database."""
+    import base64
+
+    image = "data:image/png;base64," + base64.b64encode(bytes(range(256)) * 2048).decode()
+    text = "filler words " * 100_000 + "quasarbeacon"
+    with threadline.connect(v1_url) as store:
+        session = threadline.Session(store, app_name="fixture", session_id="upgraded")
+        written = session.append_messages(
+            [
+                {
+                    "role": "user",
+                    "parts": [{"type": "file", "mediaType": "image/png", "url": image}],
+                },
+                {"role": "user", "content": text},
+            ]
+        )
+        assert session.get_history() == written
+        assert [h.id for h in session.search("quasarbeacon")] == [written[1]["id"]]
+        version = store._read(  # type: ignore[attr-defined]
+            "v", lambda tx: tx.one("SELECT value FROM tl_meta WHERE key = 'schema_version'")
+        )
+        assert version[0] == "2"

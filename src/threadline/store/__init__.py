@@ -37,7 +37,13 @@ SUPPORTED = (
 )
 
 
-def connect(url: str | os.PathLike[str], *, clock: Callable[[], datetime] | None = None) -> Store:
+def connect(
+    url: str | os.PathLike[str],
+    *,
+    clock: Callable[[], datetime] | None = None,
+    size_policy: str | None = None,
+    max_message_bytes: int | None = None,
+) -> Store:
     """Open a store from a URL or path.
 
     ``sqlite:///rel.db`` is relative and ``sqlite:////abs.db`` absolute (SQLAlchemy
@@ -48,6 +54,13 @@ def connect(url: str | os.PathLike[str], *, clock: Callable[[], datetime] | None
     URL fsyncs every commit; ``?mode=ro`` opens it read-only
     (reads and searches work, writes raise ``StoreError``).
 
+    ``size_policy`` decides what happens to a message too large for its row: ``"attach"``
+    (default: long strings stored out of row, deduplicated, returned as written),
+    ``"truncate"`` (shrunk by ``enforce_row_size``) or ``"error"``
+    (``MessageTooLargeError``); over ``max_message_bytes`` (default 64 MiB) every policy
+    raises ``MessageTooLargeError``. Both may also be URL query parameters
+    (``?size_policy=error&max_message_bytes=1000000``); docs/attachments.md.
+
     >>> store = connect(":memory:")
     >>> isinstance(store, SQLiteStore)
     True
@@ -57,14 +70,52 @@ def connect(url: str | os.PathLike[str], *, clock: Callable[[], datetime] | None
         raise ValueError(f"connect() needs a store URL or path; supported: {SUPPORTED}")
     match = _SCHEME.match(text)
     if match is None:
-        return SQLiteStore(text, clock=clock)
+        return SQLiteStore(text, clock=clock, **_size_options({}, size_policy, max_message_bytes))
     scheme = match.group(1).lower()
+    text, from_url = _take_size_options(text)
+    sizes = _size_options(from_url, size_policy, max_message_bytes)
     if scheme in ("postgresql", "postgres"):
-        return PostgresStore(text, clock=clock)
+        return PostgresStore(text, clock=clock, **sizes)
     if scheme == "sqlite":
         path, options = _parse_sqlite_url(text)
-        return SQLiteStore(path, clock=clock, **options)
+        return SQLiteStore(path, clock=clock, **options, **sizes)
     raise ValueError(f"unsupported store URL scheme {scheme!r}; supported: {SUPPORTED}")
+
+
+_SIZE_KEYS = ("size_policy", "max_message_bytes")
+
+
+def _take_size_options(url: str) -> tuple[str, dict[str, str]]:
+    """The URL without its size options, and those options (they apply to every backend)."""
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    found = {k: v for k, v in pairs if k in _SIZE_KEYS}
+    if not found:
+        return url, {}
+    rest = "&".join(f"{k}={v}" if v else k for k, v in pairs if k not in _SIZE_KEYS)
+    # Rebuilt by hand: urlunsplit would turn sqlite:////abs.db into sqlite://abs.db.
+    return url.split("?", 1)[0] + (f"?{rest}" if rest else ""), found
+
+
+def _size_options(
+    from_url: dict[str, str], size_policy: str | None, max_message_bytes: int | None
+) -> dict[str, Any]:
+    """Keyword arguments win over URL parameters; unset ones keep the backend's default."""
+    options: dict[str, Any] = {}
+    if "size_policy" in from_url:
+        options["size_policy"] = from_url["size_policy"]
+    if "max_message_bytes" in from_url:
+        try:
+            options["max_message_bytes"] = int(from_url["max_message_bytes"])
+        except ValueError:
+            raise ValueError(
+                f"max_message_bytes must be an integer, got {from_url['max_message_bytes']!r}"
+            ) from None
+    if size_policy is not None:
+        options["size_policy"] = size_policy
+    if max_message_bytes is not None:
+        options["max_message_bytes"] = max_message_bytes
+    return options
 
 
 def _parse_sqlite_url(url: str) -> tuple[str, dict[str, Any]]:

@@ -62,17 +62,26 @@ class SessionStore:
     """
 
     def __init__(
-        self, store: Store, app: str, session_id: str, *, user_id: str | None = None
+        self,
+        store: Store,
+        app: str,
+        session_id: str,
+        *,
+        user_id: str | None = None,
+        size_policy: str | None = None,
+        max_message_bytes: int | None = None,
     ) -> None:
         self.store = store
         self.app = app
         self.session_id = session_id
         self.user_id = user_id
+        #: Override the store's size policy and cap for this session's writes (None: keep).
+        self.size_policy = size_policy
+        self.max_message_bytes = max_message_bytes
 
     def __repr__(self) -> str:
         return f"SessionStore(app={self.app!r}, session_id={self.session_id!r})"
 
-    update_message = _Bound(Store.update_message)
     delete_messages = _Bound(Store.delete_messages)
     clear_messages = _Bound(Store.clear_messages)
     get_message = _Bound(Store.get_message)
@@ -112,7 +121,38 @@ class SessionStore:
             parent_id,
             user_id=self.user_id,
             state_delta=state_delta,
+            size_policy=self.size_policy,
+            max_message_bytes=self.max_message_bytes,
         )
+
+    def update_message(self, message: Message) -> Message:
+        """``Store.update_message`` under this session's size policy.
+
+        >>> import threadline
+        >>> h = threadline.connect(":memory:").session("default", "s1")
+        >>> _ = h.append_messages([{"id": "a", "role": "user", "parts": []}])
+        >>> edited = {"id": "a", "role": "user", "parts": [{"type": "text", "text": "x"}]}
+        >>> h.update_message(edited)["parts"][0]["text"]
+        'x'
+        """
+        return self.store.update_message(
+            self.app,
+            self.session_id,
+            message,
+            size_policy=self.size_policy,
+            max_message_bytes=self.max_message_bytes,
+        )
+
+    def read_attachment(self, ref: object) -> bytes | str:
+        """An attachment of this session's app (``Store.read_attachment``).
+
+        >>> import threadline
+        >>> h = threadline.connect(":memory:").session("default", "s1")
+        >>> h.read_attachment("sha256:" + "0" * 64)
+        Traceback (most recent call last):
+        threadline.errors.InvalidArgumentError: app 'default' has no attachment sha256:000000000000…
+        """
+        return self.store.read_attachment(self.app, ref)
 
     def search(self, query: str, limit: int = 20) -> list[SearchHit]:
         """Full-text search within this session.

@@ -19,13 +19,18 @@ _log = logging.getLogger("threadline")
 _DDL_LOCK_KEY = 0x74686C6E64646C  # "thlnddl": one advisory lock serialises every schema change
 # to_tsvector fails when a text's lexemes exceed 1 MiB: only this many characters (4 bytes each
 # at most) are word-indexed. Substring search (pg_trgm / LIKE) still sees the whole text.
-_TSV_CHARS = 250_000
+TSV_CHARS = 250_000
 # PostgreSQL's parser keeps emails, hosts and URL paths as single tokens ("bob@example.com"), so
 # the words inside them would never match on their own: index the text as written (whole emails,
 # URLs and versions still match) and again with punctuation turned into spaces.
+CHUNK_TSV = (
+    "to_tsvector('english'::regconfig, ?) || to_tsvector('english'::regconfig, "
+    "regexp_replace(?, '[^[:alnum:][:space:]]+', ' ', 'g'))"
+)
+"""The word index of one chunk of a long text (the text passed twice), as ``tsv`` is built."""
 _TSV_EXPR = (
-    f"to_tsvector('english'::regconfig, left(search_text, {_TSV_CHARS})) || "
-    f"to_tsvector('english'::regconfig, regexp_replace(left(search_text, {_TSV_CHARS}), "
+    f"to_tsvector('english'::regconfig, left(search_text, {TSV_CHARS})) || "
+    f"to_tsvector('english'::regconfig, regexp_replace(left(search_text, {TSV_CHARS}), "
     "'[^[:alnum:][:space:]]+', ' ', 'g'))"
 )
 
@@ -79,7 +84,29 @@ _V1 = [
         value TEXT NOT NULL, PRIMARY KEY (app, owner, owner_id, key))""",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1]
+# Version 2: attachments (store/_sql_attach.py) and the word index of long texts in chunks
+# (one tsvector holds at most 1 MiB: the first _TSV_CHARS characters stay in tl_messages.tsv,
+# the rest is indexed here, _TSV_CHARS characters per row, idx from 1).
+_V2 = [
+    """CREATE TABLE IF NOT EXISTS tl_attachments (
+        app TEXT NOT NULL, sha256 TEXT NOT NULL, kind TEXT NOT NULL,
+        byte_size BIGINT NOT NULL, chunks INTEGER NOT NULL, PRIMARY KEY (app, sha256))""",
+    """CREATE TABLE IF NOT EXISTS tl_attachment_chunks (
+        app TEXT NOT NULL, sha256 TEXT NOT NULL, idx INTEGER NOT NULL, data BYTEA NOT NULL,
+        PRIMARY KEY (app, sha256, idx))""",
+    "ALTER TABLE tl_attachment_chunks ALTER COLUMN data SET STORAGE EXTERNAL",
+    """CREATE TABLE IF NOT EXISTS tl_message_refs (
+        app TEXT NOT NULL, session_id TEXT NOT NULL, message_id TEXT NOT NULL,
+        sha256 TEXT NOT NULL, PRIMARY KEY (app, session_id, message_id, sha256))""",
+    "CREATE INDEX IF NOT EXISTS tl_message_refs_sha ON tl_message_refs (app, sha256)",
+    """CREATE TABLE IF NOT EXISTS tl_message_chunks (
+        app TEXT NOT NULL, session_id TEXT NOT NULL, message_id TEXT NOT NULL,
+        idx INTEGER NOT NULL, tsv tsvector NOT NULL,
+        PRIMARY KEY (app, session_id, message_id, idx))""",
+    "CREATE INDEX IF NOT EXISTS tl_message_chunks_tsv ON tl_message_chunks USING gin (tsv)",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2]
 """``MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (version 0: no tables yet)."""
 
 SCHEMA_VERSION = len(MIGRATIONS)  # derived, so adding a migration cannot leave it behind

@@ -88,28 +88,50 @@ def _like(text_col: str) -> str:
     return f"{text_col} LIKE ? ESCAPE '\\'"
 
 
+_IN_CHUNKS = (
+    "EXISTS (SELECT 1 FROM tl_message_chunks c WHERE c.app = m.app "
+    "AND c.session_id = m.session_id AND c.message_id = m.id AND c.tsv @@ {query})"
+)
+
+
+def _matches(tsv: str, query: str, params: list[Any], chunks: bool) -> tuple[str, list[Any]]:
+    """``tsv @@ query``; with ``chunks``, also true when a word chunk of a long text matches."""
+    if not chunks:
+        return f"{tsv} @@ {query}", list(params)
+    return f"({tsv} @@ {query} OR {_IN_CHUNKS.format(query=query)})", [*params, *params]
+
+
 def _condition(
-    terms: Sequence[_TermSQL], mode: MatchMode, tsv: str, text_col: str
+    terms: Sequence[_TermSQL], mode: MatchMode, tsv: str, text_col: str, chunks: bool = False
 ) -> tuple[str, list[Any]]:
     """WHERE clause selecting rows that satisfy all (or any) terms, using the GIN indexes.
 
     A term matches by its word query, or (terms needing it) by a case-insensitive substring.
     A word query of only stop words is empty: PostgreSQL drops it from ``&&``/``||``.
+    ``chunks``: words beyond the first ``_TSV_CHARS`` characters of a long text count too
+    (``tl_message_chunks``), term by term, so the terms of "all" may sit in different chunks.
     """
     clauses: list[str] = []
     params: list[Any] = []
     if mode == "any":
         words = [t for t in terms if t.function]
         if words:
-            query, params = _tsquery(words, "||")
-            clauses.append(f"{tsv} @@ {query}")
+            query, query_params = _tsquery(words, "||")
+            clause, params = _matches(tsv, query, query_params, chunks)
+            clauses.append(clause)
         for t in terms:
             if t.pattern:
                 clauses.append(_like(text_col))
                 params.append(t.pattern)
         return " OR ".join(clauses), params
     words_only = [t for t in terms if t.function and not t.pattern]
-    if words_only:
+    if words_only and chunks:  # each word separately: they may be in different chunks
+        for t in words_only:
+            query = f"{t.function}('english', ?)"
+            clause, term_params = _matches(tsv, query, [t.text], chunks)
+            clauses.append(f"(numnode({query}) = 0 OR {clause})")
+            params += [t.text, *term_params]
+    elif words_only:
         query, params = _tsquery(words_only, "&&")
         if len(words_only) < len(terms):  # stop-word-only words must not veto substring terms
             clauses.append(f"(numnode({query}) = 0 OR {tsv} @@ {query})")
@@ -118,8 +140,9 @@ def _condition(
             clauses.append(f"{tsv} @@ {query}")
     for t in terms:
         if t.pattern and t.function:
-            clauses.append(f"({tsv} @@ {t.function}('english', ?) OR {_like(text_col)})")
-            params += [t.text, t.pattern]
+            clause, term_params = _matches(tsv, f"{t.function}('english', ?)", [t.text], chunks)
+            clauses.append(f"({clause} OR {_like(text_col)})")
+            params += [*term_params, t.pattern]
         elif t.pattern:
             clauses.append(_like(text_col))
             params.append(t.pattern)
@@ -155,17 +178,26 @@ def message_search_sql(
     session_id: str | None,
     owner: OwnerFilter,
     limit: int,
+    *,
+    long_texts: bool = False,
 ) -> tuple[str, list[Any]] | None:
     """SQL (``?`` placeholders) and parameters of one message-search pass; None if no term.
 
     Rows: ``(session_id, id, role, data, score)``, best first, ties newest ``seq`` first.
+    ``long_texts``: only messages whose text is longer than one word index holds, matched
+    against all their word chunks (a second, small pass; the first one skips no message).
     """
     compiled = _compile_terms(terms)
     if not compiled:
         return None
-    where, where_params = _condition(compiled, mode, "m.tsv", "m.search_text")
+    where, where_params = _condition(compiled, mode, "m.tsv", "m.search_text", long_texts)
     score, score_params = _score(compiled, "m.tsv", "m.search_text")
     scope, scope_params = ["m.app = ?"], [app]
+    if long_texts:
+        scope.append(
+            "EXISTS (SELECT 1 FROM tl_message_chunks c0 WHERE c0.app = m.app "
+            "AND c0.session_id = m.session_id AND c0.message_id = m.id AND c0.idx = 1)"
+        )
     join = ""
     if session_id is not None:
         scope.append("m.session_id = ?")

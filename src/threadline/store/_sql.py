@@ -67,7 +67,9 @@ from __future__ import annotations
 
 from threadline._checks import check_every_public_method
 from threadline.store._handle import SessionStore
+from threadline.store._sql_attach import AttachmentMixin
 from threadline.store._sql_base import (
+    MAX_MESSAGE_BYTES,
     MESSAGE_COLUMNS,
     MessageRow,
     OwnerFilter,
@@ -86,7 +88,7 @@ from threadline.store._sql_state import StateMixin
 from threadline.store._sql_tree import TreeMixin
 
 
-class SQLStore(RegistryMixin, TreeMixin, ContentMixin, StateMixin, SQLBase):
+class SQLStore(RegistryMixin, TreeMixin, ContentMixin, StateMixin, AttachmentMixin):
     """Shared implementation of the Store protocol, room by room (registry, tree, content,
     state); a backend subclass supplies the dialect hooks of :class:`SQLBase`."""
 
@@ -103,6 +105,7 @@ class SQLStore(RegistryMixin, TreeMixin, ContentMixin, StateMixin, SQLBase):
 check_every_public_method(SQLStore)
 
 __all__ = [
+    "MAX_MESSAGE_BYTES",
     "MESSAGE_COLUMNS",
     "MessageRow",
     "OwnerFilter",

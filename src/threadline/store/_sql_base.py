@@ -10,10 +10,13 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, Self, TypeVar
 
+from threadline._attachments import ATTACH_MIN_BYTES, Blob, extract, has_refs
 from threadline._search_query import MatchMode, Term
+from threadline._validate import check_max_message_bytes, check_size_policy
 from threadline.errors import (
     InvalidArgumentError,
     InvalidMessageError,
+    MessageTooLargeError,
     SessionNotFoundError,
 )
 from threadline.messages import (
@@ -149,14 +152,30 @@ def _hit_time(message: Message) -> datetime | None:
 
 
 ROW_LIMIT = 1_800_000
-"""Stored JSON bytes above which ``enforce_row_size`` shrinks a message before writing."""
+"""Stored JSON bytes above which the ``"truncate"`` policy shrinks a message and the
+``"error"`` policy refuses it (the ``"attach"`` policy moves long strings out of row)."""
+
+MAX_MESSAGE_BYTES = 64 * 2**20
+"""Default hard cap on one message's compact JSON, whatever the policy."""
 
 
-def _encode_row(message: Message) -> tuple[Message, str, int]:
-    """``(message, compact JSON, UTF-8 size)`` after ``enforce_row_size``.
 
-    ``enforce_row_size`` returns a message unchanged when its compact JSON fits, so it only
-    runs when the size measured here says it may not (saves a JSON encode per append).
+class EncodedRow(NamedTuple):
+    """A message ready for its row: the message as written (returned to the caller and
+    indexed), the row's JSON (long strings replaced by references), the message's full
+    UTF-8 size (what path byte totals count) and the attachments to store with it."""
+
+    message: Message
+    data: str
+    size: int
+    blobs: list[Blob]
+
+
+def _encode_row(message: Message, policy: str, max_bytes: int) -> EncodedRow:
+    """Check, size and encode one normalised message under a size policy.
+
+    ``enforce_row_size`` and attachment extraction only run when the size measured here says
+    they may be needed (saves work on every ordinary append).
     """
     if (
         not isinstance(message, dict)
@@ -171,14 +190,27 @@ def _encode_row(message: Message) -> tuple[Message, str, int]:
         raise InvalidMessageError("message is nested too deeply") from None
     except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError
         raise InvalidMessageError(f"message is not storable JSON: {exc}") from None
+    if size > max_bytes:
+        raise MessageTooLargeError(f"message is {size} bytes; this store takes at most {max_bytes}")
+    if policy == "attach":
+        if size >= ATTACH_MIN_BYTES or has_refs(data):  # has_refs: refuse the reserved key
+            row, blobs = extract(message)
+            if blobs:
+                return EncodedRow(message, encode_message(row), size, blobs)
+        return EncodedRow(message, data, size, [])
     if size > ROW_LIMIT:
+        if policy == "error":
+            raise MessageTooLargeError(
+                f"message is {size} bytes, over the {ROW_LIMIT}-byte row limit "
+                "(size_policy='error')"
+            )
         # Imported lazily: compaction depends on the store package, not the other way round.
         from threadline.compaction.micro import enforce_row_size
 
         message = enforce_row_size(message, ROW_LIMIT)
         data = encode_message(message)
         size = len(data.encode("utf-8"))
-    return message, data, size
+    return EncodedRow(message, data, size, [])
 
 
 class SQLBase(ABC):
@@ -199,6 +231,19 @@ class SQLBase(ABC):
     #: What "now" is for this store (``updated_at``, overlay and block times, purge cutoffs):
     #: ``None`` is the system clock; tests inject one (``clock=`` of the backends).
     _clock: Callable[[], datetime] | None = None
+
+    #: What happens to a message too large for its row (``connect(size_policy=...)``) and the
+    #: hard cap on one message (``connect(max_message_bytes=...)``); docs/attachments.md.
+    _size_policy: str = "attach"
+    _max_message_bytes: int = MAX_MESSAGE_BYTES
+
+    def _configure_size(self, size_policy: str, max_message_bytes: int) -> None:
+        self._size_policy = check_size_policy("size_policy", size_policy)
+        self._max_message_bytes = check_max_message_bytes("max_message_bytes", max_message_bytes)
+
+    def _encode(self, message: Message, policy: str | None, max_bytes: int | None) -> EncodedRow:
+        limit = self._max_message_bytes if max_bytes is None else max_bytes
+        return _encode_row(message, policy or self._size_policy, limit)
 
     def _now_us(self) -> int:
         return now_us() if self._clock is None else datetime_to_us(self._clock())

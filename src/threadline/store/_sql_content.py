@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from threadline._search_query import parse_query
+from threadline._search_query import parse_query, snippet
 from threadline.errors import (
     InvalidArgumentError,
 )
@@ -16,10 +16,10 @@ from threadline.messages import (
 from threadline.store._common import (
     us_to_datetime,
 )
+from threadline.store._sql_attach import AttachmentMixin
 from threadline.store._sql_base import (
     OWNERS,
     Row,
-    SQLBase,
     Tx,
     _hit_time,
     _owner_filter,
@@ -35,7 +35,7 @@ from threadline.types import (
 )
 
 
-class ContentMixin(SQLBase):
+class ContentMixin(AttachmentMixin):
     """Search, overlays, skill loads, blocks, the cached prompt and keyed entries."""
 
     # ------------------------------------------------------------------ search
@@ -59,9 +59,9 @@ class ContentMixin(SQLBase):
         def run(tx: Tx) -> list[Row]:
             args = (session_id, owner, limit)
             rows = self._search_message_rows(tx, app, terms, "all", *args)
-            if rows or len(terms) == 1:  # one term: "any" would repeat the same search
-                return rows
-            return self._search_message_rows(tx, app, terms, "any", *args)
+            if not rows and len(terms) > 1:  # one term: "any" would repeat the same search
+                rows = self._search_message_rows(tx, app, terms, "any", *args)
+            return self._with_attachments(tx, app, rows, 3, "inline")
 
         hits = []
         for sid, message_id, role, data, score in self._read("search_messages", run):
@@ -70,7 +70,7 @@ class ContentMixin(SQLBase):
                 SearchHit(
                     id=message_id,
                     role=role,
-                    content=text_of(message),
+                    content=snippet(text_of(message), terms),
                     created_at=_hit_time(message),
                     session_id=sid,
                     score=float(score),

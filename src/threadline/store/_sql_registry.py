@@ -19,8 +19,8 @@ from threadline.store._common import (
     encode_cursor,
     row_to_session_info,
 )
+from threadline.store._sql_attach import AttachmentMixin
 from threadline.store._sql_base import (
-    SQLBase,
     Tx,
     _owner_filter,
     owner_clause,
@@ -36,7 +36,7 @@ from threadline.types import (
 )
 
 
-class RegistryMixin(SQLBase):
+class RegistryMixin(AttachmentMixin):
     """The session registry: create, list, update, delete, purge, usage, forget a user."""
 
     # ------------------------------------------------------------------ session registry
@@ -168,6 +168,7 @@ class RegistryMixin(SQLBase):
         key = (app, session_id)
         existed = self._claim_session_row(tx, app, session_id)
         self._unindex_messages(tx, app, session_id, None)
+        self._drop_refs(tx, app, session_id, None)
         changed = tx.execute("DELETE FROM tl_messages WHERE app = ? AND session_id = ?", key)
         for table in ("tl_compactions", "tl_skill_loads", "tl_prompts"):
             changed += tx.execute(f"DELETE FROM {table} WHERE app = ? AND session_id = ?", key)

@@ -19,14 +19,14 @@ from threadline.store._common import (
     dumps,
     stored_delta,
 )
+from threadline.store._sql_attach import AttachmentMixin
 from threadline.store._sql_base import (
+    EncodedRow,
     MessageRow,
     Row,
-    SQLBase,
     Tx,
     _check_owner,
     _chunks,
-    _encode_row,
     _in_list,
 )
 from threadline.store._sql_text import (
@@ -58,7 +58,7 @@ from threadline.types import (
 )
 
 
-class TreeMixin(SQLBase):
+class TreeMixin(AttachmentMixin):
     """The message tree: appends, updates, deletes, the head and path reads."""
 
     # ------------------------------------------------------------------ appends
@@ -72,6 +72,8 @@ class TreeMixin(SQLBase):
         *,
         user_id: str | None = None,
         state_delta: Mapping[str, Any] | None = None,
+        size_policy: str | None = None,
+        max_message_bytes: int | None = None,
     ) -> list[Message]:
         """Append normalised messages in one transaction; each parents the next."""
         delta = stored_delta(state_delta, user_id)
@@ -79,7 +81,7 @@ class TreeMixin(SQLBase):
             raise InvalidArgumentError("state_delta needs exactly one message")
         if not messages:
             return []
-        encoded = [_encode_row(message) for message in messages]
+        encoded = [self._encode(m, size_policy, max_message_bytes) for m in messages]
         return self._write(
             "append_messages",
             lambda tx: self._append(tx, app, session_id, encoded, parent_id, user_id, delta),
@@ -91,7 +93,7 @@ class TreeMixin(SQLBase):
         tx: Tx,
         app: str,
         session_id: str,
-        encoded: list[tuple[Message, str, int]],
+        encoded: list[EncodedRow],
         parent_id: str | AutoType | None,
         user_id: str | None,
         delta: dict[str, Any],
@@ -103,7 +105,7 @@ class TreeMixin(SQLBase):
         undo = dumps(self._undo_record(tx, app, session_id, delta)) if delta else None
         out: list[Message] = []
         seq, written = last_seq, 0
-        for message, data, size in encoded:
+        for message, data, size, blobs in encoded:
             message_id = message["id"]
             if parent is None:  # explicit parent unknown: fine only if this message exists
                 if tx.one(SQL_MESSAGE, (app, session_id, message_id)) is None:
@@ -117,6 +119,8 @@ class TreeMixin(SQLBase):
             if self._insert_message(tx, row):
                 seq, written, head_id = seq + 1, written + 1, message_id
                 parent = (message_id, row.depth, row.path_bytes)
+                if blobs:
+                    self._put_blobs(tx, app, session_id, message_id, blobs)
                 self._index_skill_loads(tx, app, session_id, message)
                 if delta:
                     self._apply_state(tx, app, session_id, user_id, delta)
@@ -125,7 +129,7 @@ class TreeMixin(SQLBase):
                 stored = tx.one(SQL_STORED, (app, session_id, message_id))
                 assert stored is not None
                 parent = (message_id, stored[1], stored[2])
-                out.append(decode_message(stored[0]))
+                out.append(self._full_message(tx, app, stored[0]))
         now = self._now_us()
         tx.execute(
             SQL_SESSION_AFTER_APPEND,
@@ -154,19 +158,25 @@ class TreeMixin(SQLBase):
 
     # ------------------------------------------------------------------ update / delete
 
-    def update_message(self, app: str, session_id: str, message: Message) -> Message:
+    def update_message(
+        self,
+        app: str,
+        session_id: str,
+        message: Message,
+        *,
+        size_policy: str | None = None,
+        max_message_bytes: int | None = None,
+    ) -> Message:
         """Replace an existing message's content; ``MessageNotFoundError`` if unknown."""
-        encoded = _encode_row(message)
+        encoded = self._encode(message, size_policy, max_message_bytes)
         return self._write(
             "update_message",
             lambda tx: self._update(tx, app, session_id, encoded),
             lock=(app, session_id, None),
         )
 
-    def _update(
-        self, tx: Tx, app: str, session_id: str, encoded: tuple[Message, str, int]
-    ) -> Message:
-        message, data, size = encoded
+    def _update(self, tx: Tx, app: str, session_id: str, encoded: EncodedRow) -> Message:
+        message, data, size, blobs = encoded
         message_id = message.get("id")
         old = tx.one(
             "SELECT data, byte_size FROM tl_messages WHERE app = ? AND session_id = ? AND id = ?",
@@ -179,13 +189,16 @@ class TreeMixin(SQLBase):
             if created is not None:
                 # Only a kept createdAt changes the JSON _encode_row already produced.
                 message = {**message, "createdAt": created}
-                data = encode_message(message)
-                size = len(data.encode("utf-8"))
+                data = encode_message({**decode_message(data), "createdAt": created})
+                size = len(encode_message(message).encode("utf-8"))
         tx.execute(
             "UPDATE tl_messages SET role = ?, data = ?, byte_size = ?, created_at = ? "
             "WHERE app = ? AND session_id = ? AND id = ?",
             (message["role"], data, size, message.get("createdAt"), app, session_id, message_id),
         )
+        self._drop_refs(tx, app, session_id, [message_id])
+        if blobs:
+            self._put_blobs(tx, app, session_id, message_id, blobs)
         if size != old[1]:
             key = (message_id, app, session_id)
             tx.execute(SQL_SHIFT_SUBTREE, (*key, 0, old[1] - size, app, session_id))
@@ -228,6 +241,7 @@ class TreeMixin(SQLBase):
                 (*key, *chunk),
             )
         self._unindex_messages(tx, app, session_id, found)
+        self._drop_refs(tx, app, session_id, found)
         for chunk in _chunks(found):
             marks = _in_list(len(chunk))
             tx.execute(
@@ -278,6 +292,7 @@ class TreeMixin(SQLBase):
         def run(tx: Tx) -> None:
             key = (app, session_id)
             self._unindex_messages(tx, app, session_id, None)
+            self._drop_refs(tx, app, session_id, None)
             for table in ("tl_messages", "tl_compactions", "tl_skill_loads"):
                 tx.execute(f"DELETE FROM {table} WHERE app = ? AND session_id = ?", key)
             self._touch(tx, app, session_id)
@@ -292,15 +307,15 @@ class TreeMixin(SQLBase):
 
     def get_message(self, app: str, session_id: str, message_id: str) -> Message | None:
         """One stored message, or ``None``."""
-        row = self._read(
-            "get_message", lambda tx: tx.one(SQL_MESSAGE, (app, session_id, message_id))
-        )
-        return decode_message(row[0]) if row else None
+        params = (app, session_id, message_id)
+        return self._read("get_message", lambda tx: self._one_message(tx, app, SQL_MESSAGE, params))
 
     def get_head(self, app: str, session_id: str) -> Message | None:
         """The head message, or ``None``."""
-        row = self._read("get_head", lambda tx: tx.one(SQL_HEAD_MESSAGE, (app, session_id)))
-        return decode_message(row[0]) if row else None
+        params = (app, session_id)
+        return self._read(
+            "get_head", lambda tx: self._one_message(tx, app, SQL_HEAD_MESSAGE, params)
+        )
 
     def set_head(self, app: str, session_id: str, message_id: str) -> None:
         """Move the head to any message of the session."""
@@ -313,32 +328,55 @@ class TreeMixin(SQLBase):
 
         self._write("set_head", run, lock=(app, session_id, None))
 
-    def get_path(self, app: str, session_id: str, leaf_id: str | None = None) -> list[Message]:
+    def get_path(
+        self,
+        app: str,
+        session_id: str,
+        leaf_id: str | None = None,
+        *,
+        attachments: str = "inline",
+    ) -> list[Message]:
         """Root→leaf path ending at ``leaf_id`` (default: the head)."""
-        rows = self._path_rows("get_path", SQL_PATH, SQL_PATH_HEAD, app, session_id, leaf_id)
-        return [decode_message(row[1]) for row in rows]
+        rows = self.get_path_encoded(app, session_id, leaf_id, attachments=attachments)
+        return [decode_message(data) for _, data in rows]
 
     def get_path_encoded(
-        self, app: str, session_id: str, leaf_id: str | None = None
+        self,
+        app: str,
+        session_id: str,
+        leaf_id: str | None = None,
+        *,
+        attachments: str = "inline",
     ) -> list[tuple[str, str]]:
         """``(id, stored JSON)`` of :meth:`get_path`, so callers decode only what they show."""
-        rows = self._path_rows("get_path", SQL_PATH, SQL_PATH_HEAD, app, session_id, leaf_id)
+        rows = self._path_rows(
+            "get_path", SQL_PATH, SQL_PATH_HEAD, app, session_id, leaf_id, (app, 1, attachments)
+        )
         return [(row[0], row[1]) for row in rows]
 
     def get_path_tail(
-        self, app: str, session_id: str, count: int, leaf_id: str | None = None
+        self,
+        app: str,
+        session_id: str,
+        count: int,
+        leaf_id: str | None = None,
+        *,
+        attachments: str = "inline",
     ) -> list[tuple[str, str, int]]:
         """The newest ``count`` messages of the path as ``(id, stored JSON, depth)``, root side
         first; reads ``count`` rows at most. ``MessageNotFoundError`` for an unknown leaf."""
         key = (app, session_id)
+        params: tuple[Any, ...]
         if leaf_id is None:
-            params: tuple[Any, ...] = (*key, *key, *key, count)
-            rows = self._read("get_path_tail", lambda tx: tx.all(SQL_TAIL_HEAD, params))
+            sql, params = SQL_TAIL_HEAD, (*key, *key, *key, count)
         else:
-            params = (*key, leaf_id, *key, count)
-            rows = self._read("get_path_tail", lambda tx: tx.all(SQL_TAIL, params))
-            if not rows:
-                raise MessageNotFoundError(f"message {leaf_id!r} not in session")
+            sql, params = SQL_TAIL, (*key, leaf_id, *key, count)
+        rows = self._read(
+            "get_path_tail",
+            lambda tx: self._with_attachments(tx, app, tx.all(sql, params), 1, attachments),
+        )
+        if leaf_id is not None and not rows:
+            raise MessageNotFoundError(f"message {leaf_id!r} not in session")
         return [(row[0], row[1], int(row[2])) for row in rows]
 
     def get_path_ids(self, app: str, session_id: str, leaf_id: str | None = None) -> list[str]:
@@ -356,12 +394,26 @@ class TreeMixin(SQLBase):
         app: str,
         session_id: str,
         leaf_id: str | None,
+        bodies: tuple[str, int, str] | None = None,
     ) -> list[Row]:
+        """Rows of a path query; ``bodies`` = ``(app, column, attachments mode)`` puts the
+        attachments back into the JSON at that column, in the same read."""
         key = (app, session_id)
+        params: tuple[Any, ...]
         if leaf_id is None:
-            params: tuple[Any, ...] = (*key, *key, *key)
-            return self._read(operation, lambda tx: tx.all(sql_head, params))
-        rows = self._read(operation, lambda tx: tx.all(sql_leaf, (*key, leaf_id, *key)))
+            sql, params = sql_head, (*key, *key, *key)
+        else:
+            sql, params = sql_leaf, (*key, leaf_id, *key)
+
+        def run(tx: Tx) -> list[Row]:
+            rows = tx.all(sql, params)
+            if bodies is not None:
+                rows = self._with_attachments(tx, bodies[0], rows, bodies[1], bodies[2])
+            return rows
+
+        rows = self._read(operation, run)
+        if leaf_id is None:
+            return rows
         if not rows:
             raise MessageNotFoundError(f"message {leaf_id!r} not in session")
         return rows
@@ -372,7 +424,10 @@ class TreeMixin(SQLBase):
         """Newest contiguous suffix of the head path within ``max_bytes`` (see base)."""
         key = (app, session_id)
         params = (*key, *key, max(int(min_messages), 1), int(max_bytes), *key)
-        rows = self._read("get_recent_path", lambda tx: tx.all(SQL_RECENT, params))
+        rows = self._read(
+            "get_recent_path",
+            lambda tx: self._with_attachments(tx, app, tx.all(SQL_RECENT, params), 0, "inline"),
+        )
         if not rows:
             return RecentPath(messages=[], truncated=False, total_content_bytes=0)
         return RecentPath(
@@ -398,5 +453,9 @@ class TreeMixin(SQLBase):
             "SELECT data FROM tl_messages WHERE app = ? AND session_id = ? AND parent_id = ? "
             "ORDER BY seq"
         )
-        rows = self._read("get_children", lambda tx: tx.all(sql, (app, session_id, message_id)))
+        params = (app, session_id, message_id)
+        rows = self._read(
+            "get_children",
+            lambda tx: self._with_attachments(tx, app, tx.all(sql, params), 0, "inline"),
+        )
         return [decode_message(row[0]) for row in rows]

@@ -79,12 +79,35 @@ _SCHEMA_V1_TRIGRAM = (
 )
 
 
+# Version 2: attachments (store/_sql_attach.py). Chunks live in a rowid table: large blobs
+# make poor WITHOUT ROWID rows.
+_SCHEMA_V2 = (
+    """CREATE TABLE IF NOT EXISTS tl_attachments (
+        app TEXT NOT NULL, sha256 TEXT NOT NULL, kind TEXT NOT NULL,
+        byte_size INTEGER NOT NULL, chunks INTEGER NOT NULL,
+        PRIMARY KEY (app, sha256)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS tl_attachment_chunks (
+        app TEXT NOT NULL, sha256 TEXT NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL,
+        UNIQUE (app, sha256, idx))""",
+    """CREATE TABLE IF NOT EXISTS tl_message_refs (
+        app TEXT NOT NULL, session_id TEXT NOT NULL, message_id TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        PRIMARY KEY (app, session_id, message_id, sha256)) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS tl_message_refs_sha ON tl_message_refs (app, sha256)",
+)
+
+
 def _migrate_to_1(conn: sqlite3.Connection) -> None:
     for statement in (*_SCHEMA_V1, *_SCHEMA_V1_TRIGRAM):
         conn.execute(statement)
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_to_1,)
+def _migrate_to_2(conn: sqlite3.Connection) -> None:
+    for statement in _SCHEMA_V2:
+        conn.execute(statement)
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_to_1, _migrate_to_2)
 """``MIGRATIONS[i]`` upgrades a database from schema version ``i`` to ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -192,8 +192,14 @@ class Store(Protocol):
         *,
         user_id: str | None = None,
         state_delta: Mapping[str, Any] | None = None,
+        size_policy: str | None = None,
+        max_message_bytes: int | None = None,
     ) -> list[Message]:
         """Append already-normalised messages in one transaction; each parents the next.
+
+        ``size_policy`` / ``max_message_bytes`` override the store's for this call
+        (``connect``; docs/attachments.md): long strings go out of row as attachments, are
+        truncated, or raise ``MessageTooLargeError``; reads return messages as written.
 
         ``parent_id``: ``AUTO`` = child of the head; ``None`` = new root; a string = that
         message (``MessageNotFoundError`` if it is not in the session). A message whose id
@@ -207,7 +213,15 @@ class Store(Protocol):
         (``threadline.messages.skill_loads_of``) are indexed.
         """
 
-    def update_message(self, app: str, session_id: str, message: Message) -> Message:
+    def update_message(
+        self,
+        app: str,
+        session_id: str,
+        message: Message,
+        *,
+        size_policy: str | None = None,
+        max_message_bytes: int | None = None,
+    ) -> Message:
         """Replace ``role``/``parts``/``metadata``/``createdAt`` of an existing message (the
         caller has merged ``createdAt``); search index and skill-load index follow.
         ``MessageNotFoundError`` for an unknown id. Returns the stored message."""
@@ -229,12 +243,24 @@ class Store(Protocol):
     def set_head(self, app: str, session_id: str, message_id: str) -> None:
         """Move the head to any message of the session (``MessageNotFoundError`` if unknown)."""
 
-    def get_path(self, app: str, session_id: str, leaf_id: str | None = None) -> list[Message]:
+    def get_path(
+        self,
+        app: str,
+        session_id: str,
+        leaf_id: str | None = None,
+        *,
+        attachments: str = "inline",
+    ) -> list[Message]:
         """Raw root→leaf path ending at ``leaf_id`` (default: head); ``[]`` for an empty session;
         ``MessageNotFoundError`` for an unknown ``leaf_id``. Walks parent links only."""
 
     def get_path_encoded(
-        self, app: str, session_id: str, leaf_id: str | None = None
+        self,
+        app: str,
+        session_id: str,
+        leaf_id: str | None = None,
+        *,
+        attachments: str = "inline",
     ) -> list[tuple[str, str]]:
         """``(id, stored compact JSON)`` for each message of :meth:`get_path`, root first.
 
@@ -245,7 +271,13 @@ class Store(Protocol):
         relative cutoffs (``purge(older_than=timedelta)``) count from."""
 
     def get_path_tail(
-        self, app: str, session_id: str, count: int, leaf_id: str | None = None
+        self,
+        app: str,
+        session_id: str,
+        count: int,
+        leaf_id: str | None = None,
+        *,
+        attachments: str = "inline",
     ) -> list[tuple[str, str, int]]:
         """The newest ``count`` messages of the path to ``leaf_id`` (default: the head) as
         ``(id, stored JSON, depth)``, root side first, reading at most ``count`` rows; the
@@ -282,6 +314,11 @@ class Store(Protocol):
         """Full-text search (docs/search.md) over one session or, with ``session_id=None``, every
         session of ``app``: only ``user_id``'s when given, only sessions without a user with
         ``without_user=True``. Never raises on any query text."""
+
+    def read_attachment(self, app: str, ref: Any) -> bytes | str:
+        """The content of an attachment of ``app`` (a reference dict found in a message read
+        with ``attachments="ref"``, or ``"sha256:<hex>"``): ``bytes`` for file data, ``str``
+        for text. ``InvalidArgumentError`` if ``app`` has no such attachment."""
 
     # -- overlays ----------------------------------------------------------------------------
     def add_compaction(

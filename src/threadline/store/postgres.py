@@ -44,6 +44,7 @@ from threadline._search_query import MatchMode, Term
 from threadline.errors import InvalidArgumentError, StoreError, ThreadlineError
 from threadline.store._pg_pool import ServerPool
 from threadline.store._sql import (
+    MAX_MESSAGE_BYTES,
     MESSAGE_COLUMNS,
     MessageRow,
     OwnerFilter,
@@ -51,6 +52,8 @@ from threadline.store._sql import (
     SessionKey,
     SQLStore,
     Tx,
+    _chunks,
+    _in_list,
 )
 
 if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
@@ -59,6 +62,8 @@ if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
     PgConn = Connection[tuple[Any, ...]]
 
 from threadline.store._pg_schema import (
+    CHUNK_TSV,
+    TSV_CHARS,
     ensure_schema,
 )
 from threadline.store._pg_search import (
@@ -155,6 +160,21 @@ def _decode_row(row: Row) -> Row:
     return row
 
 
+def _index_long_text(tx: Tx, app: str, session_id: str, message_id: str, text: str) -> None:
+    """Word-index the part of a long text that ``tl_messages.tsv`` does not hold, in chunks
+    (each overlapping the previous by a little, so a phrase across a boundary is found)."""
+    for idx, start in enumerate(range(TSV_CHARS, len(text), TSV_CHARS), start=1):
+        chunk = text[start - _CHUNK_OVERLAP : start + TSV_CHARS]
+        tx.execute(_INSERT_CHUNK, (app, session_id, message_id, idx, chunk, chunk))
+
+
+_CHUNK_OVERLAP = 200
+_INSERT_CHUNK = (
+    f"INSERT INTO tl_message_chunks (app, session_id, message_id, idx, tsv) "
+    f"VALUES (?, ?, ?, ?, {CHUNK_TSV})"
+)
+
+
 def _search_text(text: str) -> str:
     """Text of the search columns: lowercased by Python, like the query's substrings, so a
     plain (fast, trigram-indexed) ``LIKE`` finds them; NUL becomes a space."""
@@ -225,8 +245,16 @@ class PostgresStore(SQLStore):
 
     _FOR_UPDATE = " FOR UPDATE"
 
-    def __init__(self, url: str, *, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        size_policy: str = "attach",
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+    ) -> None:
         self._clock = clock
+        self._configure_size(size_policy, max_message_bytes)
         self._driver, pool_module = _import_driver()
         # Waiting for the pool already took its timeout: retrying would only double the wait.
         self._no_retry = (pool_module.PoolTimeout, pool_module.PoolClosed)
@@ -316,21 +344,37 @@ class PostgresStore(SQLStore):
     # ------------------------------------------------------------------ dialect: search index
 
     def _insert_message(self, tx: Tx, row: MessageRow) -> bool:
-        params = (*row.values(), _search_text(row.text))
-        return tx.execute(_INSERT_MESSAGE, params) > 0
+        text = _search_text(row.text)
+        if tx.execute(_INSERT_MESSAGE, (*row.values(), text)) == 0:
+            return False
+        _index_long_text(tx, row.app, row.session_id, row.id, text)
+        return True
 
     def _reindex_message(
         self, tx: Tx, app: str, session_id: str, message_id: str, text: str
     ) -> None:
+        text = _search_text(text)
         tx.execute(
             "UPDATE tl_messages SET search_text = ? WHERE app = ? AND session_id = ? AND id = ?",
-            (_search_text(text), app, session_id, message_id),
+            (text, app, session_id, message_id),
         )
+        self._unindex_messages(tx, app, session_id, [message_id])
+        _index_long_text(tx, app, session_id, message_id, text)
 
     def _unindex_messages(
         self, tx: Tx, app: str, session_id: str, message_ids: Sequence[str] | None
     ) -> None:
-        """Nothing to do: the search columns live in the message row."""
+        """Drop the word chunks of long texts (the other search columns live in the row)."""
+        where = "app = ? AND session_id = ?"
+        if message_ids is None:
+            tx.execute(f"DELETE FROM tl_message_chunks WHERE {where}", (app, session_id))
+            return
+        for batch in _chunks(message_ids):
+            tx.execute(
+                f"DELETE FROM tl_message_chunks WHERE {where} "
+                f"AND message_id IN {_in_list(len(batch))}",
+                (app, session_id, *batch),
+            )
 
     def _upsert_entry(
         self,
@@ -359,7 +403,20 @@ class PostgresStore(SQLStore):
         limit: int,
     ) -> list[Row]:
         built = message_search_sql(app, terms, mode, session_id, owner, limit)
-        return tx.all(*built) if built is not None else []
+        if built is None:
+            return []
+        rows = tx.all(*built)
+        # Long texts are also matched against every word chunk: a small second pass over
+        # only the messages that have chunks, merged by score.
+        more = message_search_sql(app, terms, mode, session_id, owner, limit, long_texts=True)
+        assert more is not None
+        extra = tx.all(*more)
+        if not extra:
+            return rows
+        seen = {(row[0], row[1]) for row in rows}
+        rows += [row for row in extra if (row[0], row[1]) not in seen]
+        rows.sort(key=lambda row: -float(row[4]))
+        return rows[:limit]
 
     def _search_entry_rows(
         self, tx: Tx, app: str, label: str, terms: Sequence[Term], mode: MatchMode, limit: int

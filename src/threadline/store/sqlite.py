@@ -33,8 +33,9 @@ from typing import Any
 
 from threadline._search_query import MatchMode, Term
 from threadline.errors import StoreError, ThreadlineError
-from threadline.messages import decode_message, text_of
+from threadline.messages import text_of
 from threadline.store._sql import (
+    MAX_MESSAGE_BYTES,
     MESSAGE_COLUMNS,
     MessageRow,
     OwnerFilter,
@@ -76,7 +77,7 @@ _SQL_MESSAGE_ROWID = "SELECT rowid FROM tl_messages WHERE app = ? AND session_id
 _SQL_ENTRY_ROWID = "SELECT rowid FROM tl_entries WHERE app = ? AND label = ? AND key = ?"
 _SQL_INDEX_MARK = "SELECT CAST(value AS INTEGER) FROM tl_meta WHERE key = 'indexed_upto'"
 _SQL_SET_INDEX_MARK = "UPDATE tl_meta SET value = ? WHERE key = 'indexed_upto'"
-_SQL_PENDING_INDEX = "SELECT rowid, data FROM tl_messages WHERE rowid > ? ORDER BY rowid"
+_SQL_PENDING_INDEX = "SELECT rowid, app, data FROM tl_messages WHERE rowid > ? ORDER BY rowid"
 _SQL_DELETE_CJK = "DELETE FROM tl_messages_cjk WHERE rowid = ?"
 _INDEX_BATCH = 64
 """Pending messages that make an append index them all (one FTS5 segment per batch instead
@@ -134,8 +135,11 @@ class SQLiteStore(SQLStore):
         busy_timeout: float = 30.0,
         read_only: bool = False,
         clock: Callable[[], datetime] | None = None,
+        size_policy: str = "attach",
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
         self._clock = clock
+        self._configure_size(size_policy, max_message_bytes)
         path = os.fspath(path)
         if read_only and not path.startswith("file:"):
             if _is_memory(path):
@@ -360,10 +364,14 @@ class SQLiteStore(SQLStore):
         rows = conn.execute(_SQL_PENDING_INDEX, (mark,)).fetchall()
         if not rows:
             return
-        for rowid, data in rows:
-            self._index_message_text(conn, rowid, text_of(decode_message(data)))
+        for rowid, app, data in rows:
+            self._index_message_text(conn, rowid, self._text_of_row(conn, app, data))
         self._index_hint = rows[-1][0]
         conn.execute(_SQL_SET_INDEX_MARK, (str(self._index_hint),))
+
+    def _text_of_row(self, conn: sqlite3.Connection, app: str, data: str) -> str:
+        """The searchable text of a stored row, its attachments put back."""
+        return text_of(self._full_message(_Tx(conn), app, data))
 
     def _index_pending(self, tx: _Tx) -> bool:
         """Put the messages not indexed yet (at most a batch or two) into the in-memory
@@ -386,8 +394,8 @@ class SQLiteStore(SQLStore):
             conn.execute(f"DELETE FROM temp.{table}")
         row = conn.execute(_SQL_INDEX_MARK).fetchone()
         rows = conn.execute(_SQL_PENDING_INDEX, (int(row[0]) if row else 0,)).fetchall()
-        for rowid, data in rows:
-            self._index_message_text(conn, rowid, text_of(decode_message(data)), _PENDING)
+        for rowid, app, data in rows:
+            self._index_message_text(conn, rowid, self._text_of_row(conn, app, data), _PENDING)
         tx.pending_count = len(rows)
         tx.pending_version = version
         return bool(rows)

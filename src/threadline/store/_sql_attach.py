@@ -1,0 +1,142 @@
+"""Attachments: long strings of a message stored out of row, once per app (docs/attachments.md).
+
+Three tables: ``tl_attachments`` (one row per app and SHA-256), ``tl_attachment_chunks`` (the
+content in chunks of at most ``CHUNK_BYTES``) and ``tl_message_refs`` (which message refers to
+which attachment). All are written in the message's own transaction; the last reference
+going (message, session or user deleted, message updated) deletes the attachment in that same
+transaction, so a crash leaves neither a message without its attachment nor an orphan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from threadline._attachments import (
+    CHUNK_BYTES,
+    Blob,
+    content_of,
+    has_refs,
+    ref_sha,
+    restore,
+)
+from threadline.errors import InvalidArgumentError
+from threadline.messages import decode_message, encode_message
+from threadline.store._sql_base import Row, SQLBase, Tx, _chunks, _in_list
+from threadline.types import Message
+
+_SQL_PUT = (
+    "INSERT INTO tl_attachments (app, sha256, kind, byte_size, chunks) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (app, sha256) DO NOTHING"
+)
+_SQL_PUT_CHUNK = "INSERT INTO tl_attachment_chunks (app, sha256, idx, data) VALUES (?, ?, ?, ?)"
+_SQL_REF = (
+    "INSERT INTO tl_message_refs (app, session_id, message_id, sha256) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (app, session_id, message_id, sha256) DO NOTHING"
+)
+_SQL_CHUNKS = "SELECT data FROM tl_attachment_chunks WHERE app = ? AND sha256 = ? ORDER BY idx"
+_SQL_KIND = "SELECT kind FROM tl_attachments WHERE app = ? AND sha256 = ?"
+_SQL_STILL_USED = "SELECT 1 FROM tl_message_refs WHERE app = ? AND sha256 = ? LIMIT 1"
+
+
+class AttachmentMixin(SQLBase):
+    """Writing, reading and collecting attachments; reads put them back into messages."""
+
+    def _put_blobs(
+        self, tx: Tx, app: str, session_id: str, message_id: str, blobs: Sequence[Blob]
+    ) -> None:
+        for blob in blobs:
+            count = max(1, -(-len(blob.data) // CHUNK_BYTES))
+            if tx.execute(_SQL_PUT, (app, blob.sha256, blob.kind, len(blob.data), count)):
+                for idx in range(count):
+                    chunk = blob.data[idx * CHUNK_BYTES : (idx + 1) * CHUNK_BYTES]
+                    tx.execute(_SQL_PUT_CHUNK, (app, blob.sha256, idx, chunk))
+            tx.execute(_SQL_REF, (app, session_id, message_id, blob.sha256))
+
+    def _drop_refs(
+        self, tx: Tx, app: str, session_id: str, message_ids: Sequence[str] | None
+    ) -> None:
+        """Forget those messages' references (all of the session's with ``None``) and delete
+        every attachment of the app that no message refers to any more."""
+        key = (app, session_id)
+        where = "app = ? AND session_id = ?"
+        batches: list[Sequence[str]] = [()] if message_ids is None else _chunks(message_ids)
+        shas: set[str] = set()
+        for batch in batches:
+            cond = where + (f" AND message_id IN {_in_list(len(batch))}" if batch else "")
+            sql = f"SELECT DISTINCT sha256 FROM tl_message_refs WHERE {cond}"
+            rows = tx.all(sql, (*key, *batch))
+            if rows:
+                shas.update(row[0] for row in rows)
+                tx.execute(f"DELETE FROM tl_message_refs WHERE {cond}", (*key, *batch))
+        for sha in sorted(shas):  # sorted: one lock order for concurrent collectors
+            if tx.one(_SQL_STILL_USED, (app, sha)) is None:
+                for table in ("tl_attachment_chunks", "tl_attachments"):
+                    tx.execute(f"DELETE FROM {table} WHERE app = ? AND sha256 = ?", (app, sha))
+
+    @staticmethod
+    def _blob_data(tx: Tx, app: str, sha: str) -> bytes:
+        rows = tx.all(_SQL_CHUNKS, (app, sha))
+        if not rows:
+            raise InvalidArgumentError(f"app {app!r} has no attachment sha256:{sha[:12]}…")
+        return b"".join(bytes(row[0]) for row in rows)
+
+    def _with_attachments(
+        self, tx: Tx, app: str, rows: list[Row], column: int, mode: str
+    ) -> list[Row]:
+        """``rows`` with the JSON at ``column`` made whole (``mode`` ``"inline"``) or left
+        holding references (``"ref"``)."""
+        if mode == "ref" or not any(has_refs(row[column]) for row in rows):
+            return rows
+        out: list[Row] = []
+        for row in rows:
+            data = row[column]
+            if has_refs(data):
+                row = (*row[:column], self._full(tx, app, data), *row[column + 1 :])
+            out.append(row)
+        return out
+
+    def _one_message(self, tx: Tx, app: str, sql: str, params: Sequence[Any]) -> Message | None:
+        row = tx.one(sql, params)
+        return None if row is None else self._full_message(tx, app, row[0])
+
+    def _full(self, tx: Tx, app: str, data: str) -> str:
+        """Stored row JSON with its attachments put back (unchanged when it has none)."""
+        if not has_refs(data):
+            return data
+        return encode_message(self._full_message(tx, app, data))
+
+    def _full_message(self, tx: Tx, app: str, data: str) -> Message:
+        message = decode_message(data)
+        if not has_refs(data):
+            return message
+        restored: Message = restore(message, lambda sha: self._blob_data(tx, app, sha))
+        return restored
+
+    def read_attachment(self, app: str, ref: Any) -> bytes | str:
+        """The content of an attachment of ``app``: ``bytes`` for file data, ``str`` for text.
+
+        ``ref`` is a reference dict (``get_history(attachments="ref")``) or ``"sha256:<hex>"``.
+        ``InvalidArgumentError`` for an attachment the app does not have.
+
+        >>> import threadline
+        >>> from threadline._attachments import ATTACH_MIN_BYTES
+        >>> store = threadline.connect(":memory:")
+        >>> long = "many words " * ATTACH_MIN_BYTES
+        >>> part = {"type": "text", "text": long}
+        >>> _ = store.append_messages("app", "s", [{"id": "m", "role": "user", "parts": [part]}])
+        >>> ref = store.get_path("app", "s", attachments="ref")[0]["parts"][0]["text"]
+        >>> ref["kind"], store.read_attachment("app", ref) == long
+        ('text', True)
+        """
+        sha = ref_sha(ref)
+
+        def run(tx: Tx) -> bytes | str:
+            data = self._blob_data(tx, app, sha)
+            kind = ref.get("kind") if isinstance(ref, dict) else None
+            if kind is None:
+                row = tx.one(_SQL_KIND, (app, sha))
+                kind = row[0] if row else "bytes"
+            return data if kind == "bytes" else content_of(str(kind), data)
+
+        return self._read("read_attachment", run)

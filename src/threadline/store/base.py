@@ -545,18 +545,55 @@ class Store(Protocol):
         self, app: str, session_id: str, summary: str, from_message_id: str, to_message_id: str
     ) -> Compaction:
         """Store an overlay. Both ids must be in the session and ``from`` an ancestor-or-self of
-        ``to``, else ``InvalidArgumentError``."""
+        ``to``, else ``InvalidArgumentError``.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> msgs = [{"id": f"m{i}", "role": "user", "parts": []} for i in (1, 2)]
+        >>> _ = store.append_messages("default", "s1", msgs)
+        >>> store.add_compaction("default", "s1", "Greetings.", "m1", "m2").summary
+        'Greetings.'
+        >>> store.add_compaction("default", "s1", "Greetings.", "m2", "m1")
+        Traceback (most recent call last):
+        threadline.errors.InvalidArgumentError: 'm2' is not an ancestor of 'm1'
+        """
 
     def get_compactions(self, app: str, session_id: str) -> list[Compaction]:
-        """Every overlay of the session, oldest first (superseded ones included)."""
+        """Every overlay of the session, oldest first (superseded ones included).
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> _ = store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])
+        >>> _ = store.add_compaction("default", "s1", "First.", "m1", "m1")
+        >>> _ = store.add_compaction("default", "s1", "Second.", "m1", "m1")
+        >>> [c.summary for c in store.get_compactions("default", "s1")]
+        ['First.', 'Second.']
+        """
 
     # -- loaded skills -------------------------------------------------------------------------
     def get_skill_loads(self, app: str, session_id: str) -> list[SkillLoad]:
-        """Indexed skill loads of the session, oldest message first."""
+        """Indexed skill loads of the session, oldest message first.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> msg = threadline.messages.tool_call("load_context", {"label": "s", "key": "k"}, "doc")
+        >>> _ = store.append_messages("default", "s1", [msg])
+        >>> [(load.label, load.key) for load in store.get_skill_loads("default", "s1")]
+        [('s', 'k')]
+        """
 
     # -- memory blocks and the cached prompt -----------------------------------------------------
     def get_block(self, app: str, owner: OwnerKind, owner_id: str, label: str) -> str | None:
-        """Stored content of a store-backed block (``owner_id`` = session id, user id or "")."""
+        """Stored content of a store-backed block (``owner_id`` = session id, user id or "").
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.set_block("default", "user", "u1", "profile", "Likes tea.")
+        >>> store.get_block("default", "user", "u1", "profile")
+        'Likes tea.'
+        >>> store.get_block("default", "user", "u2", "profile") is None
+        True
+        """
 
     def set_block(
         self,
@@ -568,13 +605,39 @@ class Store(Protocol):
         *,
         user_id: str | None = None,
     ) -> None:
-        """Upsert a block; a ``session``-owned write also touches that session's registry row."""
+        """Upsert a block; a ``session``-owned write also touches that session's registry row.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.set_block("default", "session", "s1", "notes", "Draft v1")
+        >>> store.set_block("default", "session", "s1", "notes", "Draft v2")
+        >>> store.get_block("default", "session", "s1", "notes"), store.count_sessions("default")
+        ('Draft v2', 1)
+        """
 
     def get_prompt(self, app: str, session_id: str) -> str | None:
-        """The persisted frozen system prompt, if any."""
+        """The persisted frozen system prompt, if any.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.get_prompt("default", "s1") is None
+        True
+        >>> store.set_prompt("default", "s1", "You are helpful.")
+        >>> store.get_prompt("default", "s1")
+        'You are helpful.'
+        """
 
     def set_prompt(self, app: str, session_id: str, prompt: str | None) -> None:
-        """Persist (or with ``None`` forget) the frozen system prompt. Not a registry write."""
+        """Persist (or with ``None`` forget) the frozen system prompt. Like every write to a
+        session it creates the registry row if missing and moves ``updated_at``.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.set_prompt("default", "s1", "You are helpful.")
+        >>> store.set_prompt("default", "s1", "You are terse.")  # replaces it
+        >>> store.get_prompt("default", "s1"), store.count_sessions("default")
+        ('You are terse.', 1)
+        """
 
     # -- keyed entries (StoreSearchProvider / StoreSkillProvider), shared per (app, label) -------
     def put_entry(

@@ -643,34 +643,115 @@ class Store(Protocol):
     def put_entry(
         self, app: str, label: str, key: str, content: str, description: str | None = None
     ) -> None:
-        """Insert or replace an entry (search index kept in step)."""
+        """Insert or replace an entry (search index kept in step).
 
-    def get_entry(self, app: str, label: str, key: str) -> Entry | None: ...
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.put_entry("default", "docs", "faq", "Ask anything.")
+        >>> store.put_entry("default", "docs", "faq", "Ask us anything.", "Common questions")
+        >>> store.list_entries("default", "docs")[0].content, store.count_entries("default", "docs")
+        ('Ask us anything.', 1)
+        """
+
+    def get_entry(self, app: str, label: str, key: str) -> Entry | None:
+        """One entry, or ``None``.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.put_entry("default", "docs", "faq", "Ask us anything.")
+        >>> store.get_entry("default", "docs", "faq")
+        Entry(key='faq', content='Ask us anything.', description=None)
+        >>> store.get_entry("other", "docs", "faq") is None  # entries are per app
+        True
+        """
 
     def list_entries(self, app: str, label: str) -> list[Entry]:
-        """All entries of the label, ordered by key."""
+        """All entries of the label, ordered by key.
 
-    def count_entries(self, app: str, label: str) -> int: ...
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> for key in ("b", "a"):
+        ...     store.put_entry("default", "docs", key, f"Document {key}.")
+        >>> [entry.key for entry in store.list_entries("default", "docs")]
+        ['a', 'b']
+        """
 
-    def delete_entry(self, app: str, label: str, key: str) -> bool: ...
+    def count_entries(self, app: str, label: str) -> int:
+        """Number of entries of the label.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.put_entry("default", "docs", "faq", "Ask us anything.")
+        >>> store.count_entries("default", "docs"), store.count_entries("default", "skills")
+        (1, 0)
+        """
+
+    def delete_entry(self, app: str, label: str, key: str) -> bool:
+        """Delete an entry (search index kept in step); ``False`` if it did not exist.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.put_entry("default", "docs", "faq", "Ask us anything.")
+        >>> store.delete_entry("default", "docs", "faq")
+        True
+        >>> store.delete_entry("default", "docs", "faq")
+        False
+        """
 
     def search_entries(self, app: str, label: str, query: str, limit: int = 10) -> list[Entry]:
-        """Same search rules as messages (§8), best first; never raises on query text."""
+        """Same search rules as messages (§8), best first; never raises on query text.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.put_entry("default", "docs", "tea", "How to brew green tea.")
+        >>> store.put_entry("default", "docs", "bikes", "Fixing a flat tyre.")
+        >>> [entry.key for entry in store.search_entries("default", "docs", "green tea")]
+        ['tea']
+        >>> store.search_entries("default", "docs", '"(')
+        []
+        """
 
     # -- scoped state (pure rules in threadline._state; keys carry their prefix) -----------------
     def get_state(self, app: str, session_id: str, user_id: str | None) -> dict[str, Any]:
         """Merged stored state: ``app:*`` keys, ``user:*`` keys of ``user_id`` (none if
-        ``user_id`` is None), and the session's own keys. Values are JSON values."""
+        ``user_id`` is None), and the session's own keys. Values are JSON values.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.update_state("default", "s1", "u1", {"app:x": 1, "user:lang": "nb", "step": 2})
+        >>> sorted(store.get_state("default", "s1", "u1"))
+        ['app:x', 'step', 'user:lang']
+        >>> store.get_state("default", "s2", None)  # another session, no user: only app: keys
+        {'app:x': 1}
+        """
 
     def update_state(
         self, app: str, session_id: str, user_id: str | None, delta: Mapping[str, Any]
     ) -> None:
         """Apply a delta atomically (``None`` deletes). Keys starting with ``temp:`` are never
-        stored (ignored). ``user:`` keys without ``user_id`` raise ``InvalidArgumentError``."""
+        stored (ignored). ``user:`` keys without ``user_id`` raise ``InvalidArgumentError``.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.update_state("default", "s1", None, {"step": 1, "temp:scratch": "x"})
+        >>> store.update_state("default", "s1", None, {"step": None, "done": True})  # None deletes
+        >>> store.get_state("default", "s1", None)
+        {'done': True}
+        """
 
     def rewind(self, app: str, session_id: str, before_message_id: str) -> None:
         """Move the head to the parent of ``before_message_id`` (None if it is a root) and
         restore session-scoped state keys to their values before that message by undoing the
         recorded deltas of that message's subtree (earliest record per key wins). ``app:`` and
         ``user:`` keys are not rolled back; nothing is deleted. ``MessageNotFoundError`` if
-        unknown."""
+        unknown.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> msgs = [{"id": f"m{i}", "role": "user", "parts": []} for i in (1, 2)]
+        >>> _ = store.append_messages("default", "s1", msgs[:1], state_delta={"step": 1})
+        >>> _ = store.append_messages("default", "s1", msgs[1:], state_delta={"step": 2})
+        >>> store.rewind("default", "s1", "m2")
+        >>> store.get_head("default", "s1")["id"], store.get_state("default", "s1", None)
+        ('m1', {'step': 1})
+        """

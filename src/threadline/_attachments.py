@@ -8,28 +8,29 @@ a reference in its place::
     {"$threadline.attachment": "<sha256 hex>", "kind": "bytes" | "text", "bytes": N,
      "prefix": "data:image/png;base64,"}          # prefix only for a data URL
 
-Base64 payloads (a ``data:...;base64,`` URL or a bare base64 string) are stored as the bytes
-they encode — a quarter smaller, and what ``read_attachment`` returns — but only when encoding
-those bytes again gives back exactly the same string, so a read is always byte-identical.
+The content is stored exactly as written, so a read is always byte-identical: for a
+``data:...;base64,`` URL (``kind`` ``"bytes"``) the base64 payload after the prefix, for any
+other string (``kind`` ``"text"``) its UTF-8. Nothing is decoded on the write path; the file's
+bytes are decoded only when ``read_attachment`` is asked for them.
 
 >>> blob = "data:image/png;base64," + "QUJD" * 70_000
->>> row, parts = extract({"id": "m", "role": "user", "parts": [{"type": "file", "url": blob}]})
+>>> row, parts, _ = extract({"id": "m", "role": "user", "parts": [{"type": "file", "url": blob}]})
 >>> ref = row["parts"][0]["url"]
 >>> ref["kind"], ref["bytes"], ref["prefix"], len(parts)
-('bytes', 210000, 'data:image/png;base64,', 1)
+('bytes', 280000, 'data:image/png;base64,', 1)
 >>> restore(row, {parts[0].sha256: parts[0].data})["parts"][0]["url"] == blob
 True
 """
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from threadline.errors import InvalidMessageError
 
@@ -38,13 +39,16 @@ __all__ = [
     "CHUNK_BYTES",
     "MARKER",
     "Blob",
+    "Extracted",
     "SizePolicy",
     "content_of",
     "extract",
+    "file_bytes",
     "has_refs",
     "is_ref",
     "ref_sha",
     "restore",
+    "restore_json",
     "shas_of",
 ]
 
@@ -61,7 +65,6 @@ CHUNK_BYTES = 1024 * 1024
 
 _MARKER_JSON = '"' + MARKER + '"'
 _DATA_URL = re.compile(r"data:[^,;]{0,200}(?:;[^,;]{0,200}){0,8};base64,", re.I)
-_BASE64 = re.compile(rb"[A-Za-z0-9+/]*={0,2}")
 
 
 @dataclass(frozen=True)
@@ -73,53 +76,64 @@ class Blob:
     data: bytes
 
 
-def _canonical_base64(payload: str) -> bytes | None:
-    """The bytes ``payload`` encodes, if encoding them again gives exactly ``payload``."""
-    if len(payload) % 4 or not payload.isascii():
-        return None
-    raw = payload.encode("ascii")
-    if _BASE64.fullmatch(raw) is None:
-        return None
-    try:
-        decoded = base64.b64decode(raw, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    return decoded if base64.b64encode(decoded) == raw else None
+class Extracted(NamedTuple):
+    """What :func:`extract` returns: the row message (references in place of long strings),
+    the attachments, and how many more UTF-8 bytes the message's JSON takes than the row's
+    (so that sizes count the message as written)."""
+
+    row: dict[str, Any]
+    blobs: list[Blob]
+    extra_bytes: int
 
 
-def _blob_of(text: str) -> tuple[dict[str, Any], Blob]:
+def _blob_of(text: str) -> tuple[dict[str, Any], Blob, int]:
     prefix = ""
     match = _DATA_URL.match(text)
-    decoded = _canonical_base64(text[match.end() :] if match else text)
-    if decoded is not None:
-        kind, data, prefix = "bytes", decoded, match.group(0) if match else ""
+    if match is not None and text.isascii():
+        kind, prefix = "bytes", match.group(0)
+        data = text[match.end() :].encode("ascii")
+        json_size = len(json.dumps(prefix)) + len(text) - len(prefix)  # the payload: no escapes
+        if b'"' in data or b"\\" in data:  # not base64 after all: measure it exactly
+            json_size = len(json.dumps(text))
     else:
-        kind, data = "text", text.encode("utf-8")
+        kind = "text"
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidMessageError(f"message text is not valid UTF-8: {exc}") from None
+        json_size = len(json.dumps(text, ensure_ascii=False).encode("utf-8"))
     sha = hashlib.sha256(data).hexdigest()
     ref: dict[str, Any] = {MARKER: sha, "kind": kind, "bytes": len(data)}
     if prefix:
         ref["prefix"] = prefix
-    return ref, Blob(sha, kind, data)
+    ref_size = len(json.dumps(ref, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    return ref, Blob(sha, kind, data), json_size - ref_size
 
 
-def extract(message: Mapping[str, Any]) -> tuple[dict[str, Any], list[Blob]]:
+def extract(message: Mapping[str, Any]) -> Extracted:
     """``(row message, blobs)``: long strings replaced by references (see the module doc).
 
     The message is not changed; containers on the way to a replaced string are copied.
-    ``InvalidMessageError`` if the message holds the reserved reference key.
+    ``InvalidMessageError`` if the message holds the reserved reference key, or a long text
+    that is not valid UTF-8. A string used twice becomes one blob.
 
-    >>> row, blobs = extract({"id": "m", "role": "user", "parts": [{"type": "text", "text": "hi"}]})
-    >>> blobs
+    >>> extract({"id": "m", "role": "user", "parts": []}).blobs
     []
     """
     blobs: dict[str, Blob] = {}
+    extra = 0
 
     def walk(value: Any) -> Any:
+        nonlocal extra
         if isinstance(value, str):
-            if len(value) < ATTACH_MIN_BYTES // 4 or len(value.encode("utf-8")) < ATTACH_MIN_BYTES:
+            if len(value) < ATTACH_MIN_BYTES // 4:  # cannot be long enough: skip the count
                 return value
-            ref, blob = _blob_of(value)
+            size = len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+            if size < ATTACH_MIN_BYTES:
+                return value
+            ref, blob, more = _blob_of(value)
             blobs.setdefault(blob.sha256, blob)
+            extra += more
             return ref
         if isinstance(value, dict):
             if MARKER in value:
@@ -132,7 +146,7 @@ def extract(message: Mapping[str, Any]) -> tuple[dict[str, Any], list[Blob]]:
         return value
 
     row = walk(dict(message))
-    return row, list(blobs.values())
+    return Extracted(row, list(blobs.values()), extra)
 
 
 def has_refs(data: str) -> bool:
@@ -168,14 +182,49 @@ def ref_sha(ref: object) -> str:
 
 
 def content_of(kind: str, data: bytes, prefix: str = "") -> str:
-    """The original string of an attachment: base64 again for bytes, else the text.
+    """The original string of an attachment (its prefix, then the stored content).
 
-    >>> content_of("bytes", b"ABC", "data:text/plain;base64,")
+    >>> content_of("bytes", b"QUJD", "data:text/plain;base64,")
     'data:text/plain;base64,QUJD'
     """
-    if kind == "bytes":
-        return prefix + base64.b64encode(data).decode("ascii")
-    return data.decode("utf-8")
+    return prefix + data.decode("ascii" if kind == "bytes" else "utf-8")
+
+
+def file_bytes(data: bytes) -> bytes:
+    """The file a stored base64 payload encodes, read as leniently as browsers read data URLs
+    (line breaks skipped); its stored text if it cannot be read as base64 at all.
+
+    >>> file_bytes(b"QUJD\\nQUJD")
+    b'ABCABC'
+    """
+    try:
+        return binascii.a2b_base64(data)
+    except (binascii.Error, ValueError):
+        return data
+
+
+_REF_JSON = re.compile(
+    r'\{"' + re.escape(MARKER) + r'":"([0-9a-f]{64})","kind":"(bytes|text)","bytes":\d+'
+    r'(?:,"prefix":("(?:[^"\\]|\\.)*"))?\}'
+)
+
+
+def restore_json(data: str, fetch: Callable[[str], bytes]) -> str:
+    """Stored row JSON with every reference replaced by the JSON of its original string, as
+    text: the message is neither decoded nor encoded again (a reference is written by
+    :func:`extract` in exactly this form, and the key is refused in messages).
+
+    >>> ref = '{"' + MARKER + '":"' + "a" * 64 + '","kind":"text","bytes":2}'
+    >>> restore_json('{"t":' + ref + '}', lambda sha: b"hi")
+    '{"t":"hi"}'
+    """
+
+    def put_back(match: re.Match[str]) -> str:
+        prefix = json.loads(match.group(3)) if match.group(3) else ""
+        content = content_of(match.group(2), fetch(match.group(1)), prefix)
+        return json.dumps(content, ensure_ascii=False)
+
+    return _REF_JSON.sub(put_back, data)
 
 
 def restore(message: Any, contents: Mapping[str, bytes] | Callable[[str], bytes]) -> Any:

@@ -87,9 +87,10 @@ RULES: dict[str, Callable[[str, Any], Any]] = {
     ),
     **dict.fromkeys(
         ("name", "model", "source", "end_reason", "summary", "content", "description",
-         "prompt", "cursor"),
+         "cursor"),
         _text,
     ),
+    "prompt": lambda what, value: value is None or check_text(what, value),  # None: forget it
     "user_id": check_optional_id,  # None: no user, also where it is positional
     "parent_id": check_optional_id,  # None: a root message
     "owner_id": lambda what, value: value == "" or check_id(what, value),  # app blocks: ""

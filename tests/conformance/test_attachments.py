@@ -81,7 +81,7 @@ def test_the_same_image_in_two_sessions_is_stored_once_and_collected_with_the_la
     b = Session.create(store).for_session("b").append_message(_file_message(image))
     attachments, chunks, refs = _counts(store)
     assert (attachments, refs) == (1, 2)
-    assert chunks == -(-len(base64.b64decode(image.split(",", 1)[1])) // MB)
+    assert chunks == -(-len(image.split(",", 1)[1]) // MB)  # the base64 payload, as written
     store.delete_messages("default", "a", [a["id"]])
     assert _counts(store)[0] == 1
     assert Session.create(store).for_session("b").get_history()[0] == b
@@ -126,12 +126,17 @@ def test_references_on_request_and_read_attachment(store: Any) -> None:
         other_app.read_attachment(image_ref)  # attachments are readable only within their app
 
 
-def test_non_canonical_base64_is_kept_as_text_byte_for_byte(store: Any) -> None:
+def test_odd_data_urls_and_bare_base64_come_back_byte_for_byte(store: Any) -> None:
     session = Session.create(store).for_session("s")
     odd = "data:image/png;base64," + "QUJD\n" * (ATTACH_MIN_BYTES // 4)  # newlines: not canonical
-    written = session.append_message(_file_message(odd))
-    assert session.get_history() == [written]
-    assert session.get_history(attachments="ref")[0]["parts"][1]["url"]["kind"] == "text"
+    quoted = 'data:text/plain;base64,"' + "\\é" * ATTACH_MIN_BYTES  # not base64 at all
+    bare = "QUJD" * ATTACH_MIN_BYTES
+    written = [session.append_message(_file_message(url)) for url in (odd, quoted, bare)]
+    assert session.get_history() == written
+    refs = [m["parts"][1]["url"] for m in session.get_history(attachments="ref")]
+    assert [r["kind"] for r in refs] == ["bytes", "text", "text"]
+    assert session.read_attachment(refs[0]) == b"ABC" * (ATTACH_MIN_BYTES // 4)
+    assert session.read_attachment(refs[2]) == bare
 
 
 def test_a_long_text_is_found_by_a_word_near_its_end(store: Any) -> None:

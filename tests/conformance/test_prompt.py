@@ -295,3 +295,10 @@ def test_clear_messages_refreshes_cached_prompt(store: Any) -> None:
     session.clear_messages()
     assert session.freeze_system_prompt().endswith("after")
     assert store.get_prompt("default", "clear") == session.freeze_system_prompt()
+
+
+def test_set_prompt_none_forgets_the_stored_prompt(store: Any) -> None:
+    # Regression: the argument check refused None although the contract allows it.
+    store.set_prompt("app", "s", "You are terse.")
+    store.set_prompt("app", "s", None)
+    assert store.get_prompt("app", "s") is None

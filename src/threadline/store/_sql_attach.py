@@ -16,12 +16,13 @@ from threadline._attachments import (
     CHUNK_BYTES,
     Blob,
     content_of,
+    file_bytes,
     has_refs,
     ref_sha,
-    restore,
+    restore_json,
 )
 from threadline.errors import InvalidArgumentError
-from threadline.messages import decode_message, encode_message
+from threadline.messages import decode_message
 from threadline.store._sql_base import Row, SQLBase, Tx, _chunks, _in_list
 from threadline.types import Message
 
@@ -104,14 +105,10 @@ class AttachmentMixin(SQLBase):
         """Stored row JSON with its attachments put back (unchanged when it has none)."""
         if not has_refs(data):
             return data
-        return encode_message(self._full_message(tx, app, data))
+        return restore_json(data, lambda sha: self._blob_data(tx, app, sha))
 
     def _full_message(self, tx: Tx, app: str, data: str) -> Message:
-        message = decode_message(data)
-        if not has_refs(data):
-            return message
-        restored: Message = restore(message, lambda sha: self._blob_data(tx, app, sha))
-        return restored
+        return decode_message(self._full(tx, app, data))
 
     def read_attachment(self, app: str, ref: Any) -> bytes | str:
         """The content of an attachment of ``app``: ``bytes`` for file data, ``str`` for text.
@@ -137,6 +134,6 @@ class AttachmentMixin(SQLBase):
             if kind is None:
                 row = tx.one(_SQL_KIND, (app, sha))
                 kind = row[0] if row else "bytes"
-            return data if kind == "bytes" else content_of(str(kind), data)
+            return file_bytes(data) if kind == "bytes" else content_of(str(kind), data)
 
         return self._read("read_attachment", run)

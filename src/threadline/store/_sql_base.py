@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, Self, TypeVar
 
-from threadline._attachments import ATTACH_MIN_BYTES, Blob, extract, has_refs
+from threadline._attachments import Blob, extract
 from threadline._search_query import MatchMode, Term
 from threadline._validate import check_max_message_bytes, check_size_policy
 from threadline.errors import (
@@ -174,8 +174,9 @@ class EncodedRow(NamedTuple):
 def _encode_row(message: Message, policy: str, max_bytes: int) -> EncodedRow:
     """Check, size and encode one normalised message under a size policy.
 
-    ``enforce_row_size`` and attachment extraction only run when the size measured here says
-    they may be needed (saves work on every ordinary append).
+    With ``"attach"`` the long strings are taken out before encoding, so the row's JSON is
+    small and a large message is never encoded whole; ``enforce_row_size`` only runs when the
+    size measured here says it may be needed.
     """
     if (
         not isinstance(message, dict)
@@ -184,33 +185,27 @@ def _encode_row(message: Message, policy: str, max_bytes: int) -> EncodedRow:
     ):
         raise InvalidMessageError("the store takes normalised messages (string id and role)")
     try:  # encoding is the check: nesting, lone surrogates, NaN and non-JSON values all fail
-        data = encode_message(message)
-        size = len(data.encode("utf-8"))
+        row, blobs, extra = extract(message) if policy == "attach" else (message, [], 0)
+        data = encode_message(row)
+        size = len(data.encode("utf-8")) + extra
     except RecursionError:
         raise InvalidMessageError("message is nested too deeply") from None
     except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError
         raise InvalidMessageError(f"message is not storable JSON: {exc}") from None
     if size > max_bytes:
         raise MessageTooLargeError(f"message is {size} bytes; this store takes at most {max_bytes}")
-    if policy == "attach":
-        if size >= ATTACH_MIN_BYTES or has_refs(data):  # has_refs: refuse the reserved key
-            row, blobs = extract(message)
-            if blobs:
-                return EncodedRow(message, encode_message(row), size, blobs)
-        return EncodedRow(message, data, size, [])
-    if size > ROW_LIMIT:
-        if policy == "error":
-            raise MessageTooLargeError(
-                f"message is {size} bytes, over the {ROW_LIMIT}-byte row limit "
-                "(size_policy='error')"
-            )
-        # Imported lazily: compaction depends on the store package, not the other way round.
-        from threadline.compaction.micro import enforce_row_size
+    if policy == "attach" or size <= ROW_LIMIT:
+        return EncodedRow(message, data, size, blobs)
+    if policy == "error":
+        raise MessageTooLargeError(
+            f"message is {size} bytes, over the {ROW_LIMIT}-byte row limit (size_policy='error')"
+        )
+    # Imported lazily: compaction depends on the store package, not the other way round.
+    from threadline.compaction.micro import enforce_row_size
 
-        message = enforce_row_size(message, ROW_LIMIT)
-        data = encode_message(message)
-        size = len(data.encode("utf-8"))
-    return EncodedRow(message, data, size, [])
+    message = enforce_row_size(message, ROW_LIMIT)
+    data = encode_message(message)
+    return EncodedRow(message, data, len(data.encode("utf-8")), [])
 
 
 class SQLBase(ABC):

@@ -110,13 +110,45 @@ def _is_memory(path: str) -> bool:
     return path in ("", ":memory:") or path.startswith("file::memory:") or "mode=memory" in path
 
 
+def _uri_options(path: str) -> dict[str, str]:
+    """The query parameters of a ``file:`` URI (the last one of a name wins), else ``{}``."""
+    if not path.startswith("file:"):
+        return {}
+    query = path.partition("?")[2].partition("#")[0]
+    return dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+
+
+def _opens_read_only(path: str) -> bool:
+    """True if ``path`` is a ``file:`` URI that SQLite opens without write access."""
+    options = _uri_options(path)
+    immutable = options.get("immutable", "").lower() in ("1", "yes", "true", "on")
+    return options.get("mode") == "ro" or immutable
+
+
+def _read_only_path(path: str) -> str:
+    """``path`` (a file path or a ``file:`` URI) as a URI that opens the file read-only."""
+    if _is_memory(path):
+        raise ValueError("an in-memory store cannot be opened read-only")
+    if not path.startswith("file:"):
+        return f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
+    mode = _uri_options(path).get("mode")
+    if mode == "ro":
+        return path
+    if mode is not None:
+        raise ValueError(f"read_only=True contradicts mode={mode} in {path!r}")
+    base, _, fragment = path.partition("#")
+    joined = f"{base}{'&' if '?' in base else '?'}mode=ro"
+    return f"{joined}#{fragment}" if fragment else joined
+
+
 class SQLiteStore(SQLStore):
     """A :class:`~threadline.store.base.Store` in one SQLite file (or ``:memory:``).
 
     ``synchronous`` is ``"normal"`` (default) or ``"full"``; ``busy_timeout`` is how many
     seconds a write waits for another process's transaction before raising ``StoreError``.
     ``read_only=True`` (or a ``file:...?mode=ro`` URI as ``path``) opens an existing file for
-    reading: reads and searches see every committed message, writes raise ``StoreError``.
+    reading: reads and searches see every committed message, writes raise ``StoreError``, and
+    the file is left as it is (a rollback-journal file is not switched to WAL).
     ``clock`` (a function returning an aware datetime) replaces the system clock for the times
     the store records, e.g. in tests.
 
@@ -137,16 +169,15 @@ class SQLiteStore(SQLStore):
     ) -> None:
         self._clock = clock
         path = os.fspath(path)
-        if read_only and not path.startswith("file:"):
-            if _is_memory(path):
-                raise ValueError("an in-memory store cannot be opened read-only")
-            path = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
+        if read_only:
+            path = _read_only_path(path)
         mode = _SYNCHRONOUS.get(str(synchronous).lower())
         if mode is None:
             raise ValueError(f"synchronous must be 'normal' or 'full', got {synchronous!r}")
         if isinstance(busy_timeout, bool) or not busy_timeout >= 0:
             raise ValueError(f"busy_timeout must be a non-negative number, got {busy_timeout!r}")
         self.path = path
+        self._read_only = _opens_read_only(path)
         self._lock = threading.RLock()
         self._closed = False
         try:
@@ -181,7 +212,9 @@ class SQLiteStore(SQLStore):
     def _configure(self, synchronous: str, busy_timeout: float) -> None:
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-            if not _is_memory(self.path):
+            # A read-only open cannot change the journal mode (and must not try: on a file that
+            # uses the rollback journal that is a write); it reads the file as it is.
+            if not _is_memory(self.path) and not self._read_only:
                 self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous}")
             # 16 MiB page cache (default 2 MiB): keeps the hot index pages of large sessions

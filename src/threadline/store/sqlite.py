@@ -148,7 +148,8 @@ class SQLiteStore(SQLStore):
     seconds a write waits for another process's transaction before raising ``StoreError``.
     ``read_only=True`` (or a ``file:...?mode=ro`` URI as ``path``) opens an existing file for
     reading: reads and searches see every committed message, writes raise ``StoreError``, and
-    the file is left as it is (a rollback-journal file is not switched to WAL).
+    the database file is not written (a rollback-journal file is not switched to WAL; on a WAL
+    file SQLite may create the ``-wal``/``-shm`` files it reads through).
     ``clock`` (a function returning an aware datetime) replaces the system clock for the times
     the store records, e.g. in tests.
 

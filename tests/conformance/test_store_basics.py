@@ -128,6 +128,23 @@ def test_connect_read_only_keyword(tmp_path: Path) -> None:
         assert read(store) == ["m1"]
 
 
+def test_a_read_only_open_names_a_missing_or_foreign_schema(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    with pytest.raises(threadline.StoreError, match="no threadline schema"):
+        threadline.connect(str(empty), read_only=True)
+    assert empty.read_bytes() == b""
+    newer = tmp_path / "newer.db"
+    with threadline.connect(str(newer)) as store:
+        write(store, "m1")
+    con = sqlite3.connect(newer)
+    con.execute("UPDATE tl_meta SET value = '999' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    with pytest.raises(threadline.StoreError, match="newer than this threadline"):
+        threadline.connect(str(newer), read_only=True)
+
+
 @pytest.mark.parametrize(
     "url",
     [

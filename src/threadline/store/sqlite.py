@@ -233,8 +233,23 @@ class SQLiteStore(SQLStore):
 
     def _migrate(self) -> None:
         """Create or upgrade the schema; safe when several processes open a new file at once."""
-        if self._schema_version() == SCHEMA_VERSION:
+        version = self._schema_version()
+        if version == SCHEMA_VERSION:
             return  # the common case: no write lock needed
+        if self._read_only:  # cannot create or upgrade the schema: say why instead of failing
+            if version == 0:
+                problem = "it has no threadline schema (not a threadline store, or empty)"
+            elif version < SCHEMA_VERSION:
+                problem = (
+                    f"its schema version {version} is older than this threadline "
+                    f"({SCHEMA_VERSION}); open it once read-write to upgrade it"
+                )
+            else:
+                problem = (
+                    f"its schema version {version} is newer than this threadline "
+                    f"({SCHEMA_VERSION}); upgrade threadline"
+                )
+            raise StoreError("open", ThreadlineError(f"read-only open of {self.path}: {problem}"))
 
         def run(tx: Any) -> None:
             self._conn.execute(

@@ -16,9 +16,10 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from threadline.errors import InvalidArgumentError
+from threadline.store._sqlite_paths import is_memory
 from threadline.store.base import UNSET, Entry, OwnerKind, RecentPath, SkillLoad, Store
 from threadline.store.postgres import PostgresStore
-from threadline.store.sqlite import SQLiteStore, _is_memory
+from threadline.store.sqlite import SQLiteStore
 
 __all__ = [
     "UNSET",
@@ -109,7 +110,7 @@ def _read_only(read_only: bool, path: str) -> dict[str, Any]:
     """The ``read_only`` option for ``SQLiteStore``, checked (an in-memory store has no file)."""
     if not read_only:
         return {}
-    if _is_memory(path):
+    if is_memory(path):
         raise InvalidArgumentError(f"an in-memory store cannot be opened read-only ({path!r})")
     return {"read_only": True}
 

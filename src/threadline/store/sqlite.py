@@ -26,7 +26,6 @@ import contextlib
 import os
 import sqlite3
 import threading
-import urllib.parse
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -46,10 +45,12 @@ from threadline.store._sql import (
     _in_list,
     owner_clause,
 )
+from threadline.store._sqlite_paths import is_memory, opens_read_only, read_only_path
 from threadline.store._sqlite_schema import (
     _SQL_VERSION,
     MIGRATIONS,
     SCHEMA_VERSION,
+    read_only_schema_problem,
 )
 from threadline.store._sqlite_search import (
     _ENTRIES,
@@ -106,41 +107,6 @@ class _Tx:
         return self.conn.execute(sql, params).fetchall()
 
 
-def _is_memory(path: str) -> bool:
-    return path in ("", ":memory:") or path.startswith("file::memory:") or "mode=memory" in path
-
-
-def _uri_options(path: str) -> dict[str, str]:
-    """The query parameters of a ``file:`` URI (the last one of a name wins), else ``{}``."""
-    if not path.startswith("file:"):
-        return {}
-    query = path.partition("?")[2].partition("#")[0]
-    return dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
-
-
-def _opens_read_only(path: str) -> bool:
-    """True if ``path`` is a ``file:`` URI that SQLite opens without write access."""
-    options = _uri_options(path)
-    immutable = options.get("immutable", "").lower() in ("1", "yes", "true", "on")
-    return options.get("mode") == "ro" or immutable
-
-
-def _read_only_path(path: str) -> str:
-    """``path`` (a file path or a ``file:`` URI) as a URI that opens the file read-only."""
-    if _is_memory(path):
-        raise ValueError("an in-memory store cannot be opened read-only")
-    if not path.startswith("file:"):
-        return f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
-    mode = _uri_options(path).get("mode")
-    if mode == "ro":
-        return path
-    if mode is not None:
-        raise ValueError(f"read_only=True contradicts mode={mode} in {path!r}")
-    base, _, fragment = path.partition("#")
-    joined = f"{base}{'&' if '?' in base else '?'}mode=ro"
-    return f"{joined}#{fragment}" if fragment else joined
-
-
 class SQLiteStore(SQLStore):
     """A :class:`~threadline.store.base.Store` in one SQLite file (or ``:memory:``).
 
@@ -171,14 +137,14 @@ class SQLiteStore(SQLStore):
         self._clock = clock
         path = os.fspath(path)
         if read_only:
-            path = _read_only_path(path)
+            path = read_only_path(path)
         mode = _SYNCHRONOUS.get(str(synchronous).lower())
         if mode is None:
             raise ValueError(f"synchronous must be 'normal' or 'full', got {synchronous!r}")
         if isinstance(busy_timeout, bool) or not busy_timeout >= 0:
             raise ValueError(f"busy_timeout must be a non-negative number, got {busy_timeout!r}")
         self.path = path
-        self._read_only = _opens_read_only(path)
+        self._read_only = opens_read_only(path)
         self._lock = threading.RLock()
         self._closed = False
         try:
@@ -198,7 +164,7 @@ class SQLiteStore(SQLStore):
         # them), pooled; an in-memory database exists once, so it has only the writer's.
         self._busy_timeout = float(busy_timeout)
         self._commits = 0  # this store's write commits (see _index_pending)
-        self._shared = _is_memory(path)
+        self._shared = is_memory(path)
         self._idle_readers: list[_Tx] = []
         self._readers_lock = threading.Lock()
         try:
@@ -215,7 +181,7 @@ class SQLiteStore(SQLStore):
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             # A read-only open cannot change the journal mode (and must not try: on a file that
             # uses the rollback journal that is a write); it reads the file as it is.
-            if not _is_memory(self.path) and not self._read_only:
+            if not is_memory(self.path) and not self._read_only:
                 self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous}")
             # 16 MiB page cache (default 2 MiB): keeps the hot index pages of large sessions
@@ -237,18 +203,7 @@ class SQLiteStore(SQLStore):
         if version == SCHEMA_VERSION:
             return  # the common case: no write lock needed
         if self._read_only:  # cannot create or upgrade the schema: say why instead of failing
-            if version == 0:
-                problem = "it has no threadline schema (not a threadline store, or empty)"
-            elif version < SCHEMA_VERSION:
-                problem = (
-                    f"its schema version {version} is older than this threadline "
-                    f"({SCHEMA_VERSION}); open it once read-write to upgrade it"
-                )
-            else:
-                problem = (
-                    f"its schema version {version} is newer than this threadline "
-                    f"({SCHEMA_VERSION}); upgrade threadline"
-                )
+            problem = read_only_schema_problem(version)
             raise StoreError("open", ThreadlineError(f"read-only open of {self.path}: {problem}"))
 
         def run(tx: Any) -> None:

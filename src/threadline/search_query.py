@@ -340,10 +340,12 @@ def pg_tsquery_parts(terms: Iterable[Term]) -> list[tuple[str, str]]:
 
 __all__ = [
     "MAX_QUERY_CHARS",
+    "MAX_SUBSTRING_TERMS",
     "MAX_TERMS",
     "MAX_TERM_CHARS",
     "MatchMode",
     "Term",
+    "bound_terms",
     "fts5_match",
     "fts5_quote",
     "fts5_term",

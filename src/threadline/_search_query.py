@@ -261,6 +261,7 @@ __all__ = [
     "SNIPPET_CHARS",
     "MatchMode",
     "Term",
+    "bound_terms",
     "make_term",
     "parse_query",
     "snippet",

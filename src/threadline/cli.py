@@ -1,5 +1,8 @@
 """The ``threadline`` command: ``demo``, ``history``, ``search`` and ``sessions``.
 
+``history``, ``search`` and ``sessions`` only read: they open a SQLite store read-only, so
+they never write to the file (nor create it when the path is wrong) and need no write access.
+
 ``threadline demo`` runs a scripted conversation on embedded SQLite — a regenerated answer
 (a branch), a checkout back to the first branch, a search, memory blocks edited through a tool
 call, two users, scoped state and a fork — and prints the conversation tree.
@@ -10,6 +13,7 @@ call, two users, scoped state and a fork — and prints the conversation tree.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -25,6 +29,8 @@ if TYPE_CHECKING:
     from rich.tree import Tree
 
 __all__ = ["main"]
+
+_POSTGRES_URL = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -211,15 +217,23 @@ def _short(text: str, width: int = 60) -> str:
     return escape(text if len(text) <= width else text[: width - 1] + "…")
 
 
+def _open_for_reading(url: str) -> threadline.Store:
+    """Open ``url`` for a command that only reads: SQLite read-only (the file is not written,
+    nor created when missing); PostgreSQL as usual (use a read-only role for that)."""
+    if _POSTGRES_URL.match(url):
+        return threadline.connect(url)
+    return threadline.connect(url, read_only=True)
+
+
 def _history(args: argparse.Namespace) -> int:
-    with threadline.connect(args.store) as store:
+    with _open_for_reading(args.store) as store:
         session = Session(store, session_id=args.session_id, app_name=args.app)
         _console().print(_tree(session))
     return 0
 
 
 def _search(args: argparse.Namespace) -> int:
-    with threadline.connect(args.store) as store:
+    with _open_for_reading(args.store) as store:
         manager = threadline.SessionManager(store, app_name=args.app)
         console = _console()
         for hit in manager.search(args.query, user_id=args.user):
@@ -228,7 +242,7 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _sessions(args: argparse.Namespace) -> int:
-    with threadline.connect(args.store) as store:
+    with _open_for_reading(args.store) as store:
         page = threadline.SessionManager(store, app_name=args.app).list(
             user_id=args.user, limit=args.limit
         )

@@ -58,6 +58,44 @@ def test_a_read_only_open_searches_messages_never_indexed(tmp_path: Path) -> Non
                 )
 
 
+def _files(directory: Path) -> dict[str, tuple[int, bytes]]:
+    return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(directory.iterdir())}
+
+
+def test_a_read_only_open_leaves_a_rollback_journal_file_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    _fill(f"sqlite:///{path}")
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode = DELETE").fetchone() == ("delete",)
+    conn.close()
+    before = _files(tmp_path)
+    assert list(before) == ["t.db"]
+    for store in (
+        SQLiteStore(path, read_only=True),
+        SQLiteStore(f"file:{path}?mode=ro"),
+        threadline.connect(f"sqlite:///{path}?mode=ro"),
+    ):
+        with store:
+            assert len(store.get_path("app", "s")) == 10
+            assert [h.content for h in store.search_messages("app", "zebra3")] == ["zebra3 grazing"]
+            assert store.count_sessions("app") == 1
+    assert _files(tmp_path) == before  # no -wal/-shm/-journal file, not a byte changed
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    conn.close()
+
+
+def test_read_only_applies_to_a_file_uri_too(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    _fill(f"sqlite:///{path}")
+    with SQLiteStore(f"file:{path}", read_only=True) as store:
+        assert len(store.get_path("app", "s")) == 10
+        with pytest.raises(StoreError):
+            store.append_messages("app", "s", [normalize_message({"role": "user", "content": "x"})])
+    with pytest.raises(ValueError, match="mode=rw"):
+        SQLiteStore(f"file:{path}?mode=rw", read_only=True)
+
+
 def test_search_works_while_another_connection_holds_the_write_lock(tmp_path: Path) -> None:
     path = tmp_path / "t.db"
     _fill(f"sqlite:///{path}")

@@ -115,6 +115,57 @@ def test_synchronous_full_option_is_accepted(tmp_path: Path) -> None:
         assert read(store) == ["m1"]
 
 
+def test_connect_read_only_keyword(tmp_path: Path) -> None:
+    path = tmp_path / "ro.db"
+    with threadline.connect(str(path)) as store:
+        write(store, "m1")
+    for url in (str(path), f"sqlite:///{path}", f"sqlite:///{path}?mode=ro"):
+        with threadline.connect(url, read_only=True) as store:
+            assert read(store) == ["m1"]
+            with pytest.raises(threadline.StoreError):
+                write(store, "m2")
+    with threadline.connect(str(path)) as store:
+        assert read(store) == ["m1"]
+
+
+def test_a_read_only_open_names_a_missing_or_foreign_schema(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    with pytest.raises(threadline.StoreError, match="no threadline schema"):
+        threadline.connect(str(empty), read_only=True)
+    assert empty.read_bytes() == b""
+    newer = tmp_path / "newer.db"
+    with threadline.connect(str(newer)) as store:
+        write(store, "m1")
+    con = sqlite3.connect(newer)
+    con.execute("UPDATE tl_meta SET value = '999' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    with pytest.raises(threadline.StoreError, match="newer than this threadline"):
+        threadline.connect(str(newer), read_only=True)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://nobody@127.0.0.1:9/none",
+        "postgres://nobody@127.0.0.1:9/none",
+        ":memory:",
+        "sqlite://",
+        "sqlite:///:memory:",
+        "sqlite:///x.db?mode=rw",
+    ],
+)
+def test_connect_read_only_is_refused_where_it_cannot_hold(url: str) -> None:
+    with pytest.raises(threadline.InvalidArgumentError):
+        threadline.connect(url, read_only=True)
+
+
+def test_connect_read_only_must_be_a_bool() -> None:
+    with pytest.raises(threadline.InvalidArgumentError):
+        threadline.connect(":memory:", read_only="yes")  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("url", ["mysql://user@host/db", "redis://localhost", "foo://bar",
                                  "http://example.com/db"])
 def test_unknown_scheme_raises_value_error_naming_supported(url: str) -> None:

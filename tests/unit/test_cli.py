@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,58 @@ def test_sessions_history_and_search_commands(
     assert "a2" in out and "← head" in out
     assert main(["search", demo_db, "walkable river", "--app", "demo"]) == 0
     assert "[user] Is it walkable to the river?" in capsys.readouterr().out
+
+
+def _files(directory: Path) -> dict[str, tuple[int, bytes]]:
+    return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(directory.iterdir())}
+
+
+READ_COMMANDS = (
+    ["sessions", "--app", "demo"],
+    ["sessions", "--app", "demo", "--user", "ana"],
+    ["history", "trip", "--app", "demo"],
+    ["search", "walkable river", "--app", "demo"],
+    ["search", "nothing-matches-this", "--app", "other"],
+)
+
+
+def test_read_commands_never_write(demo_db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # A file on the rollback journal: a read-only open needs no side file at all, so any
+    # write (switching to WAL, a migration, an index catch-up) would show in the directory.
+    conn = sqlite3.connect(demo_db)
+    assert conn.execute("PRAGMA journal_mode = DELETE").fetchone() == ("delete",)
+    conn.close()
+    directory = Path(demo_db).parent
+    before = _files(directory)
+    assert list(before) == ["demo.db"]
+    for command in READ_COMMANDS:
+        name, *rest = command
+        assert main([name, demo_db, *rest]) == 0, command
+    assert "Trip to Lisbon" in capsys.readouterr().out
+    assert _files(directory) == before  # same files, same bytes, same mtimes
+
+
+def test_read_commands_leave_a_wal_file_unwritten(
+    demo_db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # On WAL SQLite may create the -wal/-shm files it reads through; the database is not written.
+    before = _files(Path(demo_db).parent)["demo.db"]
+    for command in READ_COMMANDS:
+        name, *rest = command
+        assert main([name, demo_db, *rest]) == 0, command
+    after = _files(Path(demo_db).parent)
+    assert after["demo.db"] == before
+    assert after.get("demo.db-wal", (0, b""))[1] == b""  # nothing logged to commit later
+
+
+def test_read_commands_do_not_create_a_missing_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = str(tmp_path / "missing.db")
+    for name, *rest in READ_COMMANDS:
+        assert main([name, missing, *rest]) == 1
+        assert "threadline:" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:

@@ -52,3 +52,19 @@ def test_any_query_stays_within_the_bounds(chunks: list[str]) -> None:
     assert all(len(t.text) <= MAX_TERM_CHARS for t in terms)
     keys = [(t.is_phrase, t.tokens, t.needs_substring, t.substring) for t in terms]
     assert len(keys) == len(set(keys))
+
+
+def test_the_bounds_are_public() -> None:
+    import inspect
+
+    import threadline._search_query as module
+
+    public = {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and (name.isupper() or getattr(value, "__module__", None) == module.__name__)
+        and not inspect.ismodule(value)
+    }
+    assert {"MAX_SUBSTRING_TERMS", "bound_terms"} <= public
+    assert public <= set(module.__all__), public - set(module.__all__)

@@ -15,6 +15,8 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from threadline.errors import InvalidArgumentError
+from threadline.store._sqlite_paths import is_memory
 from threadline.store.base import UNSET, Entry, OwnerKind, RecentPath, SkillLoad, Store
 from threadline.store.postgres import PostgresStore
 from threadline.store.sqlite import SQLiteStore
@@ -41,6 +43,7 @@ def connect(
     url: str | os.PathLike[str],
     *,
     clock: Callable[[], datetime] | None = None,
+    read_only: bool = False,
     size_policy: str | None = None,
     max_message_bytes: int | None = None,
 ) -> Store:
@@ -51,8 +54,15 @@ def connect(
     ``postgres://``) opens PostgreSQL (needs the ``threadline[postgres]`` extra).
     ``clock`` (a function returning an aware datetime) replaces the system clock for the times
     the store records (tests use it instead of sleeping). ``?synchronous=full`` on a SQLite
-    URL fsyncs every commit; ``?mode=ro`` opens it read-only
-    (reads and searches work, writes raise ``StoreError``).
+    URL fsyncs every commit.
+
+    ``read_only=True`` (or ``?mode=ro`` on a SQLite URL) opens an existing SQLite file for
+    reading: reads and searches work, writes raise ``StoreError``, and the database file is
+    not written (its journal mode is not changed; a rollback-journal file gets no ``-wal``;
+    on a WAL file SQLite itself may create the ``-wal``/``-shm`` files it reads through). It is
+    SQLite-only: with a PostgreSQL URL, or with ``:memory:`` or ``?mode=rw``, it raises
+    ``InvalidArgumentError`` (a ``ValueError``); use a read-only database role or a standby
+    for PostgreSQL.
 
     ``size_policy`` decides what happens to a message too large for its row: ``"attach"``
     (default: long strings stored out of row, deduplicated, returned as written),
@@ -64,20 +74,46 @@ def connect(
     >>> store = connect(":memory:")
     >>> isinstance(store, SQLiteStore)
     True
+    >>> store.close()
+    >>> import os, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "agent.db")
+    ...     connect(path).close()  # create the file
+    ...     with connect(path, read_only=True) as reader:
+    ...         print(reader.count_sessions("default"))
+    0
+    >>> connect("postgresql://localhost/agents", read_only=True)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    threadline.errors.InvalidArgumentError: read_only=True is for SQLite stores; ...
     """
     text = os.fspath(url)
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"connect() needs a store URL or path; supported: {SUPPORTED}")
+    if not isinstance(read_only, bool):
+        raise InvalidArgumentError(
+            f"read_only must be True or False, got {type(read_only).__name__}"
+        )
     match = _SCHEME.match(text)
     if match is None:
-        return SQLiteStore(text, clock=clock, **_size_options({}, size_policy, max_message_bytes))
+        sizes = _size_options({}, size_policy, max_message_bytes)
+        return SQLiteStore(text, clock=clock, **_read_only(read_only, text), **sizes)
     scheme = match.group(1).lower()
     text, from_url = _take_size_options(text)
     sizes = _size_options(from_url, size_policy, max_message_bytes)
     if scheme in ("postgresql", "postgres"):
+        if read_only:
+            raise InvalidArgumentError(
+                "read_only=True is for SQLite stores; for PostgreSQL connect as a read-only "
+                "role or to a standby (e.g. ?target_session_attrs=read-only)"
+            )
         return PostgresStore(text, clock=clock, **sizes)
     if scheme == "sqlite":
         path, options = _parse_sqlite_url(text)
+        if read_only:
+            if options.get("read_only") is False:
+                raise InvalidArgumentError(f"read_only=True contradicts mode=rw in {text!r}")
+            options.update(_read_only(read_only, path))
         return SQLiteStore(path, clock=clock, **options, **sizes)
     raise ValueError(f"unsupported store URL scheme {scheme!r}; supported: {SUPPORTED}")
 
@@ -116,6 +152,15 @@ def _size_options(
     if max_message_bytes is not None:
         options["max_message_bytes"] = max_message_bytes
     return options
+
+
+def _read_only(read_only: bool, path: str) -> dict[str, Any]:
+    """The ``read_only`` option for ``SQLiteStore``, checked (an in-memory store has no file)."""
+    if not read_only:
+        return {}
+    if is_memory(path):
+        raise InvalidArgumentError(f"an in-memory store cannot be opened read-only ({path!r})")
+    return {"read_only": True}
 
 
 def _parse_sqlite_url(url: str) -> tuple[str, dict[str, Any]]:

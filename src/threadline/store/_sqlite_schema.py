@@ -113,3 +113,18 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_to_1, _
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _SQL_VERSION = "SELECT value FROM tl_meta WHERE key = 'schema_version'"
+
+
+def read_only_schema_problem(version: int) -> str:
+    """Why a read-only open cannot use a database at schema ``version`` (not SCHEMA_VERSION)."""
+    if version == 0:
+        return "it has no threadline schema (not a threadline store, or empty)"
+    if version < SCHEMA_VERSION:
+        return (
+            f"its schema version {version} is older than this threadline ({SCHEMA_VERSION}); "
+            "open it once read-write to upgrade it"
+        )
+    return (
+        f"its schema version {version} is newer than this threadline ({SCHEMA_VERSION}); "
+        "upgrade threadline"
+    )

@@ -26,7 +26,6 @@ import contextlib
 import os
 import sqlite3
 import threading
-import urllib.parse
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -47,10 +46,12 @@ from threadline.store._sql import (
     _in_list,
     owner_clause,
 )
+from threadline.store._sqlite_paths import is_memory, opens_read_only, read_only_path
 from threadline.store._sqlite_schema import (
     _SQL_VERSION,
     MIGRATIONS,
     SCHEMA_VERSION,
+    read_only_schema_problem,
 )
 from threadline.store._sqlite_search import (
     _ENTRIES,
@@ -107,17 +108,15 @@ class _Tx:
         return self.conn.execute(sql, params).fetchall()
 
 
-def _is_memory(path: str) -> bool:
-    return path in ("", ":memory:") or path.startswith("file::memory:") or "mode=memory" in path
-
-
 class SQLiteStore(SQLStore):
     """A :class:`~threadline.store.base.Store` in one SQLite file (or ``:memory:``).
 
     ``synchronous`` is ``"normal"`` (default) or ``"full"``; ``busy_timeout`` is how many
     seconds a write waits for another process's transaction before raising ``StoreError``.
     ``read_only=True`` (or a ``file:...?mode=ro`` URI as ``path``) opens an existing file for
-    reading: reads and searches see every committed message, writes raise ``StoreError``.
+    reading: reads and searches see every committed message, writes raise ``StoreError``, and
+    the database file is not written (a rollback-journal file is not switched to WAL; on a WAL
+    file SQLite may create the ``-wal``/``-shm`` files it reads through).
     ``clock`` (a function returning an aware datetime) replaces the system clock for the times
     the store records, e.g. in tests.
 
@@ -141,16 +140,15 @@ class SQLiteStore(SQLStore):
         self._clock = clock
         self._configure_size(size_policy, max_message_bytes)
         path = os.fspath(path)
-        if read_only and not path.startswith("file:"):
-            if _is_memory(path):
-                raise ValueError("an in-memory store cannot be opened read-only")
-            path = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
+        if read_only:
+            path = read_only_path(path)
         mode = _SYNCHRONOUS.get(str(synchronous).lower())
         if mode is None:
             raise ValueError(f"synchronous must be 'normal' or 'full', got {synchronous!r}")
         if isinstance(busy_timeout, bool) or not busy_timeout >= 0:
             raise ValueError(f"busy_timeout must be a non-negative number, got {busy_timeout!r}")
         self.path = path
+        self._read_only = opens_read_only(path)
         self._lock = threading.RLock()
         self._closed = False
         try:
@@ -170,7 +168,7 @@ class SQLiteStore(SQLStore):
         # them), pooled; an in-memory database exists once, so it has only the writer's.
         self._busy_timeout = float(busy_timeout)
         self._commits = 0  # this store's write commits (see _index_pending)
-        self._shared = _is_memory(path)
+        self._shared = is_memory(path)
         self._idle_readers: list[_Tx] = []
         self._readers_lock = threading.Lock()
         try:
@@ -185,7 +183,9 @@ class SQLiteStore(SQLStore):
     def _configure(self, synchronous: str, busy_timeout: float) -> None:
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-            if not _is_memory(self.path):
+            # A read-only open cannot change the journal mode (and must not try: on a file that
+            # uses the rollback journal that is a write); it reads the file as it is.
+            if not is_memory(self.path) and not self._read_only:
                 self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute(f"PRAGMA synchronous = {synchronous}")
             # 16 MiB page cache (default 2 MiB): keeps the hot index pages of large sessions
@@ -203,8 +203,12 @@ class SQLiteStore(SQLStore):
 
     def _migrate(self) -> None:
         """Create or upgrade the schema; safe when several processes open a new file at once."""
-        if self._schema_version() == SCHEMA_VERSION:
+        version = self._schema_version()
+        if version == SCHEMA_VERSION:
             return  # the common case: no write lock needed
+        if self._read_only:  # cannot create or upgrade the schema: say why instead of failing
+            problem = read_only_schema_problem(version)
+            raise StoreError("open", ThreadlineError(f"read-only open of {self.path}: {problem}"))
 
         def run(tx: Any) -> None:
             self._conn.execute(

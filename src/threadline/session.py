@@ -145,7 +145,12 @@ class Session:
 
     def for_user(self, user_id: str) -> Session:
         """Attach the session to a user: enables ``scope="user"`` blocks and ``user:`` state.
-        A session already used gets a new Session instead (see :meth:`for_session`)."""
+        A session already used gets a new Session instead (see :meth:`for_session`).
+
+        >>> s = Session.create(":memory:").for_session("s1").for_user("ana")
+        >>> s.user_id
+        'ana'
+        """
         target = self._target()
         target._user_id = _check_name("user_id", user_id)
         target._reset_runtime()
@@ -153,7 +158,11 @@ class Session:
 
     def for_app(self, app_name: str) -> Session:
         """Namespace everything under this app name (default ``"default"``). A session
-        already used gets a new Session instead (see :meth:`for_session`)."""
+        already used gets a new Session instead (see :meth:`for_session`).
+
+        >>> Session.create(":memory:").for_app("travel").app_name
+        'travel'
+        """
         target = self._target()
         target._app_name = _check_name("app_name", app_name)
         target._temp = {}
@@ -214,12 +223,26 @@ class Session:
             self._blocks_obj.add(config)
 
     def with_cached_prompt(self, provider: Any = None) -> Session:
-        """Persist the frozen system prompt (in the store, or in a writable ``provider``)."""
+        """Persist the frozen system prompt (in the store, or in a writable ``provider``).
+
+        >>> s = Session.create(":memory:").with_context("memory").with_cached_prompt()
+        >>> prompt = s.freeze_system_prompt()
+        >>> s.store.get_prompt("default", "default") == prompt
+        True
+        """
         self._settings.cache_prompt(provider)
         return self
 
     def on_compaction(self, fn: Compactor) -> Session:
-        """Register the compaction function used by ``compact()`` and ``compact_after``."""
+        """Register the compaction function used by ``compact()`` and ``compact_after``.
+
+        >>> def summarize(history):
+        ...     return CompactResult(history[0]["id"], history[-1]["id"], "Small talk.")
+        >>> s = Session.create(":memory:").on_compaction(summarize)
+        >>> _ = s.append_message({"role": "user", "content": "hi"})
+        >>> s.compact().summary
+        'Small talk.'
+        """
         self._settings.compact_fn = fn
         return self
 
@@ -229,38 +252,82 @@ class Session:
         """Compact automatically after an append when the estimate exceeds ``token_threshold``.
 
         ``token_counter`` is called as ``counter(messages=..., system_prompt=..., blocks=...)``.
+
+        >>> def summarize(history):  # everything but the newest message
+        ...     return CompactResult(history[0]["id"], history[-2]["id"], "Earlier turns.")
+        >>> s = Session.create(":memory:").on_compaction(summarize).compact_after(5)
+        >>> _ = s.append_messages([{"role": "user", "content": w} for w in ("hi", "yo", "bye")])
+        >>> len(s.get_compactions())
+        1
         """
         self._settings.compact_after(token_threshold, token_counter)
         return self
 
     def on_compaction_error(self, handler: ErrorHandler) -> Session:
-        """Receive exceptions raised by automatic compaction (the append still succeeds)."""
+        """Receive exceptions raised by automatic compaction (the append still succeeds).
+
+        >>> def fail(history):
+        ...     raise RuntimeError("summariser down")
+        >>> errors = []
+        >>> s = Session.create(":memory:").on_compaction(fail).compact_after(1)
+        >>> s = s.on_compaction_error(errors.append)
+        >>> _ = s.append_message({"role": "user", "content": "hi"})
+        >>> errors
+        [RuntimeError('summariser down')]
+        """
         self._settings.error_handler = handler
         return self
 
     # -- identity and lifecycle --------------------------------------------------------------------
     @property
     def session_id(self) -> str:
-        """This session's id."""
+        """This session's id.
+
+        >>> Session.create(":memory:").for_session("chat-1").session_id
+        'chat-1'
+        """
         return self._session_id
 
     @property
     def user_id(self) -> str | None:
-        """The user this session belongs to, if any."""
+        """The user this session belongs to, if any.
+
+        >>> Session.create(":memory:").user_id is None
+        True
+        >>> Session.create(":memory:").for_user("ana").user_id
+        'ana'
+        """
         return self._user_id
 
     @property
     def app_name(self) -> str:
-        """The app namespace (``"default"`` unless set)."""
+        """The app namespace (``"default"`` unless set).
+
+        >>> Session.create(":memory:").app_name
+        'default'
+        """
         return self._app_name
 
     @property
     def store(self) -> Store | None:
-        """The backing Store (``None`` with a custom SessionProvider)."""
+        """The backing Store (``None`` with a custom SessionProvider).
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> Session.create(store).store is store
+        True
+        """
         return cast(Store, self._source) if is_store(self._source) else None
 
     def close(self) -> None:
-        """Close the store if this session opened it from a URL."""
+        """Close the store if this session opened it from a URL.
+
+        >>> s = Session.create(":memory:")  # opened from a URL: the session owns the store
+        >>> _ = s.append_message({"role": "user", "content": "hi"})
+        >>> s.close()
+        >>> with Session.create(":memory:") as s:  # or close on leaving the block
+        ...     _ = s.append_message({"role": "user", "content": "hi"})
+        """
         store = self.store
         if self._owns_store and store is not None:
             store.close()

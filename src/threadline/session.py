@@ -399,7 +399,14 @@ class Session:
     def append_messages(
         self, messages: Sequence[Mapping[str, Any]], parent_id: str | AutoType | None = AUTO
     ) -> list[Message]:
-        """Store several messages in one transaction; each parents the next."""
+        """Store several messages in one transaction; each parents the next.
+
+        >>> s = Session.create(":memory:")
+        >>> q, a = s.append_messages([{"role": "user", "content": "hi"},
+        ...                           {"role": "assistant", "content": "hello"}])
+        >>> s.get_latest_leaf()["id"] == a["id"], s.get_path_length()
+        (True, 2)
+        """
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
             raise InvalidMessageError("append_messages needs a list of messages")
         normalised = normalize_messages(messages)
@@ -411,7 +418,13 @@ class Session:
         return stored
 
     def update_message(self, message: Mapping[str, Any]) -> Message:
-        """Replace role, parts and metadata of a stored message (``createdAt`` kept if omitted)."""
+        """Replace role, parts and metadata of a stored message (``createdAt`` kept if omitted).
+
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_message({"id": "m1", "role": "assistant", "content": "helo"})
+        >>> s.update_message({"id": "m1", "role": "assistant", "content": "hello"})["parts"]
+        [{'type': 'text', 'text': 'hello'}]
+        """
         if not isinstance(message, Mapping) or not isinstance(message.get("id"), str):
             raise InvalidMessageError("update_message needs a message dict with a string 'id'")
         current = self._backend.get_message(message["id"])
@@ -421,36 +434,88 @@ class Session:
         return self._backend.update_message(normalised)
 
     def delete_messages(self, ids: Sequence[str]) -> int:
-        """Delete messages by id (children are not re-parented); returns how many were deleted."""
+        """Delete messages by id (children are not re-parented); returns how many were deleted.
+
+        >>> from threadline.messages import assistant, user
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_messages([user("hi", id="m1"), assistant("hello", id="m2")])
+        >>> s.delete_messages(["m2"]), s.get_message("m2")
+        (1, None)
+        """
         if isinstance(ids, str):
             ids = [ids]
         return self._backend.delete_messages(list(ids))
 
     def clear_messages(self) -> None:
-        """Delete every message, overlay and loaded-skill record; refresh the cached prompt."""
+        """Delete every message, overlay and loaded-skill record; refresh the cached prompt.
+
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_message({"role": "user", "content": "hi"})
+        >>> s.clear_messages()
+        >>> s.get_history()
+        []
+        """
         self._backend.clear_messages()
         self._loaded = set()
         if self._settings.cached_prompt:
             self.refresh_system_prompt()
 
     def get_message(self, message_id: str) -> Message | None:
-        """One message by id, or ``None``."""
+        """One message by id, or ``None``.
+
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_message({"id": "m1", "role": "user", "content": "hi"})
+        >>> s.get_message("m1")["role"], s.get_message("nope")
+        ('user', None)
+        """
         return self._backend.get_message(message_id)
 
     def get_latest_leaf(self) -> Message | None:
-        """The head message (the active leaf), or ``None`` for an empty session."""
+        """The head message (the active leaf), or ``None`` for an empty session.
+
+        >>> s = Session.create(":memory:")
+        >>> s.get_latest_leaf() is None
+        True
+        >>> _ = s.append_message({"id": "m1", "role": "user", "content": "hi"})
+        >>> s.get_latest_leaf()["id"]
+        'm1'
+        """
         return self._backend.get_head()
 
     def checkout(self, leaf_id: str) -> None:
-        """Move the head to any message of the session (branch navigation)."""
+        """Move the head to any message of the session (branch navigation).
+
+        >>> from threadline.messages import assistant, user
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_messages([user("hi", id="q"), assistant("hello", id="a1")])
+        >>> _ = s.append_message(assistant("hey", id="a2"), parent_id="q")  # now the head
+        >>> s.checkout("a1")
+        >>> s.get_latest_leaf()["id"]
+        'a1'
+        """
         self._backend.set_head(leaf_id)
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
-        """Number of raw messages on the path to ``leaf_id`` (default: head)."""
+        """Number of raw messages on the path to ``leaf_id`` (default: head).
+
+        >>> from threadline.messages import assistant, user
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_messages([user("hi", id="m1"), assistant("hello", id="m2")])
+        >>> s.get_path_length(), s.get_path_length("m1")
+        (2, 1)
+        """
         return self._backend.get_path_length(leaf_id)
 
     def get_branches(self, message_id: str) -> list[Message]:
-        """Children of a message, oldest first — e.g. the original and regenerated answers."""
+        """Children of a message, oldest first — e.g. the original and regenerated answers.
+
+        >>> from threadline.messages import assistant, user
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_messages([user("hi", id="q"), assistant("hello", id="a1")])
+        >>> _ = s.append_message(assistant("hey", id="a2"), parent_id="q")  # regenerated
+        >>> [m["id"] for m in s.get_branches("q")]
+        ['a1', 'a2']
+        """
         return self._backend.get_children(message_id)
 
     def get_history(
@@ -497,7 +562,14 @@ class Session:
             count *= 2
 
     def get_recent_history(self, max_bytes: int, min_recent_messages: int = 1) -> RecentHistory:
-        """Newest messages of the head path whose stored JSON fits ``max_bytes``."""
+        """Newest messages of the head path whose stored JSON fits ``max_bytes``.
+
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_messages([{"role": "user", "content": t} for t in ("x" * 500, "hi")])
+        >>> recent = s.get_recent_history(max_bytes=200)
+        >>> [m["parts"][0]["text"] for m in recent.messages], recent.truncated
+        (['hi'], True)
+        """
         if max_bytes < 0 or min_recent_messages < 0:
             raise InvalidArgumentError("max_bytes and min_recent_messages must be >= 0")
         recent = self._backend.get_recent_path(max_bytes, min_recent_messages)
@@ -507,20 +579,42 @@ class Session:
         return RecentHistory(messages, recent.truncated, recent.total_content_bytes)
 
     def search(self, query: str, *, limit: int = 20) -> list[SearchHit]:
-        """Full-text search over this session (stemmed words, phrases, substrings)."""
+        """Full-text search over this session (stemmed words, phrases, substrings).
+
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_message({"role": "user", "content": "Where should I stay in Lisbon?"})
+        >>> [hit.content for hit in s.search("lisbon")]
+        ['Where should I stay in Lisbon?']
+        """
         if not isinstance(query, str) or limit < 1:
             return []
         return self._backend.search(query, limit)
 
     # -- overlays and compaction -------------------------------------------------------------------
     def add_compaction(self, summary: str, from_message_id: str, to_message_id: str) -> Compaction:
-        """Store a summary overlay replacing ``from``..``to`` when history is read."""
+        """Store a summary overlay replacing ``from``..``to`` when history is read.
+
+        >>> from threadline.messages import assistant, text_of, user
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_messages([user("hi", id="m1"), assistant("hello", id="m2"), user("bye")])
+        >>> _ = s.add_compaction("They greeted each other.", "m1", "m2")
+        >>> [text_of(m) for m in s.get_history()]
+        ['They greeted each other.', 'bye']
+        """
         if not isinstance(summary, str):
             raise InvalidArgumentError("a compaction summary must be a string")
         return self._backend.add_compaction(summary, from_message_id, to_message_id)
 
     def get_compactions(self) -> list[Compaction]:
-        """Every stored overlay of this session, oldest first."""
+        """Every stored overlay of this session, oldest first.
+
+        >>> from threadline.messages import assistant, user
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_messages([user("hi", id="m1"), assistant("hello", id="m2")])
+        >>> _ = s.add_compaction("Greetings.", "m1", "m2")
+        >>> [(c.summary, c.from_message_id, c.to_message_id) for c in s.get_compactions()]
+        [('Greetings.', 'm1', 'm2')]
+        """
         return self._backend.get_compactions()
 
     def compact(self, leaf_id: str | None = None) -> CompactResult | None:
@@ -528,6 +622,14 @@ class Session:
 
         Repeated compaction extends the earliest overlay visible on the path, so each branch
         keeps one growing summary. Returns ``None`` when the function declines.
+
+        >>> from threadline.messages import text_of
+        >>> def summarize(history):  # everything but the newest message
+        ...     return CompactResult(history[0]["id"], history[-2]["id"], "They greeted.")
+        >>> s = Session.create(":memory:").on_compaction(summarize)
+        >>> _ = s.append_messages([{"role": "user", "content": w} for w in ("hi", "yo", "bye")])
+        >>> s.compact().summary, [text_of(m) for m in s.get_history()]
+        ('They greeted.', ['They greeted.', 'bye'])
         """
         if self._settings.compact_fn is None:
             raise CompactionError("no compaction function registered: call on_compaction(fn)")

@@ -719,35 +719,77 @@ class Session:
         return self._blocks_obj
 
     def get_context_block(self, label: str) -> ContextBlock | None:
-        """One memory block (providers are loaded on first use), or ``None``."""
+        """One memory block (providers are loaded on first use), or ``None``.
+
+        >>> s = Session.create(":memory:").with_context("memory", description="Learned facts")
+        >>> s.get_context_block("memory").description, s.get_context_block("nope")
+        ('Learned facts', None)
+        """
         return self._blocks.get(label)
 
     def get_context_blocks(self) -> list[ContextBlock]:
-        """All memory blocks in registration order."""
+        """All memory blocks in registration order.
+
+        >>> s = Session.create(":memory:").with_context("soul", provider="Be brief.")
+        >>> s = s.with_context("memory")
+        >>> [(b.label, b.writable) for b in s.get_context_blocks()]
+        [('soul', False), ('memory', True)]
+        """
         return self._blocks.all()
 
     def replace_context_block(self, label: str, content: str) -> ContextBlock:
-        """Replace a writable block's content (limits checked; the frozen prompt is unchanged)."""
+        """Replace a writable block's content (limits checked; the frozen prompt is unchanged).
+
+        >>> s = Session.create(":memory:").with_context("memory", max_tokens=100)
+        >>> s.replace_context_block("memory", "Likes tea.").content
+        'Likes tea.'
+        """
         return self._blocks.replace(label, content)
 
     def append_context_block(self, label: str, content: str) -> ContextBlock:
-        """Append to a writable block (joined with a newline unless empty / already starting so)."""
+        """Append to a writable block (joined with a newline unless empty / already starting so).
+
+        >>> s = Session.create(":memory:").with_context("memory")
+        >>> _ = s.append_context_block("memory", "Likes tea.")
+        >>> print(s.append_context_block("memory", "Lives in Porto.").content)
+        Likes tea.
+        Lives in Porto.
+        """
         return self._blocks.append(label, content)
 
     def add_context(self, label: str, **options: Any) -> ContextBlock | None:
-        """Add a block at run time (the frozen prompt is unchanged until refreshed)."""
+        """Add a block at run time (the frozen prompt is unchanged until refreshed).
+
+        >>> s = Session.create(":memory:")
+        >>> block = s.add_context("notes", description="Scratch space")
+        >>> block.label, block.writable
+        ('notes', True)
+        """
         self._register(ContextConfig(label, **options))
         return self._blocks.get(label)
 
     def remove_context(self, label: str) -> bool:
-        """Remove a block at run time; ``False`` if no such block."""
+        """Remove a block at run time; ``False`` if no such block.
+
+        >>> s = Session.create(":memory:").with_context("memory")
+        >>> s.remove_context("memory"), s.remove_context("memory")
+        (True, False)
+        """
         removed = self._settings.remove_context(label)
         if self._blocks_obj is not None:
             self._blocks_obj.remove(label)
         return removed
 
     def freeze_system_prompt(self) -> str:
-        """Render the system prompt once; later calls (and, if cached, new processes) reuse it."""
+        """Render the system prompt once; later calls (and, if cached, new processes) reuse it.
+
+        >>> s = Session.create(":memory:").with_context("soul", provider="You are concise.")
+        >>> s = s.with_context("memory")
+        >>> prompt = s.freeze_system_prompt()
+        >>> _ = s.replace_context_block("memory", "Likes tea.")
+        >>> "You are concise." in prompt, s.freeze_system_prompt() == prompt
+        (True, True)
+        """
         if self._frozen is not None:
             return self._frozen
         if self._settings.cached_prompt:
@@ -761,7 +803,14 @@ class Session:
         return self._frozen
 
     def refresh_system_prompt(self) -> str:
-        """Re-read every provider, re-render, persist (if cached) and return the new prompt."""
+        """Re-read every provider, re-render, persist (if cached) and return the new prompt.
+
+        >>> s = Session.create(":memory:").with_context("memory")
+        >>> _ = s.freeze_system_prompt()
+        >>> _ = s.replace_context_block("memory", "Likes tea.")
+        >>> "Likes tea." in s.refresh_system_prompt()
+        True
+        """
         self._blocks.reload()
         self._frozen = self._blocks.render()
         if self._settings.cached_prompt:
@@ -784,7 +833,16 @@ class Session:
 
     # -- tools and skills --------------------------------------------------------------------------
     def tools(self) -> Toolset:
-        """Tools the model can call to edit its memory, derived from the block kinds."""
+        """Tools the model can call to edit its memory, derived from the block kinds.
+
+        >>> s = Session.create(":memory:").with_context("memory")
+        >>> tools = s.tools()
+        >>> list(tools)
+        ['set_context']
+        >>> _ = tools.execute("set_context", {"label": "memory", "content": "Likes tea."})
+        >>> s.get_context_block("memory").content
+        'Likes tea.'
+        """
         return build_context_tools(self)
 
     def write_context_entry(
@@ -795,23 +853,58 @@ class Session:
         title: str | None = None,
         description: str | None = None,
     ) -> str:
-        """Write a keyed entry into a skill or search block; returns its key."""
+        """Write a keyed entry into a skill or search block; returns its key.
+
+        >>> import threadline
+        >>> s = Session.create(":memory:")
+        >>> _ = s.with_context("notes", provider=threadline.StoreSearchProvider(s.store))
+        >>> s.write_context_entry("notes", "The user drinks green tea.", title="tea")
+        'tea'
+        """
         return self._blocks.write_entry(label, content, title=title, description=description)
 
     def load_context_entry(self, label: str, key: str) -> str | None:
-        """Load a skill document and remember it as loaded (``"label:key"``)."""
+        """Load a skill document and remember it as loaded (``"label:key"``).
+
+        >>> import threadline
+        >>> s = Session.create(":memory:")
+        >>> _ = s.with_context("skills", provider=threadline.StoreSkillProvider(s.store))
+        >>> _ = s.write_context_entry("skills", "Talk like a pirate.", title="pirate")
+        >>> s.load_context_entry("skills", "pirate"), s.loaded_skills
+        ('Talk like a pirate.', {'skills:pirate'})
+        """
         content = self._blocks.load(label, key)
         if content is not None:
             self._loaded_set().add(_skill_name(label, key))
         return content
 
     def search_context_block(self, label: str, query: str) -> str | None:
-        """Search a searchable block; ``None`` when nothing is found."""
+        """Search a searchable block; ``None`` when nothing is found.
+
+        >>> import threadline
+        >>> s = Session.create(":memory:")
+        >>> _ = s.with_context("notes", provider=threadline.StoreSearchProvider(s.store))
+        >>> _ = s.write_context_entry("notes", "The user drinks green tea.", title="tea")
+        >>> print(s.search_context_block("notes", "tea"))
+        [tea]
+        The user drinks green tea.
+        >>> s.search_context_block("notes", "coffee") is None
+        True
+        """
         return self._blocks.search(label, query)
 
     @property
     def loaded_skills(self) -> set[str]:
-        """Skills currently loaded in history, as ``"label:key"`` (rebuilt from history)."""
+        """Skills currently loaded in history, as ``"label:key"`` (rebuilt from history).
+
+        >>> import threadline
+        >>> s = Session.create(":memory:")
+        >>> _ = s.with_context("skills", provider=threadline.StoreSkillProvider(s.store))
+        >>> _ = s.write_context_entry("skills", "Talk like a pirate.", title="pirate")
+        >>> _ = s.load_context_entry("skills", "pirate")
+        >>> s.loaded_skills
+        {'skills:pirate'}
+        """
         return set(self._loaded_set())
 
     def _loaded_set(self) -> set[str]:
@@ -829,6 +922,14 @@ class Session:
         """Rewrite the stored ``load_context`` result to ``[skill unloaded: <key>]``.
 
         Returns ``False`` if that skill is not currently loaded.
+
+        >>> import threadline
+        >>> s = Session.create(":memory:")
+        >>> _ = s.with_context("skills", provider=threadline.StoreSkillProvider(s.store))
+        >>> _ = s.write_context_entry("skills", "Talk like a pirate.", title="pirate")
+        >>> _ = s.load_context_entry("skills", "pirate")
+        >>> s.unload_skill("skills", "pirate"), s.unload_skill("skills", "pirate"), s.loaded_skills
+        (True, False, set())
         """
         loads = self._backend.get_skill_loads()
         if self._loaded is None:  # first use: build the set from the same read
@@ -851,17 +952,36 @@ class Session:
         """Read-only merged view of ``app:``, ``user:``, session and live ``temp:`` keys.
 
         Over a custom ``SessionProvider`` (no threadline Store) only ``temp:`` keys exist:
-        the view holds them alone, and reading or writing a stored key raises."""
+        the view holds them alone, and reading or writing a stored key raises.
+
+        >>> s = Session.create(":memory:").for_user("ana")
+        >>> s.update_state({"topic": "tea", "user:lang": "pt", "temp:step": 1})
+        >>> dict(s.state)
+        {'topic': 'tea', 'user:lang': 'pt', 'temp:step': 1}
+        """
         return MappingProxyType(merge_state(self._stored_state(), self._temp))
 
     def get_state(self, key: str, default: Any = None) -> Any:
-        """One state value by its (prefixed) key."""
+        """One state value by its (prefixed) key.
+
+        >>> s = Session.create(":memory:")
+        >>> s.update_state({"topic": "tea"})
+        >>> s.get_state("topic"), s.get_state("missing", "none")
+        ('tea', 'none')
+        """
         if scope_of(key) != "temp" and self.store is None:
             self._require_store("state")  # raises: stored keys need a Store, as for writes
         return self.state.get(key, default)
 
     def update_state(self, delta: Mapping[str, Any]) -> None:
-        """Apply a delta atomically; a ``None`` value deletes the key; ``temp:`` keys stay local."""
+        """Apply a delta atomically; a ``None`` value deletes the key; ``temp:`` keys stay local.
+
+        >>> s = Session.create(":memory:").for_user("ana")
+        >>> s.update_state({"user:lang": "pt", "draft": "hi"})
+        >>> s.update_state({"draft": None})  # None deletes
+        >>> dict(s.state)
+        {'user:lang': 'pt'}
+        """
         stored, temp = split_delta(validate_delta(delta))
         if stored:
             store = self._require_store("state")

@@ -95,29 +95,71 @@ class SessionManager:
         provider: Any = None,
         scope: Scope = "session",
     ) -> SessionManager:
-        """Add a block template for every session (auto-wired blocks are per session/user/app)."""
+        """Add a block template for every session (auto-wired blocks are per session/user/app).
+
+        >>> m = SessionManager(":memory:").with_context("memory", max_tokens=100)
+        >>> _ = m.get_session("s1").replace_context_block("memory", "Likes tea.")
+        >>> m.get_session("s1").get_context_block("memory").content
+        'Likes tea.'
+        >>> m.get_session("s2").get_context_block("memory").content  # its own block
+        ''
+        """
         self._settings.add_context(ContextConfig(label, description, max_tokens, provider, scope))
         return self._changed()
 
     def with_cached_prompt(self, provider: Any = None) -> SessionManager:
-        """Persist every session's frozen system prompt."""
+        """Persist every session's frozen system prompt.
+
+        >>> m = SessionManager(":memory:").with_context("memory").with_cached_prompt()
+        >>> prompt = m.get_session("s1").freeze_system_prompt()
+        >>> m.store.get_prompt("default", "s1") == prompt
+        True
+        """
         self._settings.cache_prompt(provider)
         return self._changed()
 
     def on_compaction(self, fn: Compactor) -> SessionManager:
-        """Compaction function for every session."""
+        """Compaction function for every session.
+
+        >>> from threadline import CompactResult
+        >>> def summarize(history):
+        ...     return CompactResult(history[0]["id"], history[-1]["id"], "Small talk.")
+        >>> m = SessionManager(":memory:").on_compaction(summarize)
+        >>> _ = m.append("s1", {"role": "user", "content": "hi"})
+        >>> m.get_session("s1").compact().summary
+        'Small talk.'
+        """
         self._settings.compact_fn = fn
         return self._changed()
 
     def compact_after(
         self, token_threshold: int, *, token_counter: Callable[..., int] | None = None
     ) -> SessionManager:
-        """Automatic compaction threshold for every session."""
+        """Automatic compaction threshold for every session.
+
+        >>> from threadline import CompactResult
+        >>> def summarize(history):  # everything but the newest message
+        ...     return CompactResult(history[0]["id"], history[-2]["id"], "Earlier turns.")
+        >>> m = SessionManager(":memory:").on_compaction(summarize).compact_after(5)
+        >>> _ = m.append_all("s1", [{"role": "user", "content": w} for w in ("hi", "yo", "bye")])
+        >>> len(m.get_compactions("s1"))
+        1
+        """
         self._settings.compact_after(token_threshold, token_counter)
         return self._changed()
 
     def on_compaction_error(self, handler: ErrorHandler) -> SessionManager:
-        """Handler for automatic compaction failures in every session."""
+        """Handler for automatic compaction failures in every session.
+
+        >>> def fail(history):
+        ...     raise RuntimeError("summariser down")
+        >>> errors = []
+        >>> m = SessionManager(":memory:").on_compaction(fail).compact_after(1)
+        >>> m = m.on_compaction_error(errors.append)
+        >>> _ = m.append("s1", {"role": "user", "content": "hi"})  # the append succeeds
+        >>> errors
+        [RuntimeError('summariser down')]
+        """
         self._settings.error_handler = handler
         return self._changed()
 
@@ -129,6 +171,14 @@ class SessionManager:
         ``scope="user"`` (the default) keeps it private: a session with a user searches only
         that user's sessions, a session without a user only sessions without one.
         ``scope="app"`` searches every session of the app.
+
+        >>> m = SessionManager(":memory:").with_searchable_history("history")
+        >>> _ = m.append("old", {"role": "user", "content": "Book a hotel"}, user_id="ana")
+        >>> s = m.get_session("new", user_id="ana")
+        >>> s.get_context_block("history").content
+        '1 session available for search.'
+        >>> s.search_context_block("history", "hotel")
+        '[user] Book a hotel'
         """
         if scope not in ("user", "app"):
             raise InvalidArgumentError(f'scope must be "user" or "app", got {scope!r}')
@@ -140,7 +190,14 @@ class SessionManager:
         return self
 
     def close(self) -> None:
-        """Close the store if the manager opened it from a URL."""
+        """Close the store if the manager opened it from a URL.
+
+        >>> m = SessionManager(":memory:")  # opened from a URL: the manager owns the store
+        >>> _ = m.create("chat")
+        >>> m.close()
+        >>> with SessionManager(":memory:") as m:  # or close on leaving the block
+        ...     _ = m.create("chat")
+        """
         if self._owns_store:
             self.store.close()
 
@@ -163,7 +220,15 @@ class SessionManager:
         state: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> SessionInfo:
-        """Create a session (id generated unless given; an existing id: SessionExistsError)."""
+        """Create a session (id generated unless given; an existing id: SessionExistsError).
+
+        >>> m = SessionManager(":memory:", app_name="travel")
+        >>> info = m.create("Lisbon trip", user_id="ana", state={"topic": "hotels"})
+        >>> info.name, info.user_id, m.get_state(info.id)
+        ('Lisbon trip', 'ana', {'topic': 'hotels'})
+        >>> m.create(session_id="s1").id
+        's1'
+        """
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidArgumentError(f"metadata must be a mapping, got {type(metadata).__name__}")
         stored_state: dict[str, Any] = {}
@@ -191,14 +256,27 @@ class SessionManager:
 
     def get(self, session_id: str, *, user_id: str | None = None) -> SessionInfo | None:
         """The registry row of a session, or ``None`` (also when ``user_id`` is given and
-        another user owns it)."""
+        another user owns it).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.create("Trip", session_id="s1", user_id="ana")
+        >>> m.get("s1").name, m.get("s1", user_id="bob"), m.get("nope")
+        ('Trip', None, None)
+        """
         info = self.store.get_session(self.app_name, session_id)
         return info if info is not None and _visible_to(info, user_id) else None
 
     def get_or_create(
         self, session_id: str, *, user_id: str | None = None, **fields: Any
     ) -> SessionInfo:
-        """Return the session if it exists (unchanged), else create it with these fields."""
+        """Return the session if it exists (unchanged), else create it with these fields.
+
+        >>> m = SessionManager(":memory:")
+        >>> m.get_or_create("s1", name="Trip").name
+        'Trip'
+        >>> m.get_or_create("s1", name="Other").name  # exists: returned unchanged
+        'Trip'
+        """
         existing = self.store.get_session(self.app_name, session_id)
         if existing is not None:
             return self._check_visible(existing, user_id)
@@ -213,16 +291,37 @@ class SessionManager:
     def list(
         self, *, user_id: str | None = None, limit: int = 50, cursor: str | None = None
     ) -> SessionPage:
-        """Newest ``updated_at`` first; pass ``next_cursor`` back for the following page."""
+        """Newest ``updated_at`` first; pass ``next_cursor`` back for the following page.
+
+        >>> m = SessionManager(":memory:")
+        >>> for sid in ("a", "b", "c"):
+        ...     _ = m.create(session_id=sid, user_id="ana")
+        >>> page = m.list(user_id="ana", limit=2)
+        >>> len(page.sessions), len(m.list(user_id="ana", cursor=page.next_cursor).sessions)
+        (2, 1)
+        """
         return self.store.list_sessions(self.app_name, user_id=user_id, limit=limit, cursor=cursor)
 
     def rename(self, session_id: str, name: str, *, user_id: str | None = None) -> SessionInfo:
-        """Rename a session (``SessionNotFoundError`` if unknown)."""
+        """Rename a session (``SessionNotFoundError`` if unknown).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.create("Draft", session_id="s1")
+        >>> m.rename("s1", "Lisbon trip").name
+        'Lisbon trip'
+        """
         self._require(session_id, user_id)
         return self.store.update_session(self.app_name, session_id, name=name)
 
     def delete(self, session_id: str, *, user_id: str | None = None) -> None:
-        """Delete a session and everything of it (messages, overlays, blocks, prompt, state)."""
+        """Delete a session and everything of it (messages, overlays, blocks, prompt, state).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append("s1", {"role": "user", "content": "hi"})
+        >>> m.delete("s1")
+        >>> m.get("s1") is None
+        True
+        """
         self._require(session_id, user_id)
         if not self.store.delete_session(self.app_name, session_id):
             raise SessionNotFoundError(f"session {session_id!r} not found in app {self.app_name!r}")
@@ -250,7 +349,16 @@ class SessionManager:
                 del self._sessions[key]
 
     def purge(self, *, older_than: datetime | timedelta, user_id: str | None = None) -> int:
-        """Delete this app's sessions not updated since ``older_than``; returns how many."""
+        """Delete this app's sessions not updated since ``older_than``; returns how many.
+
+        >>> from datetime import UTC, datetime, timedelta
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.create(session_id="s1")
+        >>> m.purge(older_than=timedelta(days=90))  # s1 was just updated: kept
+        0
+        >>> m.purge(older_than=datetime(2100, 1, 1, tzinfo=UTC)), m.get("s1")
+        (1, None)
+        """
         if isinstance(older_than, timedelta):
             try:
                 before = self.store.now() - older_than

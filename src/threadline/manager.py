@@ -382,6 +382,11 @@ class SessionManager:
 
         With ``user_id``, a session another user owns is missing (``SessionNotFoundError``),
         and a session that does not exist yet will be created owned by ``user_id``.
+
+        >>> m = SessionManager(":memory:").with_context("memory")
+        >>> s = m.get_session("s1", user_id="ana")
+        >>> s.user_id, s is m.get_session("s1", user_id="ana"), m.get("s1")
+        ('ana', True, None)
         """
         key = (session_id, user_id)
         with self._lock:
@@ -421,7 +426,13 @@ class SessionManager:
         user_id: str | None = None,
     ) -> Message:
         """Append a message to a session (creating its registry row if needed, owned by
-        ``user_id`` when given)."""
+        ``user_id`` when given).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append("s1", {"role": "user", "content": "hi"}, user_id="ana")
+        >>> m.get("s1").user_id, m.get_message_count("s1")
+        ('ana', 1)
+        """
         return self.get_session(session_id, user_id=user_id).append_message(
             message, parent_id, state_delta=state_delta
         )
@@ -434,7 +445,14 @@ class SessionManager:
         *,
         user_id: str | None = None,
     ) -> Message:
-        """Update the message if its id exists in the session, else append it."""
+        """Update the message if its id exists in the session, else append it.
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.upsert("s1", {"id": "a1", "role": "assistant", "content": "Hel"})  # streaming
+        >>> _ = m.upsert("s1", {"id": "a1", "role": "assistant", "content": "Hello!"})
+        >>> [msg["parts"][0]["text"] for msg in m.get_history("s1")]
+        ['Hello!']
+        """
         session = self.get_session(session_id, user_id=user_id)
         mid = message.get("id") if isinstance(message, Mapping) else None
         if isinstance(mid, str):
@@ -452,7 +470,14 @@ class SessionManager:
         *,
         user_id: str | None = None,
     ) -> _Messages:
-        """Append several messages in one transaction (attached to the head by default)."""
+        """Append several messages in one transaction (attached to the head by default).
+
+        >>> m = SessionManager(":memory:")
+        >>> msgs = m.append_all("s1", [{"role": "user", "content": "hi"},
+        ...                            {"role": "assistant", "content": "hello"}])
+        >>> [msg["role"] for msg in msgs], m.get_message_count("s1")
+        (['user', 'assistant'], 2)
+        """
         return self.get_session(session_id, user_id=user_id).append_messages(messages, parent_id)
 
     def get_history(
@@ -463,27 +488,61 @@ class SessionManager:
         user_id: str | None = None,
         **options: Any,
     ) -> _Messages:
-        """History of a session (see ``Session.get_history``)."""
+        """History of a session (see ``Session.get_history``).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append_all("s1", [{"role": "user", "content": w} for w in ("a", "b", "c")])
+        >>> [msg["parts"][0]["text"] for msg in m.get_history("s1", limit=2)]
+        ['b', 'c']
+        """
         return self.get_session(session_id, user_id=user_id).get_history(leaf_id, **options)
 
     def get_message_count(self, session_id: str, *, user_id: str | None = None) -> int:
-        """Messages on the head path of a session (raw, overlays not applied)."""
+        """Messages on the head path of a session (raw, overlays not applied).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append_all("s1", [{"role": "user", "content": w} for w in ("a", "b")])
+        >>> m.get_message_count("s1")
+        2
+        """
         return self.get_session(session_id, user_id=user_id).get_path_length()
 
     def clear_messages(self, session_id: str, *, user_id: str | None = None) -> None:
-        """Delete every message and overlay of a session."""
+        """Delete every message and overlay of a session.
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append("s1", {"role": "user", "content": "hi"})
+        >>> m.clear_messages("s1")
+        >>> m.get_history("s1"), m.get("s1") is not None  # the session itself stays
+        ([], True)
+        """
         self.get_session(session_id, user_id=user_id).clear_messages()
 
     def delete_messages(
         self, session_id: str, ids: Sequence[str], *, user_id: str | None = None
     ) -> int:
-        """Delete some messages of a session."""
+        """Delete some messages of a session.
+
+        >>> from threadline.messages import assistant, user
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append_all("s1", [user("hi", id="m1"), assistant("hello", id="m2")])
+        >>> m.delete_messages("s1", ["m2"]), m.get_message_count("s1")
+        (1, 1)
+        """
         return self.get_session(session_id, user_id=user_id).delete_messages(ids)
 
     def get_branches(
         self, session_id: str, message_id: str, *, user_id: str | None = None
     ) -> _Messages:
-        """Children of a message in a session, oldest first."""
+        """Children of a message in a session, oldest first.
+
+        >>> from threadline.messages import assistant, user
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append_all("s1", [user("hi", id="q"), assistant("hello", id="a1")])
+        >>> _ = m.append("s1", assistant("hey", id="a2"), parent_id="q")  # regenerated
+        >>> [msg["id"] for msg in m.get_branches("s1", "q")]
+        ['a1', 'a2']
+        """
         return self.get_session(session_id, user_id=user_id).get_branches(message_id)
 
     def add_compaction(
@@ -495,12 +554,28 @@ class SessionManager:
         *,
         user_id: str | None = None,
     ) -> Compaction:
-        """Store a summary overlay in a session."""
+        """Store a summary overlay in a session.
+
+        >>> from threadline.messages import assistant, user
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append_all("s1", [user("hi", id="m1"), assistant("hello", id="m2"), user("bye")])
+        >>> _ = m.add_compaction("s1", "They greeted each other.", "m1", "m2")
+        >>> [msg["parts"][0]["text"] for msg in m.get_history("s1")]
+        ['They greeted each other.', 'bye']
+        """
         session = self.get_session(session_id, user_id=user_id)
         return session.add_compaction(summary, from_message_id, to_message_id)
 
     def get_compactions(self, session_id: str, *, user_id: str | None = None) -> _Compactions:
-        """Overlays of a session, oldest first."""
+        """Overlays of a session, oldest first.
+
+        >>> from threadline.messages import assistant, user
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append_all("s1", [user("hi", id="m1"), assistant("hello", id="m2")])
+        >>> _ = m.add_compaction("s1", "Greetings.", "m1", "m2")
+        >>> [c.summary for c in m.get_compactions("s1")]
+        ['Greetings.']
+        """
         return self.get_session(session_id, user_id=user_id).get_compactions()
 
     # -- fork, split, usage ------------------------------------------------------------------------

@@ -587,7 +587,15 @@ class SessionManager:
         *,
         user_id: str | None = None,
     ) -> SessionInfo:
-        """New session whose history is the path to ``at_message_id`` (overlays materialised)."""
+        """New session whose history is the path to ``at_message_id`` (overlays materialised).
+
+        >>> from threadline.messages import assistant, user
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append_all("s1", [user("hi", id="m1"), assistant("hello", id="m2"), user("bye")])
+        >>> child = m.fork("s1", "m2", name="Take two")
+        >>> child.parent_session_id, child.name, m.get_message_count(child.id)
+        ('s1', 'Take two', 2)
+        """
         source = self._require(session_id, user_id)
         history = self.get_session(session_id).get_history(at_message_id)
         child = self._child_of(source, name)
@@ -606,7 +614,17 @@ class SessionManager:
         *,
         user_id: str | None = None,
     ) -> SessionInfo:
-        """End a session (``end_reason="compaction"``) and start a child seeded with ``summary``."""
+        """End a session (``end_reason="compaction"``) and start a child seeded with ``summary``.
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append("s1", {"role": "user", "content": "Find me a hotel in Lisbon"})
+        >>> child = m.compact_and_split("s1", "Ana wants a hotel in Lisbon.")
+        >>> m.get("s1").end_reason, child.parent_session_id
+        ('compaction', 's1')
+        >>> print(m.get_history(child.id)[0]["parts"][0]["text"])
+        [Context from previous session]
+        Ana wants a hotel in Lisbon.
+        """
         source = self._require(session_id, user_id)
         self.store.update_session(self.app_name, session_id, end_reason="compaction")
         child = self._child_of(source, name)
@@ -633,7 +651,16 @@ class SessionManager:
         *,
         user_id: str | None = None,
     ) -> None:
-        """Atomically add token and cost counters to a session."""
+        """Atomically add token and cost counters to a session.
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.create(session_id="s1")
+        >>> m.add_usage("s1", input_tokens=1200, output_tokens=300, cost=0.004)
+        >>> m.add_usage("s1", 100, 50)
+        >>> info = m.get("s1")
+        >>> info.input_tokens, info.output_tokens, info.estimated_cost
+        (1300, 350, 0.004)
+        """
         for what, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InvalidArgumentError(f"{what} must be a non-negative integer")
@@ -656,14 +683,30 @@ class SessionManager:
 
     # -- search and tools --------------------------------------------------------------------------
     def search(self, query: str, *, limit: int = 20, user_id: str | None = None) -> _Hits:
-        """Full-text search across this app's sessions (optionally one user's)."""
+        """Full-text search across this app's sessions (optionally one user's).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append("s1", {"role": "user", "content": "Find me a hotel"}, user_id="ana")
+        >>> _ = m.append("s2", {"role": "user", "content": "Hotel in Porto?"}, user_id="bob")
+        >>> [hit.session_id for hit in m.search("hotel", user_id="ana")]
+        ['s1']
+        """
         if not isinstance(query, str) or limit < 1:
             return []
         return self.store.search_messages(self.app_name, query, user_id=user_id, limit=limit)
 
     def tools(self, *, user_id: str | None = None) -> Toolset:
         """Tools for the model: ``session_search`` across this app's sessions, only
-        ``user_id``'s when given (give it whenever the model acts for one user)."""
+        ``user_id``'s when given (give it whenever the model acts for one user).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append("s1", {"role": "user", "content": "Find me a hotel"}, user_id="ana")
+        >>> tools = m.tools(user_id="ana")
+        >>> list(tools)
+        ['session_search']
+        >>> tools.execute("session_search", {"query": "hotel"})
+        '[user] Find me a hotel'
+        """
 
         def search(query: str) -> _Hits:
             return self.search(query, limit=SEARCH_RESULT_LIMIT, user_id=user_id)
@@ -672,19 +715,43 @@ class SessionManager:
 
     # -- state -------------------------------------------------------------------------------------
     def get_state(self, session_id: str, *, user_id: str | None = None) -> dict[str, Any]:
-        """Merged state of a session (``app:``, ``user:``, session and live ``temp:`` keys)."""
+        """Merged state of a session (``app:``, ``user:``, session and live ``temp:`` keys).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.create(session_id="s1")
+        >>> m.update_state("s1", {"app:currency": "EUR", "topic": "hotels"})
+        >>> m.get_state("s1") == {"app:currency": "EUR", "topic": "hotels"}
+        True
+        """
         return dict(self.get_session(session_id, user_id=user_id).state)
 
     def update_state(
         self, session_id: str, delta: Mapping[str, Any], *, user_id: str | None = None
     ) -> None:
-        """Apply a state delta to a session (``None`` deletes)."""
+        """Apply a state delta to a session (``None`` deletes).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.create(session_id="s1", user_id="ana")
+        >>> m.update_state("s1", {"user:lang": "pt", "draft": "hi"})
+        >>> m.update_state("s1", {"draft": None})  # None deletes
+        >>> m.get_state("s1")
+        {'user:lang': 'pt'}
+        """
         self.get_session(session_id, user_id=user_id).update_state(delta)
 
     def rewind(
         self, session_id: str, before_message_id: str, *, user_id: str | None = None
     ) -> None:
-        """Move the head before a message and undo its session-state changes (nothing deleted)."""
+        """Move the head before a message and undo its session-state changes (nothing deleted).
+
+        >>> from threadline.messages import assistant, user
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append_all("s1", [user("hi", id="m1"), assistant("hello", id="m2")])
+        >>> _ = m.append("s1", user("book it", id="m3"), state_delta={"booked": True})
+        >>> m.rewind("s1", before_message_id="m3")
+        >>> m.get_state("s1"), m.get_history("s1")[-1]["id"], m.get_message_count("s1")
+        ({}, 'm2', 2)
+        """
         if user_id is not None:
             self._require(session_id, user_id)
         # The store raises MessageNotFoundError for an id not in the session (Store contract).

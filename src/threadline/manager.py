@@ -102,29 +102,71 @@ class SessionManager:
         provider: Any = None,
         scope: Scope = "session",
     ) -> SessionManager:
-        """Add a block template for every session (auto-wired blocks are per session/user/app)."""
+        """Add a block template for every session (auto-wired blocks are per session/user/app).
+
+        >>> m = SessionManager(":memory:").with_context("memory", max_tokens=100)
+        >>> _ = m.get_session("s1").replace_context_block("memory", "Likes tea.")
+        >>> m.get_session("s1").get_context_block("memory").content
+        'Likes tea.'
+        >>> m.get_session("s2").get_context_block("memory").content  # its own block
+        ''
+        """
         self._settings.add_context(ContextConfig(label, description, max_tokens, provider, scope))
         return self._changed()
 
     def with_cached_prompt(self, provider: Any = None) -> SessionManager:
-        """Persist every session's frozen system prompt."""
+        """Persist every session's frozen system prompt.
+
+        >>> m = SessionManager(":memory:").with_context("memory").with_cached_prompt()
+        >>> prompt = m.get_session("s1").freeze_system_prompt()
+        >>> m.store.get_prompt("default", "s1") == prompt
+        True
+        """
         self._settings.cache_prompt(provider)
         return self._changed()
 
     def on_compaction(self, fn: Compactor) -> SessionManager:
-        """Compaction function for every session."""
+        """Compaction function for every session.
+
+        >>> from threadline import CompactResult
+        >>> def summarize(history):
+        ...     return CompactResult(history[0]["id"], history[-1]["id"], "Small talk.")
+        >>> m = SessionManager(":memory:").on_compaction(summarize)
+        >>> _ = m.append("s1", {"role": "user", "content": "hi"})
+        >>> m.get_session("s1").compact().summary
+        'Small talk.'
+        """
         self._settings.compact_fn = fn
         return self._changed()
 
     def compact_after(
         self, token_threshold: int, *, token_counter: Callable[..., int] | None = None
     ) -> SessionManager:
-        """Automatic compaction threshold for every session."""
+        """Automatic compaction threshold for every session.
+
+        >>> from threadline import CompactResult
+        >>> def summarize(history):  # everything but the newest message
+        ...     return CompactResult(history[0]["id"], history[-2]["id"], "Earlier turns.")
+        >>> m = SessionManager(":memory:").on_compaction(summarize).compact_after(5)
+        >>> _ = m.append_all("s1", [{"role": "user", "content": w} for w in ("hi", "yo", "bye")])
+        >>> len(m.get_compactions("s1"))
+        1
+        """
         self._settings.compact_after(token_threshold, token_counter)
         return self._changed()
 
     def on_compaction_error(self, handler: ErrorHandler) -> SessionManager:
-        """Handler for automatic compaction failures in every session."""
+        """Handler for automatic compaction failures in every session.
+
+        >>> def fail(history):
+        ...     raise RuntimeError("summariser down")
+        >>> errors = []
+        >>> m = SessionManager(":memory:").on_compaction(fail).compact_after(1)
+        >>> m = m.on_compaction_error(errors.append)
+        >>> _ = m.append("s1", {"role": "user", "content": "hi"})  # the append succeeds
+        >>> errors
+        [RuntimeError('summariser down')]
+        """
         self._settings.error_handler = handler
         return self._changed()
 
@@ -136,6 +178,14 @@ class SessionManager:
         ``scope="user"`` (the default) keeps it private: a session with a user searches only
         that user's sessions, a session without a user only sessions without one.
         ``scope="app"`` searches every session of the app.
+
+        >>> m = SessionManager(":memory:").with_searchable_history("history")
+        >>> _ = m.append("old", {"role": "user", "content": "Book a hotel"}, user_id="ana")
+        >>> s = m.get_session("new", user_id="ana")
+        >>> s.get_context_block("history").content
+        '1 session available for search.'
+        >>> s.search_context_block("history", "hotel")
+        '[user] Book a hotel'
         """
         if scope not in ("user", "app"):
             raise InvalidArgumentError(f'scope must be "user" or "app", got {scope!r}')
@@ -147,7 +197,14 @@ class SessionManager:
         return self
 
     def close(self) -> None:
-        """Close the store if the manager opened it from a URL."""
+        """Close the store if the manager opened it from a URL.
+
+        >>> m = SessionManager(":memory:")  # opened from a URL: the manager owns the store
+        >>> _ = m.create("chat")
+        >>> m.close()
+        >>> with SessionManager(":memory:") as m:  # or close on leaving the block
+        ...     _ = m.create("chat")
+        """
         if self._owns_store:
             self.store.close()
 
@@ -170,7 +227,15 @@ class SessionManager:
         state: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> SessionInfo:
-        """Create a session (id generated unless given; an existing id: SessionExistsError)."""
+        """Create a session (id generated unless given; an existing id: SessionExistsError).
+
+        >>> m = SessionManager(":memory:", app_name="travel")
+        >>> info = m.create("Lisbon trip", user_id="ana", state={"topic": "hotels"})
+        >>> info.name, info.user_id, m.get_state(info.id)
+        ('Lisbon trip', 'ana', {'topic': 'hotels'})
+        >>> m.create(session_id="s1").id
+        's1'
+        """
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidArgumentError(f"metadata must be a mapping, got {type(metadata).__name__}")
         stored_state: dict[str, Any] = {}
@@ -198,14 +263,27 @@ class SessionManager:
 
     def get(self, session_id: str, *, user_id: str | None = None) -> SessionInfo | None:
         """The registry row of a session, or ``None`` (also when ``user_id`` is given and
-        another user owns it)."""
+        another user owns it).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.create("Trip", session_id="s1", user_id="ana")
+        >>> m.get("s1").name, m.get("s1", user_id="bob"), m.get("nope")
+        ('Trip', None, None)
+        """
         info = self.store.get_session(self.app_name, session_id)
         return info if info is not None and _visible_to(info, user_id) else None
 
     def get_or_create(
         self, session_id: str, *, user_id: str | None = None, **fields: Any
     ) -> SessionInfo:
-        """Return the session if it exists (unchanged), else create it with these fields."""
+        """Return the session if it exists (unchanged), else create it with these fields.
+
+        >>> m = SessionManager(":memory:")
+        >>> m.get_or_create("s1", name="Trip").name
+        'Trip'
+        >>> m.get_or_create("s1", name="Other").name  # exists: returned unchanged
+        'Trip'
+        """
         existing = self.store.get_session(self.app_name, session_id)
         if existing is not None:
             return self._check_visible(existing, user_id)
@@ -220,16 +298,37 @@ class SessionManager:
     def list(
         self, *, user_id: str | None = None, limit: int = 50, cursor: str | None = None
     ) -> SessionPage:
-        """Newest ``updated_at`` first; pass ``next_cursor`` back for the following page."""
+        """Newest ``updated_at`` first; pass ``next_cursor`` back for the following page.
+
+        >>> m = SessionManager(":memory:")
+        >>> for sid in ("a", "b", "c"):
+        ...     _ = m.create(session_id=sid, user_id="ana")
+        >>> page = m.list(user_id="ana", limit=2)
+        >>> len(page.sessions), len(m.list(user_id="ana", cursor=page.next_cursor).sessions)
+        (2, 1)
+        """
         return self.store.list_sessions(self.app_name, user_id=user_id, limit=limit, cursor=cursor)
 
     def rename(self, session_id: str, name: str, *, user_id: str | None = None) -> SessionInfo:
-        """Rename a session (``SessionNotFoundError`` if unknown)."""
+        """Rename a session (``SessionNotFoundError`` if unknown).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.create("Draft", session_id="s1")
+        >>> m.rename("s1", "Lisbon trip").name
+        'Lisbon trip'
+        """
         self._require(session_id, user_id)
         return self.store.update_session(self.app_name, session_id, name=name)
 
     def delete(self, session_id: str, *, user_id: str | None = None) -> None:
-        """Delete a session and everything of it (messages, overlays, blocks, prompt, state)."""
+        """Delete a session and everything of it (messages, overlays, blocks, prompt, state).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append("s1", {"role": "user", "content": "hi"})
+        >>> m.delete("s1")
+        >>> m.get("s1") is None
+        True
+        """
         self._require(session_id, user_id)
         if not self.store.delete_session(self.app_name, session_id):
             raise SessionNotFoundError(f"session {session_id!r} not found in app {self.app_name!r}")
@@ -257,7 +356,16 @@ class SessionManager:
                 del self._sessions[key]
 
     def purge(self, *, older_than: datetime | timedelta, user_id: str | None = None) -> int:
-        """Delete this app's sessions not updated since ``older_than``; returns how many."""
+        """Delete this app's sessions not updated since ``older_than``; returns how many.
+
+        >>> from datetime import UTC, datetime, timedelta
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.create(session_id="s1")
+        >>> m.purge(older_than=timedelta(days=90))  # s1 was just updated: kept
+        0
+        >>> m.purge(older_than=datetime(2100, 1, 1, tzinfo=UTC)), m.get("s1")
+        (1, None)
+        """
         if isinstance(older_than, timedelta):
             try:
                 before = self.store.now() - older_than
@@ -281,6 +389,11 @@ class SessionManager:
 
         With ``user_id``, a session another user owns is missing (``SessionNotFoundError``),
         and a session that does not exist yet will be created owned by ``user_id``.
+
+        >>> m = SessionManager(":memory:").with_context("memory")
+        >>> s = m.get_session("s1", user_id="ana")
+        >>> s.user_id, s is m.get_session("s1", user_id="ana"), m.get("s1")
+        ('ana', True, None)
         """
         key = (session_id, user_id)
         with self._lock:
@@ -320,7 +433,13 @@ class SessionManager:
         user_id: str | None = None,
     ) -> Message:
         """Append a message to a session (creating its registry row if needed, owned by
-        ``user_id`` when given)."""
+        ``user_id`` when given).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append("s1", {"role": "user", "content": "hi"}, user_id="ana")
+        >>> m.get("s1").user_id, m.get_message_count("s1")
+        ('ana', 1)
+        """
         return self.get_session(session_id, user_id=user_id).append_message(
             message, parent_id, state_delta=state_delta
         )
@@ -333,7 +452,14 @@ class SessionManager:
         *,
         user_id: str | None = None,
     ) -> Message:
-        """Update the message if its id exists in the session, else append it."""
+        """Update the message if its id exists in the session, else append it.
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.upsert("s1", {"id": "a1", "role": "assistant", "content": "Hel"})  # streaming
+        >>> _ = m.upsert("s1", {"id": "a1", "role": "assistant", "content": "Hello!"})
+        >>> [msg["parts"][0]["text"] for msg in m.get_history("s1")]
+        ['Hello!']
+        """
         session = self.get_session(session_id, user_id=user_id)
         mid = message.get("id") if isinstance(message, Mapping) else None
         if isinstance(mid, str):
@@ -351,7 +477,14 @@ class SessionManager:
         *,
         user_id: str | None = None,
     ) -> _Messages:
-        """Append several messages in one transaction (attached to the head by default)."""
+        """Append several messages in one transaction (attached to the head by default).
+
+        >>> m = SessionManager(":memory:")
+        >>> msgs = m.append_all("s1", [{"role": "user", "content": "hi"},
+        ...                            {"role": "assistant", "content": "hello"}])
+        >>> [msg["role"] for msg in msgs], m.get_message_count("s1")
+        (['user', 'assistant'], 2)
+        """
         return self.get_session(session_id, user_id=user_id).append_messages(messages, parent_id)
 
     def get_history(
@@ -362,27 +495,61 @@ class SessionManager:
         user_id: str | None = None,
         **options: Any,
     ) -> _Messages:
-        """History of a session (see ``Session.get_history``)."""
+        """History of a session (see ``Session.get_history``).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append_all("s1", [{"role": "user", "content": w} for w in ("a", "b", "c")])
+        >>> [msg["parts"][0]["text"] for msg in m.get_history("s1", limit=2)]
+        ['b', 'c']
+        """
         return self.get_session(session_id, user_id=user_id).get_history(leaf_id, **options)
 
     def get_message_count(self, session_id: str, *, user_id: str | None = None) -> int:
-        """Messages on the head path of a session (raw, overlays not applied)."""
+        """Messages on the head path of a session (raw, overlays not applied).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append_all("s1", [{"role": "user", "content": w} for w in ("a", "b")])
+        >>> m.get_message_count("s1")
+        2
+        """
         return self.get_session(session_id, user_id=user_id).get_path_length()
 
     def clear_messages(self, session_id: str, *, user_id: str | None = None) -> None:
-        """Delete every message and overlay of a session."""
+        """Delete every message and overlay of a session.
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append("s1", {"role": "user", "content": "hi"})
+        >>> m.clear_messages("s1")
+        >>> m.get_history("s1"), m.get("s1") is not None  # the session itself stays
+        ([], True)
+        """
         self.get_session(session_id, user_id=user_id).clear_messages()
 
     def delete_messages(
         self, session_id: str, ids: Sequence[str], *, user_id: str | None = None
     ) -> int:
-        """Delete some messages of a session."""
+        """Delete some messages of a session.
+
+        >>> from threadline.messages import assistant, user
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append_all("s1", [user("hi", id="m1"), assistant("hello", id="m2")])
+        >>> m.delete_messages("s1", ["m2"]), m.get_message_count("s1")
+        (1, 1)
+        """
         return self.get_session(session_id, user_id=user_id).delete_messages(ids)
 
     def get_branches(
         self, session_id: str, message_id: str, *, user_id: str | None = None
     ) -> _Messages:
-        """Children of a message in a session, oldest first."""
+        """Children of a message in a session, oldest first.
+
+        >>> from threadline.messages import assistant, user
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append_all("s1", [user("hi", id="q"), assistant("hello", id="a1")])
+        >>> _ = m.append("s1", assistant("hey", id="a2"), parent_id="q")  # regenerated
+        >>> [msg["id"] for msg in m.get_branches("s1", "q")]
+        ['a1', 'a2']
+        """
         return self.get_session(session_id, user_id=user_id).get_branches(message_id)
 
     def add_compaction(
@@ -394,12 +561,28 @@ class SessionManager:
         *,
         user_id: str | None = None,
     ) -> Compaction:
-        """Store a summary overlay in a session."""
+        """Store a summary overlay in a session.
+
+        >>> from threadline.messages import assistant, user
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append_all("s1", [user("hi", id="m1"), assistant("hello", id="m2"), user("bye")])
+        >>> _ = m.add_compaction("s1", "They greeted each other.", "m1", "m2")
+        >>> [msg["parts"][0]["text"] for msg in m.get_history("s1")]
+        ['They greeted each other.', 'bye']
+        """
         session = self.get_session(session_id, user_id=user_id)
         return session.add_compaction(summary, from_message_id, to_message_id)
 
     def get_compactions(self, session_id: str, *, user_id: str | None = None) -> _Compactions:
-        """Overlays of a session, oldest first."""
+        """Overlays of a session, oldest first.
+
+        >>> from threadline.messages import assistant, user
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append_all("s1", [user("hi", id="m1"), assistant("hello", id="m2")])
+        >>> _ = m.add_compaction("s1", "Greetings.", "m1", "m2")
+        >>> [c.summary for c in m.get_compactions("s1")]
+        ['Greetings.']
+        """
         return self.get_session(session_id, user_id=user_id).get_compactions()
 
     # -- fork, split, usage ------------------------------------------------------------------------
@@ -411,7 +594,15 @@ class SessionManager:
         *,
         user_id: str | None = None,
     ) -> SessionInfo:
-        """New session whose history is the path to ``at_message_id`` (overlays materialised)."""
+        """New session whose history is the path to ``at_message_id`` (overlays materialised).
+
+        >>> from threadline.messages import assistant, user
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append_all("s1", [user("hi", id="m1"), assistant("hello", id="m2"), user("bye")])
+        >>> child = m.fork("s1", "m2", name="Take two")
+        >>> child.parent_session_id, child.name, m.get_message_count(child.id)
+        ('s1', 'Take two', 2)
+        """
         source = self._require(session_id, user_id)
         history = self.get_session(session_id).get_history(at_message_id)
         child = self._child_of(source, name)
@@ -430,7 +621,17 @@ class SessionManager:
         *,
         user_id: str | None = None,
     ) -> SessionInfo:
-        """End a session (``end_reason="compaction"``) and start a child seeded with ``summary``."""
+        """End a session (``end_reason="compaction"``) and start a child seeded with ``summary``.
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append("s1", {"role": "user", "content": "Find me a hotel in Lisbon"})
+        >>> child = m.compact_and_split("s1", "Ana wants a hotel in Lisbon.")
+        >>> m.get("s1").end_reason, child.parent_session_id
+        ('compaction', 's1')
+        >>> print(m.get_history(child.id)[0]["parts"][0]["text"])
+        [Context from previous session]
+        Ana wants a hotel in Lisbon.
+        """
         source = self._require(session_id, user_id)
         self.store.update_session(self.app_name, session_id, end_reason="compaction")
         child = self._child_of(source, name)
@@ -457,7 +658,16 @@ class SessionManager:
         *,
         user_id: str | None = None,
     ) -> None:
-        """Atomically add token and cost counters to a session."""
+        """Atomically add token and cost counters to a session.
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.create(session_id="s1")
+        >>> m.add_usage("s1", input_tokens=1200, output_tokens=300, cost=0.004)
+        >>> m.add_usage("s1", 100, 50)
+        >>> info = m.get("s1")
+        >>> info.input_tokens, info.output_tokens, info.estimated_cost
+        (1300, 350, 0.004)
+        """
         for what, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InvalidArgumentError(f"{what} must be a non-negative integer")
@@ -480,14 +690,30 @@ class SessionManager:
 
     # -- search and tools --------------------------------------------------------------------------
     def search(self, query: str, *, limit: int = 20, user_id: str | None = None) -> _Hits:
-        """Full-text search across this app's sessions (optionally one user's)."""
+        """Full-text search across this app's sessions (optionally one user's).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append("s1", {"role": "user", "content": "Find me a hotel"}, user_id="ana")
+        >>> _ = m.append("s2", {"role": "user", "content": "Hotel in Porto?"}, user_id="bob")
+        >>> [hit.session_id for hit in m.search("hotel", user_id="ana")]
+        ['s1']
+        """
         if not isinstance(query, str) or limit < 1:
             return []
         return self.store.search_messages(self.app_name, query, user_id=user_id, limit=limit)
 
     def tools(self, *, user_id: str | None = None) -> Toolset:
         """Tools for the model: ``session_search`` across this app's sessions, only
-        ``user_id``'s when given (give it whenever the model acts for one user)."""
+        ``user_id``'s when given (give it whenever the model acts for one user).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append("s1", {"role": "user", "content": "Find me a hotel"}, user_id="ana")
+        >>> tools = m.tools(user_id="ana")
+        >>> list(tools)
+        ['session_search']
+        >>> tools.execute("session_search", {"query": "hotel"})
+        '[user] Find me a hotel'
+        """
 
         def search(query: str) -> _Hits:
             return self.search(query, limit=SEARCH_RESULT_LIMIT, user_id=user_id)
@@ -496,19 +722,43 @@ class SessionManager:
 
     # -- state -------------------------------------------------------------------------------------
     def get_state(self, session_id: str, *, user_id: str | None = None) -> dict[str, Any]:
-        """Merged state of a session (``app:``, ``user:``, session and live ``temp:`` keys)."""
+        """Merged state of a session (``app:``, ``user:``, session and live ``temp:`` keys).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.create(session_id="s1")
+        >>> m.update_state("s1", {"app:currency": "EUR", "topic": "hotels"})
+        >>> m.get_state("s1") == {"app:currency": "EUR", "topic": "hotels"}
+        True
+        """
         return dict(self.get_session(session_id, user_id=user_id).state)
 
     def update_state(
         self, session_id: str, delta: Mapping[str, Any], *, user_id: str | None = None
     ) -> None:
-        """Apply a state delta to a session (``None`` deletes)."""
+        """Apply a state delta to a session (``None`` deletes).
+
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.create(session_id="s1", user_id="ana")
+        >>> m.update_state("s1", {"user:lang": "pt", "draft": "hi"})
+        >>> m.update_state("s1", {"draft": None})  # None deletes
+        >>> m.get_state("s1")
+        {'user:lang': 'pt'}
+        """
         self.get_session(session_id, user_id=user_id).update_state(delta)
 
     def rewind(
         self, session_id: str, before_message_id: str, *, user_id: str | None = None
     ) -> None:
-        """Move the head before a message and undo its session-state changes (nothing deleted)."""
+        """Move the head before a message and undo its session-state changes (nothing deleted).
+
+        >>> from threadline.messages import assistant, user
+        >>> m = SessionManager(":memory:")
+        >>> _ = m.append_all("s1", [user("hi", id="m1"), assistant("hello", id="m2")])
+        >>> _ = m.append("s1", user("book it", id="m3"), state_delta={"booked": True})
+        >>> m.rewind("s1", before_message_id="m3")
+        >>> m.get_state("s1"), m.get_history("s1")[-1]["id"], m.get_message_count("s1")
+        ({}, 'm2', 2)
+        """
         if user_id is not None:
             self._require(session_id, user_id)
         # The store raises MessageNotFoundError for an id not in the session (Store contract).

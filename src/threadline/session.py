@@ -157,7 +157,12 @@ class Session:
 
     def for_user(self, user_id: str) -> Session:
         """Attach the session to a user: enables ``scope="user"`` blocks and ``user:`` state.
-        A session already used gets a new Session instead (see :meth:`for_session`)."""
+        A session already used gets a new Session instead (see :meth:`for_session`).
+
+        >>> s = Session.create(":memory:").for_session("s1").for_user("ana")
+        >>> s.user_id
+        'ana'
+        """
         target = self._target()
         target._user_id = _check_name("user_id", user_id)
         target._reset_runtime()
@@ -165,7 +170,11 @@ class Session:
 
     def for_app(self, app_name: str) -> Session:
         """Namespace everything under this app name (default ``"default"``). A session
-        already used gets a new Session instead (see :meth:`for_session`)."""
+        already used gets a new Session instead (see :meth:`for_session`).
+
+        >>> Session.create(":memory:").for_app("travel").app_name
+        'travel'
+        """
         target = self._target()
         target._app_name = _check_name("app_name", app_name)
         target._temp = {}
@@ -226,12 +235,26 @@ class Session:
             self._blocks_obj.add(config)
 
     def with_cached_prompt(self, provider: Any = None) -> Session:
-        """Persist the frozen system prompt (in the store, or in a writable ``provider``)."""
+        """Persist the frozen system prompt (in the store, or in a writable ``provider``).
+
+        >>> s = Session.create(":memory:").with_context("memory").with_cached_prompt()
+        >>> prompt = s.freeze_system_prompt()
+        >>> s.store.get_prompt("default", "default") == prompt
+        True
+        """
         self._settings.cache_prompt(provider)
         return self
 
     def on_compaction(self, fn: Compactor) -> Session:
-        """Register the compaction function used by ``compact()`` and ``compact_after``."""
+        """Register the compaction function used by ``compact()`` and ``compact_after``.
+
+        >>> def summarize(history):
+        ...     return CompactResult(history[0]["id"], history[-1]["id"], "Small talk.")
+        >>> s = Session.create(":memory:").on_compaction(summarize)
+        >>> _ = s.append_message({"role": "user", "content": "hi"})
+        >>> s.compact().summary
+        'Small talk.'
+        """
         self._settings.compact_fn = fn
         return self
 
@@ -241,38 +264,82 @@ class Session:
         """Compact automatically after an append when the estimate exceeds ``token_threshold``.
 
         ``token_counter`` is called as ``counter(messages=..., system_prompt=..., blocks=...)``.
+
+        >>> def summarize(history):  # everything but the newest message
+        ...     return CompactResult(history[0]["id"], history[-2]["id"], "Earlier turns.")
+        >>> s = Session.create(":memory:").on_compaction(summarize).compact_after(5)
+        >>> _ = s.append_messages([{"role": "user", "content": w} for w in ("hi", "yo", "bye")])
+        >>> len(s.get_compactions())
+        1
         """
         self._settings.compact_after(token_threshold, token_counter)
         return self
 
     def on_compaction_error(self, handler: ErrorHandler) -> Session:
-        """Receive exceptions raised by automatic compaction (the append still succeeds)."""
+        """Receive exceptions raised by automatic compaction (the append still succeeds).
+
+        >>> def fail(history):
+        ...     raise RuntimeError("summariser down")
+        >>> errors = []
+        >>> s = Session.create(":memory:").on_compaction(fail).compact_after(1)
+        >>> s = s.on_compaction_error(errors.append)
+        >>> _ = s.append_message({"role": "user", "content": "hi"})
+        >>> errors
+        [RuntimeError('summariser down')]
+        """
         self._settings.error_handler = handler
         return self
 
     # -- identity and lifecycle --------------------------------------------------------------------
     @property
     def session_id(self) -> str:
-        """This session's id."""
+        """This session's id.
+
+        >>> Session.create(":memory:").for_session("chat-1").session_id
+        'chat-1'
+        """
         return self._session_id
 
     @property
     def user_id(self) -> str | None:
-        """The user this session belongs to, if any."""
+        """The user this session belongs to, if any.
+
+        >>> Session.create(":memory:").user_id is None
+        True
+        >>> Session.create(":memory:").for_user("ana").user_id
+        'ana'
+        """
         return self._user_id
 
     @property
     def app_name(self) -> str:
-        """The app namespace (``"default"`` unless set)."""
+        """The app namespace (``"default"`` unless set).
+
+        >>> Session.create(":memory:").app_name
+        'default'
+        """
         return self._app_name
 
     @property
     def store(self) -> Store | None:
-        """The backing Store (``None`` with a custom SessionProvider)."""
+        """The backing Store (``None`` with a custom SessionProvider).
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> Session.create(store).store is store
+        True
+        """
         return cast(Store, self._source) if is_store(self._source) else None
 
     def close(self) -> None:
-        """Close the store if this session opened it from a URL."""
+        """Close the store if this session opened it from a URL.
+
+        >>> s = Session.create(":memory:")  # opened from a URL: the session owns the store
+        >>> _ = s.append_message({"role": "user", "content": "hi"})
+        >>> s.close()
+        >>> with Session.create(":memory:") as s:  # or close on leaving the block
+        ...     _ = s.append_message({"role": "user", "content": "hi"})
+        """
         store = self.store
         if self._owns_store and store is not None:
             store.close()
@@ -346,7 +413,14 @@ class Session:
     def append_messages(
         self, messages: Sequence[Mapping[str, Any]], parent_id: str | AutoType | None = AUTO
     ) -> list[Message]:
-        """Store several messages in one transaction; each parents the next."""
+        """Store several messages in one transaction; each parents the next.
+
+        >>> s = Session.create(":memory:")
+        >>> q, a = s.append_messages([{"role": "user", "content": "hi"},
+        ...                           {"role": "assistant", "content": "hello"}])
+        >>> s.get_latest_leaf()["id"] == a["id"], s.get_path_length()
+        (True, 2)
+        """
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
             raise InvalidMessageError("append_messages needs a list of messages")
         normalised = normalize_messages(messages)
@@ -358,7 +432,13 @@ class Session:
         return stored
 
     def update_message(self, message: Mapping[str, Any]) -> Message:
-        """Replace role, parts and metadata of a stored message (``createdAt`` kept if omitted)."""
+        """Replace role, parts and metadata of a stored message (``createdAt`` kept if omitted).
+
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_message({"id": "m1", "role": "assistant", "content": "helo"})
+        >>> s.update_message({"id": "m1", "role": "assistant", "content": "hello"})["parts"]
+        [{'type': 'text', 'text': 'hello'}]
+        """
         if not isinstance(message, Mapping) or not isinstance(message.get("id"), str):
             raise InvalidMessageError("update_message needs a message dict with a string 'id'")
         current = self._backend.get_message(message["id"])
@@ -368,36 +448,88 @@ class Session:
         return self._backend.update_message(normalised)
 
     def delete_messages(self, ids: Sequence[str]) -> int:
-        """Delete messages by id (children are not re-parented); returns how many were deleted."""
+        """Delete messages by id (children are not re-parented); returns how many were deleted.
+
+        >>> from threadline.messages import assistant, user
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_messages([user("hi", id="m1"), assistant("hello", id="m2")])
+        >>> s.delete_messages(["m2"]), s.get_message("m2")
+        (1, None)
+        """
         if isinstance(ids, str):
             ids = [ids]
         return self._backend.delete_messages(list(ids))
 
     def clear_messages(self) -> None:
-        """Delete every message, overlay and loaded-skill record; refresh the cached prompt."""
+        """Delete every message, overlay and loaded-skill record; refresh the cached prompt.
+
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_message({"role": "user", "content": "hi"})
+        >>> s.clear_messages()
+        >>> s.get_history()
+        []
+        """
         self._backend.clear_messages()
         self._loaded = set()
         if self._settings.cached_prompt:
             self.refresh_system_prompt()
 
     def get_message(self, message_id: str) -> Message | None:
-        """One message by id, or ``None``."""
+        """One message by id, or ``None``.
+
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_message({"id": "m1", "role": "user", "content": "hi"})
+        >>> s.get_message("m1")["role"], s.get_message("nope")
+        ('user', None)
+        """
         return self._backend.get_message(message_id)
 
     def get_latest_leaf(self) -> Message | None:
-        """The head message (the active leaf), or ``None`` for an empty session."""
+        """The head message (the active leaf), or ``None`` for an empty session.
+
+        >>> s = Session.create(":memory:")
+        >>> s.get_latest_leaf() is None
+        True
+        >>> _ = s.append_message({"id": "m1", "role": "user", "content": "hi"})
+        >>> s.get_latest_leaf()["id"]
+        'm1'
+        """
         return self._backend.get_head()
 
     def checkout(self, leaf_id: str) -> None:
-        """Move the head to any message of the session (branch navigation)."""
+        """Move the head to any message of the session (branch navigation).
+
+        >>> from threadline.messages import assistant, user
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_messages([user("hi", id="q"), assistant("hello", id="a1")])
+        >>> _ = s.append_message(assistant("hey", id="a2"), parent_id="q")  # now the head
+        >>> s.checkout("a1")
+        >>> s.get_latest_leaf()["id"]
+        'a1'
+        """
         self._backend.set_head(leaf_id)
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
-        """Number of raw messages on the path to ``leaf_id`` (default: head)."""
+        """Number of raw messages on the path to ``leaf_id`` (default: head).
+
+        >>> from threadline.messages import assistant, user
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_messages([user("hi", id="m1"), assistant("hello", id="m2")])
+        >>> s.get_path_length(), s.get_path_length("m1")
+        (2, 1)
+        """
         return self._backend.get_path_length(leaf_id)
 
     def get_branches(self, message_id: str) -> list[Message]:
-        """Children of a message, oldest first — e.g. the original and regenerated answers."""
+        """Children of a message, oldest first — e.g. the original and regenerated answers.
+
+        >>> from threadline.messages import assistant, user
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_messages([user("hi", id="q"), assistant("hello", id="a1")])
+        >>> _ = s.append_message(assistant("hey", id="a2"), parent_id="q")  # regenerated
+        >>> [m["id"] for m in s.get_branches("q")]
+        ['a1', 'a2']
+        """
         return self._backend.get_children(message_id)
 
     def get_history(
@@ -450,7 +582,14 @@ class Session:
             count *= 2
 
     def get_recent_history(self, max_bytes: int, min_recent_messages: int = 1) -> RecentHistory:
-        """Newest messages of the head path whose stored JSON fits ``max_bytes``."""
+        """Newest messages of the head path whose stored JSON fits ``max_bytes``.
+
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_messages([{"role": "user", "content": t} for t in ("x" * 500, "hi")])
+        >>> recent = s.get_recent_history(max_bytes=200)
+        >>> [m["parts"][0]["text"] for m in recent.messages], recent.truncated
+        (['hi'], True)
+        """
         if max_bytes < 0 or min_recent_messages < 0:
             raise InvalidArgumentError("max_bytes and min_recent_messages must be >= 0")
         recent = self._backend.get_recent_path(max_bytes, min_recent_messages)
@@ -476,20 +615,42 @@ class Session:
         return store.read_attachment(self._app_name, ref)
 
     def search(self, query: str, *, limit: int = 20) -> list[SearchHit]:
-        """Full-text search over this session (stemmed words, phrases, substrings)."""
+        """Full-text search over this session (stemmed words, phrases, substrings).
+
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_message({"role": "user", "content": "Where should I stay in Lisbon?"})
+        >>> [hit.content for hit in s.search("lisbon")]
+        ['Where should I stay in Lisbon?']
+        """
         if not isinstance(query, str) or limit < 1:
             return []
         return self._backend.search(query, limit)
 
     # -- overlays and compaction -------------------------------------------------------------------
     def add_compaction(self, summary: str, from_message_id: str, to_message_id: str) -> Compaction:
-        """Store a summary overlay replacing ``from``..``to`` when history is read."""
+        """Store a summary overlay replacing ``from``..``to`` when history is read.
+
+        >>> from threadline.messages import assistant, text_of, user
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_messages([user("hi", id="m1"), assistant("hello", id="m2"), user("bye")])
+        >>> _ = s.add_compaction("They greeted each other.", "m1", "m2")
+        >>> [text_of(m) for m in s.get_history()]
+        ['They greeted each other.', 'bye']
+        """
         if not isinstance(summary, str):
             raise InvalidArgumentError("a compaction summary must be a string")
         return self._backend.add_compaction(summary, from_message_id, to_message_id)
 
     def get_compactions(self) -> list[Compaction]:
-        """Every stored overlay of this session, oldest first."""
+        """Every stored overlay of this session, oldest first.
+
+        >>> from threadline.messages import assistant, user
+        >>> s = Session.create(":memory:")
+        >>> _ = s.append_messages([user("hi", id="m1"), assistant("hello", id="m2")])
+        >>> _ = s.add_compaction("Greetings.", "m1", "m2")
+        >>> [(c.summary, c.from_message_id, c.to_message_id) for c in s.get_compactions()]
+        [('Greetings.', 'm1', 'm2')]
+        """
         return self._backend.get_compactions()
 
     def compact(self, leaf_id: str | None = None) -> CompactResult | None:
@@ -497,6 +658,14 @@ class Session:
 
         Repeated compaction extends the earliest overlay visible on the path, so each branch
         keeps one growing summary. Returns ``None`` when the function declines.
+
+        >>> from threadline.messages import text_of
+        >>> def summarize(history):  # everything but the newest message
+        ...     return CompactResult(history[0]["id"], history[-2]["id"], "They greeted.")
+        >>> s = Session.create(":memory:").on_compaction(summarize)
+        >>> _ = s.append_messages([{"role": "user", "content": w} for w in ("hi", "yo", "bye")])
+        >>> s.compact().summary, [text_of(m) for m in s.get_history()]
+        ('They greeted.', ['They greeted.', 'bye'])
         """
         if self._settings.compact_fn is None:
             raise CompactionError("no compaction function registered: call on_compaction(fn)")
@@ -586,35 +755,77 @@ class Session:
         return self._blocks_obj
 
     def get_context_block(self, label: str) -> ContextBlock | None:
-        """One memory block (providers are loaded on first use), or ``None``."""
+        """One memory block (providers are loaded on first use), or ``None``.
+
+        >>> s = Session.create(":memory:").with_context("memory", description="Learned facts")
+        >>> s.get_context_block("memory").description, s.get_context_block("nope")
+        ('Learned facts', None)
+        """
         return self._blocks.get(label)
 
     def get_context_blocks(self) -> list[ContextBlock]:
-        """All memory blocks in registration order."""
+        """All memory blocks in registration order.
+
+        >>> s = Session.create(":memory:").with_context("soul", provider="Be brief.")
+        >>> s = s.with_context("memory")
+        >>> [(b.label, b.writable) for b in s.get_context_blocks()]
+        [('soul', False), ('memory', True)]
+        """
         return self._blocks.all()
 
     def replace_context_block(self, label: str, content: str) -> ContextBlock:
-        """Replace a writable block's content (limits checked; the frozen prompt is unchanged)."""
+        """Replace a writable block's content (limits checked; the frozen prompt is unchanged).
+
+        >>> s = Session.create(":memory:").with_context("memory", max_tokens=100)
+        >>> s.replace_context_block("memory", "Likes tea.").content
+        'Likes tea.'
+        """
         return self._blocks.replace(label, content)
 
     def append_context_block(self, label: str, content: str) -> ContextBlock:
-        """Append to a writable block (joined with a newline unless empty / already starting so)."""
+        """Append to a writable block (joined with a newline unless empty / already starting so).
+
+        >>> s = Session.create(":memory:").with_context("memory")
+        >>> _ = s.append_context_block("memory", "Likes tea.")
+        >>> print(s.append_context_block("memory", "Lives in Porto.").content)
+        Likes tea.
+        Lives in Porto.
+        """
         return self._blocks.append(label, content)
 
     def add_context(self, label: str, **options: Any) -> ContextBlock | None:
-        """Add a block at run time (the frozen prompt is unchanged until refreshed)."""
+        """Add a block at run time (the frozen prompt is unchanged until refreshed).
+
+        >>> s = Session.create(":memory:")
+        >>> block = s.add_context("notes", description="Scratch space")
+        >>> block.label, block.writable
+        ('notes', True)
+        """
         self._register(ContextConfig(label, **options))
         return self._blocks.get(label)
 
     def remove_context(self, label: str) -> bool:
-        """Remove a block at run time; ``False`` if no such block."""
+        """Remove a block at run time; ``False`` if no such block.
+
+        >>> s = Session.create(":memory:").with_context("memory")
+        >>> s.remove_context("memory"), s.remove_context("memory")
+        (True, False)
+        """
         removed = self._settings.remove_context(label)
         if self._blocks_obj is not None:
             self._blocks_obj.remove(label)
         return removed
 
     def freeze_system_prompt(self) -> str:
-        """Render the system prompt once; later calls (and, if cached, new processes) reuse it."""
+        """Render the system prompt once; later calls (and, if cached, new processes) reuse it.
+
+        >>> s = Session.create(":memory:").with_context("soul", provider="You are concise.")
+        >>> s = s.with_context("memory")
+        >>> prompt = s.freeze_system_prompt()
+        >>> _ = s.replace_context_block("memory", "Likes tea.")
+        >>> "You are concise." in prompt, s.freeze_system_prompt() == prompt
+        (True, True)
+        """
         if self._frozen is not None:
             return self._frozen
         if self._settings.cached_prompt:
@@ -628,7 +839,14 @@ class Session:
         return self._frozen
 
     def refresh_system_prompt(self) -> str:
-        """Re-read every provider, re-render, persist (if cached) and return the new prompt."""
+        """Re-read every provider, re-render, persist (if cached) and return the new prompt.
+
+        >>> s = Session.create(":memory:").with_context("memory")
+        >>> _ = s.freeze_system_prompt()
+        >>> _ = s.replace_context_block("memory", "Likes tea.")
+        >>> "Likes tea." in s.refresh_system_prompt()
+        True
+        """
         self._blocks.reload()
         self._frozen = self._blocks.render()
         if self._settings.cached_prompt:
@@ -651,7 +869,16 @@ class Session:
 
     # -- tools and skills --------------------------------------------------------------------------
     def tools(self) -> Toolset:
-        """Tools the model can call to edit its memory, derived from the block kinds."""
+        """Tools the model can call to edit its memory, derived from the block kinds.
+
+        >>> s = Session.create(":memory:").with_context("memory")
+        >>> tools = s.tools()
+        >>> list(tools)
+        ['set_context']
+        >>> _ = tools.execute("set_context", {"label": "memory", "content": "Likes tea."})
+        >>> s.get_context_block("memory").content
+        'Likes tea.'
+        """
         return build_context_tools(self)
 
     def write_context_entry(
@@ -662,23 +889,58 @@ class Session:
         title: str | None = None,
         description: str | None = None,
     ) -> str:
-        """Write a keyed entry into a skill or search block; returns its key."""
+        """Write a keyed entry into a skill or search block; returns its key.
+
+        >>> import threadline
+        >>> s = Session.create(":memory:")
+        >>> _ = s.with_context("notes", provider=threadline.StoreSearchProvider(s.store))
+        >>> s.write_context_entry("notes", "The user drinks green tea.", title="tea")
+        'tea'
+        """
         return self._blocks.write_entry(label, content, title=title, description=description)
 
     def load_context_entry(self, label: str, key: str) -> str | None:
-        """Load a skill document and remember it as loaded (``"label:key"``)."""
+        """Load a skill document and remember it as loaded (``"label:key"``).
+
+        >>> import threadline
+        >>> s = Session.create(":memory:")
+        >>> _ = s.with_context("skills", provider=threadline.StoreSkillProvider(s.store))
+        >>> _ = s.write_context_entry("skills", "Talk like a pirate.", title="pirate")
+        >>> s.load_context_entry("skills", "pirate"), s.loaded_skills
+        ('Talk like a pirate.', {'skills:pirate'})
+        """
         content = self._blocks.load(label, key)
         if content is not None:
             self._loaded_set().add(_skill_name(label, key))
         return content
 
     def search_context_block(self, label: str, query: str) -> str | None:
-        """Search a searchable block; ``None`` when nothing is found."""
+        """Search a searchable block; ``None`` when nothing is found.
+
+        >>> import threadline
+        >>> s = Session.create(":memory:")
+        >>> _ = s.with_context("notes", provider=threadline.StoreSearchProvider(s.store))
+        >>> _ = s.write_context_entry("notes", "The user drinks green tea.", title="tea")
+        >>> print(s.search_context_block("notes", "tea"))
+        [tea]
+        The user drinks green tea.
+        >>> s.search_context_block("notes", "coffee") is None
+        True
+        """
         return self._blocks.search(label, query)
 
     @property
     def loaded_skills(self) -> set[str]:
-        """Skills currently loaded in history, as ``"label:key"`` (rebuilt from history)."""
+        """Skills currently loaded in history, as ``"label:key"`` (rebuilt from history).
+
+        >>> import threadline
+        >>> s = Session.create(":memory:")
+        >>> _ = s.with_context("skills", provider=threadline.StoreSkillProvider(s.store))
+        >>> _ = s.write_context_entry("skills", "Talk like a pirate.", title="pirate")
+        >>> _ = s.load_context_entry("skills", "pirate")
+        >>> s.loaded_skills
+        {'skills:pirate'}
+        """
         return set(self._loaded_set())
 
     def _loaded_set(self) -> set[str]:
@@ -696,6 +958,14 @@ class Session:
         """Rewrite the stored ``load_context`` result to ``[skill unloaded: <key>]``.
 
         Returns ``False`` if that skill is not currently loaded.
+
+        >>> import threadline
+        >>> s = Session.create(":memory:")
+        >>> _ = s.with_context("skills", provider=threadline.StoreSkillProvider(s.store))
+        >>> _ = s.write_context_entry("skills", "Talk like a pirate.", title="pirate")
+        >>> _ = s.load_context_entry("skills", "pirate")
+        >>> s.unload_skill("skills", "pirate"), s.unload_skill("skills", "pirate"), s.loaded_skills
+        (True, False, set())
         """
         loads = self._backend.get_skill_loads()
         if self._loaded is None:  # first use: build the set from the same read
@@ -718,17 +988,36 @@ class Session:
         """Read-only merged view of ``app:``, ``user:``, session and live ``temp:`` keys.
 
         Over a custom ``SessionProvider`` (no threadline Store) only ``temp:`` keys exist:
-        the view holds them alone, and reading or writing a stored key raises."""
+        the view holds them alone, and reading or writing a stored key raises.
+
+        >>> s = Session.create(":memory:").for_user("ana")
+        >>> s.update_state({"topic": "tea", "user:lang": "pt", "temp:step": 1})
+        >>> dict(s.state)
+        {'topic': 'tea', 'user:lang': 'pt', 'temp:step': 1}
+        """
         return MappingProxyType(merge_state(self._stored_state(), self._temp))
 
     def get_state(self, key: str, default: Any = None) -> Any:
-        """One state value by its (prefixed) key."""
+        """One state value by its (prefixed) key.
+
+        >>> s = Session.create(":memory:")
+        >>> s.update_state({"topic": "tea"})
+        >>> s.get_state("topic"), s.get_state("missing", "none")
+        ('tea', 'none')
+        """
         if scope_of(key) != "temp" and self.store is None:
             self._require_store("state")  # raises: stored keys need a Store, as for writes
         return self.state.get(key, default)
 
     def update_state(self, delta: Mapping[str, Any]) -> None:
-        """Apply a delta atomically; a ``None`` value deletes the key; ``temp:`` keys stay local."""
+        """Apply a delta atomically; a ``None`` value deletes the key; ``temp:`` keys stay local.
+
+        >>> s = Session.create(":memory:").for_user("ana")
+        >>> s.update_state({"user:lang": "pt", "draft": "hi"})
+        >>> s.update_state({"draft": None})  # None deletes
+        >>> dict(s.state)
+        {'user:lang': 'pt'}
+        """
         stored, temp = split_delta(validate_delta(delta))
         if stored:
             store = self._require_store("state")

@@ -575,7 +575,19 @@ class Store(Protocol):
     def read_attachment(self, app: str, ref: Any) -> bytes | str:
         """The content of an attachment of ``app`` (a reference dict found in a message read
         with ``attachments="ref"``, or ``"sha256:<hex>"``): ``bytes`` for file data, ``str``
-        for text. ``InvalidArgumentError`` if ``app`` has no such attachment."""
+        for text. ``InvalidArgumentError`` if ``app`` has no such attachment.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> image = "data:image/png;base64," + "QUJD" * 100_000
+        >>> part = {"type": "file", "mediaType": "image/png", "url": image}
+        >>> _ = store.append_messages("app", "s", [{"id": "m", "role": "user", "parts": [part]}])
+        >>> ref = store.get_path("app", "s", attachments="ref")[0]["parts"][0]["url"]
+        >>> store.read_attachment("app", ref) == b"ABC" * 100_000
+        True
+        >>> store.get_path("app", "s")[0]["parts"][0]["url"] == image
+        True
+        """
 
     # -- overlays ----------------------------------------------------------------------------
     def add_compaction(

@@ -38,6 +38,7 @@ __all__ = [
     "ATTACH_MIN_BYTES",
     "CHUNK_BYTES",
     "MARKER",
+    "MARKER_JSON",
     "Blob",
     "Extracted",
     "SizePolicy",
@@ -63,7 +64,8 @@ ATTACH_MIN_BYTES = 256 * 1024
 CHUNK_BYTES = 1024 * 1024
 """Attachments are stored in chunks of at most this many bytes."""
 
-_MARKER_JSON = '"' + MARKER + '"'
+MARKER_JSON = '"' + MARKER + '"'
+"""The reference key as it appears in stored JSON."""
 _DATA_URL = re.compile(r"data:[^,;]{0,200}(?:;[^,;]{0,200}){0,8};base64,", re.I)
 
 
@@ -155,7 +157,7 @@ def has_refs(data: str) -> bool:
     >>> has_refs('{"id":"m"}')
     False
     """
-    return _MARKER_JSON in data
+    return MARKER_JSON in data
 
 
 def is_ref(value: object) -> bool:

@@ -1114,8 +1114,10 @@ def _cutoff(after: object) -> datetime:
         try:
             return parse_timestamp(after)
         except ThreadlineError as exc:
-            raise InvalidArgumentError(f"after: not a usable timestamp: {after!r}") from exc
-    raise InvalidArgumentError(f"after must be a datetime or ISO 8601 string, got {after!r}")
+            raise InvalidArgumentError(f"after: not a usable timestamp: {str(after)[:80]!r}") from exc
+    raise InvalidArgumentError(
+        f"after must be a datetime or ISO 8601 string, got {type(after).__name__}"
+    )
 
 
 def _created(message: Message) -> datetime:

@@ -277,3 +277,17 @@ def test_hostile_argument(
         for env in envs
     }
     assert len(set(outcomes.values())) == 1, f"backends disagree: {outcomes}"
+
+
+def test_a_deeply_nested_after_is_refused_with_a_short_message() -> None:
+    # Regression: the error message was built with repr(), which recursed without bound.
+    import threadline
+    from threadline.errors import InvalidArgumentError
+
+    nested: dict[str, object] = {}
+    for _ in range(100_000):
+        nested = {"a": nested}
+    session = threadline.Session.create(":memory:")
+    session.append_message({"role": "user", "content": "hi"})
+    with pytest.raises(InvalidArgumentError, match="got dict"):
+        session.get_history(after=nested)  # type: ignore[arg-type]

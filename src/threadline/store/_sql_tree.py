@@ -350,7 +350,7 @@ class TreeMixin(AttachmentMixin):
     ) -> list[tuple[str, str]]:
         """``(id, stored JSON)`` of :meth:`get_path`, so callers decode only what they show."""
         rows = self._path_rows(
-            "get_path", SQL_PATH, SQL_PATH_HEAD, app, session_id, leaf_id, (app, 1, attachments)
+            "get_path", SQL_PATH, SQL_PATH_HEAD, app, session_id, leaf_id, (1, attachments)
         )
         return [(row[0], row[1]) for row in rows]
 
@@ -373,7 +373,9 @@ class TreeMixin(AttachmentMixin):
             sql, params = SQL_TAIL, (*key, leaf_id, *key, count)
         rows = self._read(
             "get_path_tail",
-            lambda tx: self._with_attachments(tx, app, tx.all(sql, params), 1, attachments),
+            lambda tx: self._with_attachments(
+                tx, app, tx.all(sql, params), 1, attachments, session_id
+            ),
         )
         if leaf_id is not None and not rows:
             raise MessageNotFoundError(f"message {leaf_id!r} not in session")
@@ -394,9 +396,9 @@ class TreeMixin(AttachmentMixin):
         app: str,
         session_id: str,
         leaf_id: str | None,
-        bodies: tuple[str, int, str] | None = None,
+        bodies: tuple[int, str] | None = None,
     ) -> list[Row]:
-        """Rows of a path query; ``bodies`` = ``(app, column, attachments mode)`` puts the
+        """Rows of a path query; ``bodies`` = ``(column, attachments mode)`` puts the
         attachments back into the JSON at that column, in the same read."""
         key = (app, session_id)
         params: tuple[Any, ...]
@@ -408,7 +410,7 @@ class TreeMixin(AttachmentMixin):
         def run(tx: Tx) -> list[Row]:
             rows = tx.all(sql, params)
             if bodies is not None:
-                rows = self._with_attachments(tx, bodies[0], rows, bodies[1], bodies[2])
+                rows = self._with_attachments(tx, app, rows, bodies[0], bodies[1], session_id)
             return rows
 
         rows = self._read(operation, run)
@@ -426,7 +428,9 @@ class TreeMixin(AttachmentMixin):
         params = (*key, *key, max(int(min_messages), 1), int(max_bytes), *key)
         rows = self._read(
             "get_recent_path",
-            lambda tx: self._with_attachments(tx, app, tx.all(SQL_RECENT, params), 0, "inline"),
+            lambda tx: self._with_attachments(
+                tx, app, tx.all(SQL_RECENT, params), 0, "inline", session_id
+            ),
         )
         if not rows:
             return RecentPath(messages=[], truncated=False, total_content_bytes=0)
@@ -456,6 +460,8 @@ class TreeMixin(AttachmentMixin):
         params = (app, session_id, message_id)
         rows = self._read(
             "get_children",
-            lambda tx: self._with_attachments(tx, app, tx.all(sql, params), 0, "inline"),
+            lambda tx: self._with_attachments(
+                tx, app, tx.all(sql, params), 0, "inline", session_id
+            ),
         )
         return [decode_message(row[0]) for row in rows]

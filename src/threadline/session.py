@@ -1114,7 +1114,8 @@ def _cutoff(after: object) -> datetime:
         try:
             return parse_timestamp(after)
         except ThreadlineError as exc:
-            raise InvalidArgumentError(f"after: not a usable timestamp: {str(after)[:80]!r}") from exc
+            shown = str(after)[:80]
+            raise InvalidArgumentError(f"after: not a usable timestamp: {shown!r}") from exc
     raise InvalidArgumentError(
         f"after must be a datetime or ISO 8601 string, got {type(after).__name__}"
     )

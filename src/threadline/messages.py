@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from threadline.errors import InvalidMessageError
+from threadline.formats._common import plain
 from threadline.formats._openai_chat import (
     chat_converter,
     from_openai_chat,
@@ -266,6 +267,8 @@ def normalize_messages(messages: object, *, now: str | None = None) -> list[Mess
 
 
 def _normalize(message: object, now: str | None) -> Message:
+    if not isinstance(message, dict):  # an SDK object (e.g. response.choices[0].message)
+        message = plain(message)
     if is_openai_chat_message(message):  # Chat Completions, as is: converted first
         message = from_openai_chat([message])[0]  # type: ignore[list-item]
     if not isinstance(message, dict):

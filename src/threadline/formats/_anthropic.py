@@ -20,6 +20,7 @@ from threadline.formats._common import (
     data_of,
     is_tool_part,
     meta_of,
+    plain,
     rest,
     tool_call_part,
     tool_result_part,
@@ -157,7 +158,7 @@ def from_anthropic(
     out: list[dict[str, Any]] = []
     if system is not None:
         out.append(_message_in({"role": "system", "content": system}, names))
-    out.extend(_message_in(message, names) for message in messages)
+    out.extend(_message_in(plain(message), names) for message in messages)
     return out
 
 

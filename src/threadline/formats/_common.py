@@ -14,6 +14,27 @@ from typing import Any
 _DATA_URL = re.compile(r"^data:([^;,]*)(;base64)?,", re.DOTALL)
 
 
+def plain(value: Any) -> Any:
+    """``value`` with SDK objects (pydantic models of the OpenAI, Anthropic and Google SDKs,
+    anywhere inside) turned into the plain dicts of their JSON form; plain values unchanged.
+
+    >>> class Block:
+    ...     def model_dump(self, **options): return {"type": "text", "text": "hi"}
+    >>> plain({"role": "assistant", "content": [Block()]})
+    {'role': 'assistant', 'content': [{'type': 'text', 'text': 'hi'}]}
+    """
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, type):
+        return dump(mode="json", exclude_none=True, by_alias=True)
+    if isinstance(value, dict):
+        items = {key: plain(item) for key, item in value.items()}
+        return items if any(items[key] is not value[key] for key in value) else value
+    if isinstance(value, list):
+        listed = [plain(item) for item in value]
+        return listed if any(a is not b for a, b in zip(listed, value, strict=True)) else value
+    return value
+
+
 def with_meta(target: dict[str, Any], provider: str, /, **fields: Any) -> dict[str, Any]:
     """``target`` with ``fields`` (when any) under ``providerMetadata[provider]``."""
     if fields:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from threadline.errors import InvalidMessageError
-from threadline.formats._common import data_of, is_tool_part, meta_of, rest, with_meta
+from threadline.formats._common import data_of, is_tool_part, meta_of, plain, rest, with_meta
 
 __all__ = ["from_genai", "to_genai"]
 
@@ -34,11 +34,6 @@ def _meta(target: dict[str, Any], /, **fields: Any) -> dict[str, Any]:
 
 def _spelled(mapping: Mapping[str, Any], *names: str) -> str | None:
     return next((name for name in names if name in mapping), None)
-
-
-def _as_dict(content: Any) -> Any:
-    dump = getattr(content, "model_dump", None)  # google.genai.types.Content, when installed
-    return dump(mode="json", exclude_none=True, by_alias=True) if callable(dump) else content
 
 
 def _part_in(part: Any) -> dict[str, Any]:
@@ -140,7 +135,7 @@ def from_genai(contents: Iterable[Any]) -> list[dict[str, Any]]:
     """
     out: list[dict[str, Any]] = []
     for content in contents:
-        content = _as_dict(content)
+        content = plain(content)  # google.genai.types.Content, when installed
         if not isinstance(content, Mapping) or not isinstance(content.get("parts", []), list):
             raise InvalidMessageError("a Content is a dict with a 'parts' list")
         role = content.get("role")

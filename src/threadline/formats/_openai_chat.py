@@ -23,6 +23,7 @@ from threadline.formats._common import (
     media_type,
     meta_of,
     parse_arguments,
+    plain,
     rest,
     tool_call_part,
     tool_result_part,
@@ -277,7 +278,7 @@ def from_openai_chat(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, An
     'tool-weather'
     """
     names: dict[str, str] = {}
-    return [_message_from_chat(message, names) for message in messages]
+    return [_message_from_chat(plain(message), names) for message in messages]
 
 
 def to_openai_chat(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

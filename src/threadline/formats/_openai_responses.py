@@ -22,6 +22,7 @@ from threadline.formats._common import (
     media_type,
     meta_of,
     parse_arguments,
+    plain,
     rest,
     tool_call_part,
     tool_result_part,
@@ -136,7 +137,7 @@ def from_openai_responses(items: Iterable[Any]) -> list[dict[str, Any]]:
     ['user', 'assistant', 'tool']
     """
     names: dict[str, str] = {}
-    return [_item_in(item, names) for item in items]
+    return [_item_in(plain(item), names) for item in items]
 
 
 def to_openai_responses(messages: Iterable[Mapping[str, Any]]) -> list[Any]:

@@ -51,7 +51,15 @@ def _documented(module: ModuleType) -> Iterator[tuple[str, object]]:
         yield f"{obj.__module__}.{name}", obj
         if not inspect.isclass(obj) or name in IMPLEMENTED_BY_USERS:
             continue
-        for attr, value in vars(obj).items():
+        # A class's own methods, and for a protocol those of the protocols it is made of
+        # (the Store contract is declared room by room in private modules).
+        members: dict[str, object] = {}
+        for base in reversed(obj.__mro__):
+            own = base is obj
+            contract = getattr(obj, "_is_protocol", False) and getattr(base, "_is_protocol", False)
+            if base.__module__.startswith("threadline") and (own or contract):
+                members.update(vars(base))
+        for attr, value in members.items():
             if attr.startswith("_"):
                 continue
             if isinstance(value, (classmethod, staticmethod)):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from threadline._search_query import MAX_TERM_CHARS, MAX_TERMS, Term, parse_query, tokenize
 from threadline.store._pg_search import like_pattern, pg_tsquery_parts
-from threadline.store._sqlite_search import fts5_quote, fts5_term, word_forms
+from threadline.store._sqlite_search import _STEMMER, fts5_quote, fts5_term, word_forms
 
 
 def fts5_match(terms: list[Term], mode: str) -> str | None:
@@ -122,7 +122,7 @@ def test_operators_are_plain_words() -> None:
 
 def test_near_and_star_and_column_filter() -> None:
     assert fts5_match(parse_query("NEAR(deploy friday, 5)"), "all") == (
-        '"near deploy" AND (' + " OR ".join(f'"{w}"' for w in word_forms("friday")) + ') AND "5"'
+        '"near deploy" AND ' + _forms("friday") + ' AND "5"'
     )
     assert fts5_match(parse_query("deplo*"), "all") == _forms("deplo")
     assert fts5_match(parse_query("content:deploy"), "all") == '"content deploy"'
@@ -132,7 +132,8 @@ def test_near_and_star_and_column_filter() -> None:
 
 
 def _forms(word: str) -> str:
-    return "(" + " OR ".join(f'"{w}"' for w in word_forms(word)) + ")"
+    """The store's expression for one word: its inflections, one per Porter stem."""
+    return "(" + " OR ".join(f'"{w}"' for w in _STEMMER.distinct(word_forms(word))) + ")"
 
 
 def test_sql_injection_text() -> None:
@@ -345,9 +346,11 @@ def test_fts5_terms_are_quoted_tokens(text: str) -> None:
         if expr is None:
             assert term.tokens == ()
             continue
-        forms = word_forms(term.tokens[0]) if len(term.tokens) == 1 else []
+        forms = _STEMMER.distinct(word_forms(term.tokens[0])) if len(term.tokens) == 1 else []
         if not term.is_phrase and len(forms) > 1:
             assert expr == "(" + " OR ".join(f'"{f}"' for f in forms) + ")"
+        elif not term.is_phrase and forms:
+            assert expr == f'"{forms[0]}"'
         else:
             assert expr == '"' + " ".join(term.tokens) + '"'
             assert '"' not in expr[1:-1]

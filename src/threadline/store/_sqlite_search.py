@@ -25,18 +25,24 @@ def fts5_quote(text: str) -> str:
 
 
 def fts5_term(term: Term) -> str | None:
-    """The FTS5 expression for one term (a quoted phrase of its tokens), or None without tokens.
+    """The FTS5 expression for one term, or None without tokens: a quoted phrase of its
+    tokens; a single word ORs its inflections (:func:`word_forms`), one per Porter stem.
 
     >>> from threadline._search_query import parse_query
     >>> fts5_term(parse_query("bob@example.com")[0])
     '"bob example com"'
+    >>> fts5_term(parse_query("deploys")[0])
+    '("deploys" OR "deployment")'
     """
     if not term.tokens:
         return None
     if not term.is_phrase and len(term.tokens) == 1:
-        forms = word_forms(term.tokens[0])
-        if len(forms) > 1:
-            return "(" + " OR ".join(fts5_quote(f) for f in forms) + ")"
+        forms = _STEMMER.distinct(word_forms(term.tokens[0]))
+        return (
+            "(" + " OR ".join(map(fts5_quote, forms)) + ")"
+            if len(forms) > 1
+            else (fts5_quote(forms[0]))
+        )
     return fts5_quote(" ".join(term.tokens))
 
 
@@ -114,7 +120,7 @@ def _hit_order(row: Row) -> tuple[float, int]:
 class _Stemmer:
     """Porter stems of words, from SQLite's own tokenizer (an in-memory FTS5 table).
 
-    ``fts5_term`` ORs several inflections of a word; forms with the same stem match the same
+    ``word_forms`` gives several inflections of a word; forms with the same stem match the same
     rows, so keeping one per stem gives FTS5 (and bm25) less work for identical results.
     """
 
@@ -150,20 +156,8 @@ class _Stemmer:
 _STEMMER = _Stemmer()
 
 
-def _fts_term(term: Term) -> str | None:
-    """``fts5_term`` with inflections that share a Porter stem collapsed to one."""
-    expression = fts5_term(term)
-    if expression is None or term.is_phrase or len(term.tokens) != 1:
-        return expression
-    forms = word_forms(term.tokens[0])
-    if expression != "(" + " OR ".join(fts5_quote(f) for f in forms) + ")":
-        return expression  # not the expansion this optimisation knows: keep it as is
-    kept = _STEMMER.distinct(forms)
-    return fts5_quote(kept[0]) if len(kept) == 1 else "(" + " OR ".join(map(fts5_quote, kept)) + ")"
-
-
 def _fts_match(terms: Sequence[Term], mode: MatchMode) -> str | None:
-    parts = [p for p in (_fts_term(t) for t in terms) if p is not None]
+    parts = [p for p in (fts5_term(t) for t in terms) if p is not None]
     return (" AND " if mode == "all" else " OR ").join(parts) if parts else None
 
 
@@ -209,7 +203,7 @@ def _substring_only_rows(corpus: _Corpus, term: Term) -> tuple[str, list[Any]]:
     Excluding the word matches first spares FTS5 re-reading their text to verify the LIKE.
     """
     source, test, params = _substring_source(corpus, term)
-    words = _fts_term(term)
+    words = fts5_term(term)
     if words is None:
         return f"SELECT rowid FROM {source} WHERE {test}", params
     return (
@@ -245,7 +239,7 @@ def _row_satisfies(corpus: _Corpus, term: Term) -> tuple[str, list[Any]]:
     """Correlated test that row ``x`` satisfies ``term`` (words, or its substring)."""
     parts: list[str] = []
     params: list[Any] = []
-    words = _fts_term(term)
+    words = fts5_term(term)
     if words is not None:
         parts.append(
             f"EXISTS (SELECT 1 FROM {corpus.fts} WHERE {corpus.fts} MATCH ? "
@@ -281,7 +275,7 @@ def _search_sql(
     params: list[Any] = []
     # In "all" mode a term without words (emoji...) can only match through its substring:
     # then no row matches every term as words and branch 1 is left out.
-    if match is not None and (mode == "any" or all(_fts_term(t) for t in terms)):
+    if match is not None and (mode == "any" or all(fts5_term(t) for t in terms)):
         branches.append(
             f"SELECT x.rowid AS rid, {corpus.order} AS ord, -{corpus.fts}.rank AS score "
             # CROSS JOIN and "+": the FTS query must drive (SQLite would otherwise run the

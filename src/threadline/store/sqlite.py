@@ -7,9 +7,8 @@ for stemmed words and ``trigram`` for substrings (e-mails, URLs, versions, CJK),
 small table of the message texts that hold CJK-like scripts or symbols, where one- and
 two-character terms are looked up.
 
-Messages are added to the search index in batches of :data:`_INDEX_BATCH` (an FTS5 segment
-per commit is what makes naive appends slow); a search first indexes whatever is pending,
-so results always include every committed message.
+Messages are added to the search index in batches (``_sqlite_index``); a search first
+indexes whatever is pending, so results always include every committed message.
 
 Durability: WAL with ``synchronous=NORMAL`` (default) survives any process crash; a power
 loss may drop the last commits but never corrupts the file. ``synchronous="full"`` fsyncs
@@ -32,20 +31,15 @@ from typing import Any
 
 from threadline._search_query import MatchMode, Term
 from threadline.errors import StoreError, ThreadlineError
-from threadline.messages import text_of
 from threadline.store._sql import (
     MAX_MESSAGE_BYTES,
-    MESSAGE_COLUMNS,
-    MessageRow,
     OwnerFilter,
     Row,
     SessionKey,
-    SQLStore,
     T,
-    _chunks,
-    _in_list,
     owner_clause,
 )
+from threadline.store._sqlite_index import SQLiteIndex, _Tx
 from threadline.store._sqlite_paths import is_memory, opens_read_only, read_only_path
 from threadline.store._sqlite_schema import (
     _SQL_VERSION,
@@ -57,8 +51,6 @@ from threadline.store._sqlite_search import (
     _ENTRIES,
     _MESSAGES,
     _PENDING,
-    _PENDING_TABLES,
-    _WIDE,
     _Corpus,
     _hit_order,
     _search_sql,
@@ -68,47 +60,8 @@ __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 _SYNCHRONOUS = {"normal": "NORMAL", "full": "FULL"}
 
-# --------------------------------------------------------------------------- DML
 
-_SQL_INSERT_MESSAGE = (
-    f"INSERT INTO tl_messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT (app, session_id, id) DO NOTHING"
-)
-_SQL_MESSAGE_ROWID = "SELECT rowid FROM tl_messages WHERE app = ? AND session_id = ? AND id = ?"
-_SQL_ENTRY_ROWID = "SELECT rowid FROM tl_entries WHERE app = ? AND label = ? AND key = ?"
-_SQL_INDEX_MARK = "SELECT CAST(value AS INTEGER) FROM tl_meta WHERE key = 'indexed_upto'"
-_SQL_SET_INDEX_MARK = "UPDATE tl_meta SET value = ? WHERE key = 'indexed_upto'"
-_SQL_PENDING_INDEX = "SELECT rowid, app, data FROM tl_messages WHERE rowid > ? ORDER BY rowid"
-_SQL_DELETE_CJK = "DELETE FROM tl_messages_cjk WHERE rowid = ?"
-_INDEX_BATCH = 64
-"""Pending messages that make an append index them all (one FTS5 segment per batch instead
-of one per commit: the search index is by far the most expensive part of a write)."""
-
-
-class _Tx:
-    """The :class:`~threadline.store._sql.Tx` view of one connection (the writer or a reader),
-    with that connection's in-memory index of messages not indexed yet (``_index_pending``).
-    """
-
-    __slots__ = ("conn", "pending_count", "pending_version")
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self.pending_version: tuple[int, int] | None = None
-        self.pending_count = 0
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return self.conn.execute(sql, params).rowcount
-
-    def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
-        row: Row | None = self.conn.execute(sql, params).fetchone()
-        return row
-
-    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        return self.conn.execute(sql, params).fetchall()
-
-
-class SQLiteStore(SQLStore):
+class SQLiteStore(SQLiteIndex):
     """A :class:`~threadline.store.base.Store` in one SQLite file (or ``:memory:``).
 
     ``synchronous`` is ``"normal"`` (default) or ``"full"``; ``busy_timeout`` is how many
@@ -333,141 +286,6 @@ class SQLiteStore(SQLStore):
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
-
-    # ------------------------------------------------------------------ search index
-
-    @staticmethod
-    def _index(conn: sqlite3.Connection, corpus: _Corpus, rowid: int, text: str) -> None:
-        if text:  # rows without text (tool calls) need no index entries
-            conn.execute(corpus.insert_fts, (rowid, text))
-            conn.execute(corpus.insert_tri, (rowid, text))
-
-    @staticmethod
-    def _unindex(conn: sqlite3.Connection, corpus: _Corpus, rowid: int) -> None:
-        conn.execute(corpus.delete_fts, (rowid,))
-        conn.execute(corpus.delete_tri, (rowid,))
-
-    def _insert_message(self, tx: Any, row: MessageRow) -> bool:
-        cursor = tx.conn.execute(_SQL_INSERT_MESSAGE, row.values())
-        rowid = cursor.lastrowid
-        if cursor.rowcount != 1 or rowid is None:
-            return False
-        if rowid - self._index_hint >= _INDEX_BATCH:
-            self._catch_up_index(tx.conn)
-        return True
-
-    def _index_mark(self, conn: sqlite3.Connection) -> int:
-        row = conn.execute(_SQL_INDEX_MARK).fetchone()
-        mark = int(row[0]) if row else 0
-        self._index_hint = mark
-        return mark
-
-    def _catch_up_index(self, conn: sqlite3.Connection) -> None:
-        """Index every pending message (inside a write transaction on ``conn``)."""
-        mark = self._index_mark(conn)
-        rows = conn.execute(_SQL_PENDING_INDEX, (mark,)).fetchall()
-        if not rows:
-            return
-        for rowid, app, data in rows:
-            self._index_message_text(conn, rowid, self._text_of_row(conn, app, data))
-        self._index_hint = rows[-1][0]
-        conn.execute(_SQL_SET_INDEX_MARK, (str(self._index_hint),))
-
-    def _text_of_row(self, conn: sqlite3.Connection, app: str, data: str) -> str:
-        """The searchable text of a stored row, its attachments put back."""
-        return text_of(self._full_message(_Tx(conn), app, data))
-
-    def _index_pending(self, tx: _Tx) -> bool:
-        """Put the messages not indexed yet (at most a batch or two) into the in-memory
-        ``tl_pending_*`` tables, inside the search's own read; True if there are any.
-
-        A search never writes to the database, so it works on a read-only open and never
-        waits for another writer; and it never skips a committed message. The tables are
-        rebuilt only when the database changed since the last search on this connection.
-        """
-        conn = tx.conn
-        # data_version moves with every commit of another connection; this store's own
-        # commits (on the writer, which may be this very connection) are counted in _commits.
-        version = (conn.execute("PRAGMA data_version").fetchone()[0], self._commits)
-        if version == tx.pending_version:
-            return tx.pending_count > 0
-        if tx.pending_version is None:
-            for statement in _PENDING_TABLES:
-                conn.execute(statement)
-        for table in (_PENDING.fts, _PENDING.tri, _PENDING.cjk):
-            conn.execute(f"DELETE FROM temp.{table}")
-        row = conn.execute(_SQL_INDEX_MARK).fetchone()
-        rows = conn.execute(_SQL_PENDING_INDEX, (int(row[0]) if row else 0,)).fetchall()
-        for rowid, app, data in rows:
-            self._index_message_text(conn, rowid, self._text_of_row(conn, app, data), _PENDING)
-        tx.pending_count = len(rows)
-        tx.pending_version = version
-        return bool(rows)
-
-    def _index_message_text(
-        self, conn: sqlite3.Connection, rowid: int, text: str, corpus: _Corpus = _MESSAGES
-    ) -> None:
-        self._index(conn, corpus, rowid, text)
-        if text and _WIDE.search(text):
-            insert = f"INSERT INTO {corpus.cjk} (rowid, text) VALUES (?, ?)"
-            conn.execute(insert, (rowid, text))
-
-    def _reindex_message(
-        self, tx: Any, app: str, session_id: str, message_id: str, text: str
-    ) -> None:
-        conn = tx.conn
-        row = conn.execute(_SQL_MESSAGE_ROWID, (app, session_id, message_id)).fetchone()
-        if row is not None and row[0] <= self._index_mark(conn):  # pending rows: indexed later
-            self._unindex(conn, _MESSAGES, row[0])
-            conn.execute(_SQL_DELETE_CJK, (row[0],))
-            self._index_message_text(conn, row[0], text)
-
-    def _unindex_messages(
-        self, tx: Any, app: str, session_id: str, message_ids: Sequence[str] | None
-    ) -> None:
-        select = "SELECT rowid FROM tl_messages WHERE app = ? AND session_id = ?"
-        batches: list[Sequence[str]] = [()] if message_ids is None else _chunks(message_ids)
-        for batch in batches:
-            where = select if message_ids is None else f"{select} AND id IN {_in_list(len(batch))}"
-            for table in (_MESSAGES.fts, _MESSAGES.tri, "tl_messages_cjk"):
-                tx.conn.execute(
-                    f"DELETE FROM {table} WHERE rowid IN ({where})", (app, session_id, *batch)
-                )
-
-    def _upsert_entry(
-        self,
-        tx: Any,
-        app: str,
-        label: str,
-        key: str,
-        content: str,
-        description: str | None,
-        now: int,
-    ) -> None:
-        conn = tx.conn
-        row = conn.execute(_SQL_ENTRY_ROWID, (app, label, key)).fetchone()
-        if row is None:
-            cursor = conn.execute(
-                "INSERT INTO tl_entries (app, label, key, content, description, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (app, label, key, content, description, now),
-            )
-            assert cursor.lastrowid is not None
-            rowid = cursor.lastrowid
-        else:
-            rowid = row[0]
-            conn.execute(
-                "UPDATE tl_entries SET content = ?, description = ?, updated_at = ? "
-                "WHERE rowid = ?",
-                (content, description, now, rowid),
-            )
-            self._unindex(conn, _ENTRIES, rowid)
-        self._index(conn, _ENTRIES, rowid, content)
-
-    def _unindex_entry(self, tx: Any, app: str, label: str, key: str) -> None:
-        row = tx.conn.execute(_SQL_ENTRY_ROWID, (app, label, key)).fetchone()
-        if row is not None:
-            self._unindex(tx.conn, _ENTRIES, row[0])
 
     # ------------------------------------------------------------------ search
 

@@ -1,0 +1,179 @@
+"""The storage contract, part one: the session registry (see ``threadline.store.base``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from threadline.store._values import UNSET
+from threadline.types import (
+    SessionInfo,
+    SessionPage,
+)
+
+
+@runtime_checkable
+class RegistryContract(Protocol):
+    """Sessions of an app: create, read, list, update, delete, purge, usage, forget."""
+
+    # -- session registry --------------------------------------------------------------------
+    def create_session(
+        self,
+        app: str,
+        session_id: str,
+        *,
+        user_id: str | None = None,
+        name: str | None = None,
+        parent_session_id: str | None = None,
+        model: str | None = None,
+        source: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> SessionInfo:
+        """Insert a registry row; raises ``SessionExistsError`` if ``(app, session_id)`` exists.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.create_session("default", "s1", user_id="u1", name="Trip").user_id
+        'u1'
+        >>> store.create_session("default", "s1")
+        Traceback (most recent call last):
+        threadline.errors.SessionExistsError: session 's1' already exists in app 'default'
+        """
+
+    def get_session(self, app: str, session_id: str) -> SessionInfo | None:
+        """The registry row, or ``None``. ``message_count`` counts all stored messages.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> _ = store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])
+        >>> store.get_session("default", "s1").message_count
+        1
+        >>> store.get_session("other", "s1") is None  # sessions are per app
+        True
+        """
+
+    def list_sessions(
+        self, app: str, *, user_id: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> SessionPage:
+        """Newest ``updated_at`` first, ties by ``id`` descending; keyset pagination.
+
+        ``cursor`` is the opaque ``next_cursor`` of the previous page; ``next_cursor`` is
+        ``None`` exactly when no session follows. Uses an index, never sorts the table.
+        A malformed cursor raises ``InvalidArgumentError``; ``limit`` < 1 too.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> for sid in ("s1", "s2", "s3"):
+        ...     store.touch_session("default", sid)
+        >>> page = store.list_sessions("default", limit=2)
+        >>> [s.id for s in page.sessions]
+        ['s3', 's2']
+        >>> [s.id for s in store.list_sessions("default", cursor=page.next_cursor).sessions]
+        ['s1']
+        """
+
+    def update_session(
+        self,
+        app: str,
+        session_id: str,
+        *,
+        name: Any = UNSET,
+        end_reason: Any = UNSET,
+        model: Any = UNSET,
+        source: Any = UNSET,
+        metadata: Any = UNSET,
+    ) -> SessionInfo:
+        """Set the given fields (``UNSET`` leaves one alone) and touch ``updated_at``.
+
+        Raises ``SessionNotFoundError`` if the row does not exist.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> _ = store.create_session("default", "s1", name="Draft")
+        >>> info = store.update_session("default", "s1", end_reason="done")
+        >>> info.name, info.end_reason  # name was left UNSET: unchanged
+        ('Draft', 'done')
+        """
+
+    def touch_session(self, app: str, session_id: str, *, user_id: str | None = None) -> None:
+        """Create the registry row if missing and move ``updated_at``.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.touch_session("default", "s1")  # creates the row
+        >>> before = store.get_session("default", "s1").updated_at
+        >>> store.touch_session("default", "s1")
+        >>> store.get_session("default", "s1").updated_at > before
+        True
+        """
+
+    def delete_session(self, app: str, session_id: str) -> bool:
+        """Delete the row and everything of the session: messages, search rows, overlays,
+        session-scoped blocks, prompt, session state, skill loads. ``False`` if nothing existed.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> _ = store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])
+        >>> store.delete_session("default", "s1"), store.get_message("default", "s1", "m1")
+        (True, None)
+        >>> store.delete_session("default", "s1")
+        False
+        """
+
+    def purge_sessions(self, app: str, *, before: datetime, user_id: str | None = None) -> int:
+        """Delete (as ``delete_session``) every session of ``app`` with ``updated_at < before``.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> from datetime import timedelta
+        >>> store.touch_session("default", "s1")
+        >>> store.purge_sessions("default", before=store.now() - timedelta(days=30))  # s1 is newer
+        0
+        >>> store.purge_sessions("default", before=store.now() + timedelta(seconds=1))
+        1
+        """
+
+    def add_usage(
+        self, app: str, session_id: str, input_tokens: int, output_tokens: int, cost: float
+    ) -> None:
+        """Atomically increment the usage counters (creating the row if missing).
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.add_usage("default", "s1", 100, 20, 0.5)  # creates the row
+        >>> store.add_usage("default", "s1", 50, 10, 0.25)
+        >>> info = store.get_session("default", "s1")
+        >>> info.input_tokens, info.output_tokens, info.estimated_cost
+        (150, 30, 0.75)
+        """
+
+    def count_sessions(
+        self, app: str, *, user_id: str | None = None, without_user: bool = False
+    ) -> int:
+        """Number of registry rows of ``app``; only ``user_id``'s sessions when given, only
+        sessions without a user with ``without_user=True``.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.touch_session("default", "s1", user_id="u1")
+        >>> store.touch_session("default", "s2")
+        >>> store.count_sessions("default"), store.count_sessions("default", user_id="u1")
+        (2, 1)
+        >>> store.count_sessions("default", without_user=True), store.count_sessions("other")
+        (1, 0)
+        """
+
+    def forget_user(self, app: str, user_id: str) -> int:
+        """Delete, in one transaction, every session of ``user_id`` in ``app`` (with all that
+        hangs off it), the user's user-scoped blocks and ``user:`` state. Returns the number of
+        sessions deleted.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.update_state("default", "s1", "u1", {"user:lang": "nb"})  # s1 is now u1's
+        >>> store.forget_user("default", "u1")
+        1
+        >>> store.get_session("default", "s1"), store.get_state("default", "s2", "u1")
+        (None, {})
+        """

@@ -1,0 +1,65 @@
+"""Value types of the storage contract (shared by its parts and re-exported by
+``threadline.store.base``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from threadline.types import RecentHistory, Scope
+
+__all__ = ["UNSET", "Entry", "OwnerKind", "RecentPath", "SkillLoad"]
+
+OwnerKind = Scope
+"""Who a block or state key belongs to: one session, one user of the app, or the whole app
+(the same three values as a block's ``scope``)."""
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+"""Marker for "leave this field unchanged" in :meth:`Store.update_session`."""
+
+
+RecentPath = RecentHistory
+"""What ``get_recent_path`` returns: the newest contiguous suffix of the head path (root→leaf
+order) and the path's byte total; the same type as ``Session.get_recent_history`` returns
+(before overlays are applied)."""
+
+
+@dataclass(frozen=True)
+class SkillLoad:
+    """A skill document loaded by a ``load_context`` tool result stored in a message.
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> msg = threadline.messages.tool_call("load_context", {"label": "s", "key": "k"}, "doc", "c1")
+    >>> msg["id"] = "m1"
+    >>> _ = store.append_messages("default", "s1", [msg])
+    >>> store.get_skill_loads("default", "s1")
+    [SkillLoad(label='s', key='k', message_id='m1', tool_call_id='c1')]
+    """
+
+    label: str
+    key: str
+    message_id: str
+    tool_call_id: str | None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A keyed document of a search or skill provider (shared by every session of an app).
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> store.put_entry("default", "docs", "faq", "Ask us anything.", "Common questions")
+    >>> store.get_entry("default", "docs", "faq")
+    Entry(key='faq', content='Ask us anything.', description='Common questions')
+    """
+
+    key: str
+    content: str
+    description: str | None

@@ -5,9 +5,9 @@ Run:  python benchmarks/attachments.py            (30 messages of each kind)
 
 Workloads, measured interleaved (threadline, floor, threadline, ...) on SQLite files with WAL
 and synchronous=NORMAL on both sides:
-  B1  append a message with a 1 MB image (data URL) — floors: one plain INSERT of the image's
-      raw bytes and a commit (B1a), or of the message JSON with the data URL inline, as a plain
-      message table stores it (B1b)
+  B1  append a message with a 1 MB image (a 1.33 MB data URL) — floors, each one plain INSERT
+      and a commit: of the data URL as the caller hands it over, i.e. the same bytes (B1b, the
+      acceptance bar <= 2x), and of the image's decoded raw bytes (B1a, for information)
   B2  append a 1 MB text message, searchable — floor: the row, FTS5 porter and trigram index
       rows of the same text in one transaction (the indexes threadline keeps); threadline's
       batched indexing is run before the clock stops
@@ -50,6 +50,7 @@ def _floor_db(path: str) -> sqlite3.Connection:
         """CREATE TABLE blobs(id TEXT PRIMARY KEY, data BLOB);
         CREATE TABLE msgs(id TEXT PRIMARY KEY, data TEXT);
         CREATE TABLE inline_msgs(id TEXT PRIMARY KEY, data TEXT);
+        CREATE TABLE inline_rows(id TEXT PRIMARY KEY, data TEXT);
         CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='porter unicode61');
         CREATE VIRTUAL TABLE tri USING fts5(text, tokenize='trigram', detail=none,
                                             columnsize=0);"""
@@ -110,14 +111,13 @@ def main() -> None:
                 db.execute(sql, (uuid.uuid4().hex, value))
                 db.execute("COMMIT")
 
-            inline = json.dumps({"id": uuid.uuid4().hex, "role": "user", "parts": [part]})
             ours.append(_time(lambda m=message: session.append_message(m)))
             raw_floor.append(_time(lambda r=raw: plain("INSERT INTO blobs VALUES (?, ?)", r)))
             inline_floor.append(
-                _time(lambda d=inline: plain("INSERT INTO inline_msgs VALUES (?, ?)", d, inline_db))
+                _time(lambda d=url: plain("INSERT INTO inline_msgs VALUES (?, ?)", d, inline_db))
             )
         results.append(("B1a append 1 MB image / raw bytes", _best(ours), _best(raw_floor)))
-        results.append(("B1b append 1 MB image / inline row", _best(ours), _best(inline_floor)))
+        results.append(("B1b append 1 MB image / same bytes", _best(ours), _best(inline_floor)))
 
         # B2: text (threadline indexes in batches: the batch is flushed inside the clock)
         text_session = Session.create(store).for_session("text")
@@ -146,7 +146,11 @@ def main() -> None:
 
         # B3: reading images back
         reader = Session.create(store).for_session("big")
-        newest = "SELECT data FROM inline_msgs ORDER BY rowid DESC LIMIT 10"
+        for i in range(count):  # the B3 floor: message rows with the image inline
+            url, _ = _image(rng)
+            row = {"id": uuid.uuid4().hex, "role": "user", "parts": [{"type": "file", "url": url}]}
+            inline_db.execute("INSERT INTO inline_rows VALUES (?, ?)", (str(i), json.dumps(row)))
+        newest = "SELECT data FROM inline_rows ORDER BY rowid DESC LIMIT 10"
 
         def plain_read() -> None:
             rows = inline_db.execute(newest).fetchall()

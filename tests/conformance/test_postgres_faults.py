@@ -244,9 +244,7 @@ def test_a_write_cut_by_a_restart_raises_and_the_store_recovers(
         expected = ["m0"]
         for attempt in range(ATTEMPTS):
             message_id = f"cut{attempt}"
-            append = functools.partial(
-                store.append_messages, APP, SESSION, [_message(message_id)]
-            )
+            append = functools.partial(store.append_messages, APP, SESSION, [_message(message_id)])
             outcome = _restart_while_blocked(pg_dsn, pg_ctl, append)
             if "value" in outcome:  # finished before its backend was terminated: committed
                 expected.append(message_id)
@@ -392,3 +390,34 @@ def test_without_pg_trgm_substring_search_falls_back_to_like(
                 assert store.search_messages(APP, query), query
     warnings = [r.getMessage() for r in caplog.records if "pg_trgm" in r.getMessage()]
     assert len(warnings) == 1, warnings
+
+
+@pytest.mark.postgres
+def test_tables_later_on_the_search_path_are_not_taken_for_ours(pg_dsn: str) -> None:
+    """Regression: the schema check found tl_meta anywhere on the search path, so a store whose
+    first schema was empty read and wrote another schema's threadline tables (an older install
+    in ``public``) instead of creating its own."""
+    import uuid
+    from urllib.parse import quote
+
+    import psycopg
+
+    import threadline
+
+    with threadline.connect(pg_dsn) as old:  # an existing install, in the pg_dsn schema
+        old.append_messages("app", "s", [{"id": "old", "role": "user", "parts": []}])
+        old_schema = old._read("schema", lambda tx: tx.one("SELECT current_schema()"))[0]  # type: ignore[attr-defined]
+    fresh = f"t_{uuid.uuid4().hex}"
+    base = pg_dsn.split("?", 1)[0]
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{fresh}"')
+    try:
+        options = quote(f"-csearch_path={fresh},{old_schema}", safe="")
+        with threadline.connect(f"{base}?options={options}") as store:
+            assert store.get_path("app", "s") == []
+            store.append_messages("app", "s", [{"id": "new", "role": "user", "parts": []}])
+        with threadline.connect(pg_dsn) as old:
+            assert [m["id"] for m in old.get_path("app", "s")] == ["old"]
+    finally:
+        with psycopg.connect(base, autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA "{fresh}" CASCADE')

@@ -117,10 +117,16 @@ _TRGM_INDEXES = ("tl_messages", "tl_entries")
 _trgm_warned = False
 
 
+# Tables are created in the first schema of the search path, so that is where to look for
+# them: a bare to_regclass('tl_meta') would also find another schema's tables later on the
+# path (an older install in public) and then read and write those instead.
+_HERE = "to_regclass(quote_ident(current_schema()) || '.{name}')"
+
+
 def _schema_is_current(conn: PgConn) -> bool:
     """Cheap check without the lock: right version and both trigram indexes present."""
-    names = ", ".join(f"to_regclass('{t}_trgm') IS NOT NULL" for t in _TRGM_INDEXES)
-    row = conn.execute(f"SELECT to_regclass('tl_meta') IS NOT NULL, {names}").fetchone()
+    names = ", ".join(f"{_HERE.format(name=t + '_trgm')} IS NOT NULL" for t in _TRGM_INDEXES)
+    row = conn.execute(f"SELECT {_HERE.format(name='tl_meta')} IS NOT NULL, {names}").fetchone()
     if row is None or not all(row):
         return False
     found = conn.execute("SELECT value FROM tl_meta WHERE key = 'schema_version'").fetchone()
@@ -128,7 +134,7 @@ def _schema_is_current(conn: PgConn) -> bool:
 
 
 def _stored_version(conn: PgConn) -> int:
-    row = conn.execute("SELECT to_regclass('tl_meta') IS NOT NULL").fetchone()
+    row = conn.execute(f"SELECT {_HERE.format(name='tl_meta')} IS NOT NULL").fetchone()
     if row is None or not row[0]:
         return 0
     found = conn.execute("SELECT value FROM tl_meta WHERE key = 'schema_version'").fetchone()

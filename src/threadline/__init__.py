@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from threadline import messages
 from threadline._provider import SessionProvider
+from threadline.aio import AsyncSession, AsyncSessionManager
 from threadline.compaction import (
     create_compact_function,
     enforce_row_size,
@@ -58,6 +59,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AUTO",
+    "AsyncSession",
+    "AsyncSessionManager",
     "BlockNotFoundError",
     "BlockTooLargeError",
     "CompactContext",

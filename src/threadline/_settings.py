@@ -11,13 +11,14 @@ own copy, whole. Pure: no I/O.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from threadline._validate import check_max_message_bytes, check_size_policy
 from threadline.context import ContextConfig
-from threadline.errors import InvalidArgumentError
+from threadline.errors import CompactionError, InvalidArgumentError
 from threadline.types import CompactResult
 
 Compactor = Callable[..., CompactResult | None]
@@ -27,6 +28,18 @@ Compactor = Callable[..., CompactResult | None]
 ErrorHandler = Callable[[BaseException], object]
 """What ``on_compaction_error`` takes: called with the exception of a failed automatic
 compaction (the append itself succeeded)."""
+
+
+def is_async_compactor(fn: object) -> bool:
+    """Whether calling ``fn`` returns a coroutine (an ``async def`` function or ``__call__``,
+    e.g. ``create_async_compact_function(...)``).
+
+    >>> async def summarize(history, context=None): return None
+    >>> is_async_compactor(summarize), is_async_compactor(lambda history: None)
+    (True, False)
+    """
+    call = getattr(fn, "__call__", None)  # noqa: B004 - callable() would not give the method
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
 
 
 def check_token_threshold(token_threshold: object) -> int:
@@ -64,6 +77,14 @@ class SessionSettings:
             self.size_policy = check_size_policy("size_policy", size_policy)
         if max_message_bytes is not None:
             self.max_message_bytes = check_max_message_bytes("max_message_bytes", max_message_bytes)
+
+    def use_compactor(self, fn: Compactor) -> None:
+        """Register the compaction function; an async one belongs on the async session."""
+        if is_async_compactor(fn):
+            raise CompactionError(
+                "this compaction function is async: register it on threadline.aio.AsyncSession"
+            )
+        self.compact_fn = fn
 
     def copy(self) -> SessionSettings:
         """An independent copy (the block list is copied; configs are immutable)."""

@@ -136,7 +136,7 @@ class SessionManager:
         >>> m.get_session("s1").compact().summary
         'Small talk.'
         """
-        self._settings.compact_fn = fn
+        self._settings.use_compactor(fn)
         return self._changed()
 
     def compact_after(

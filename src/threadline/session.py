@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any, Literal, cast
+from typing import Any, Literal, NamedTuple, cast
 
 from threadline._checks import API_RULES, check_every_public_method
 from threadline._provider import ProviderBackend, SessionProvider, is_store
@@ -255,7 +255,7 @@ class Session:
         >>> s.compact().summary
         'Small talk.'
         """
-        self._settings.compact_fn = fn
+        self._settings.use_compactor(fn)
         return self
 
     def compact_after(
@@ -669,12 +669,38 @@ class Session:
         """
         if self._settings.compact_fn is None:
             raise CompactionError("no compaction function registered: call on_compaction(fn)")
+        plan = self._compaction_input(leaf_id)
+        return self._store_compaction(plan, self._call_compact_fn(plan.history))
+
+    # The three phases of compact(), shared with the async session (which awaits the middle one).
+    def _compaction_input(self, leaf_id: str | None) -> _CompactionInput:
         raw_path = self._backend.get_path(leaf_id)
         compactions = self._backend.get_compactions()
         history = apply_overlays(raw_path, compactions) if raw_path else []
-        result = self._call_compact_fn(history)
+        return _CompactionInput(raw_path, compactions, history)
+
+    def _compaction_context(self) -> CompactContext:
+        return CompactContext(token_counter=self._settings.token_counter)
+
+    def _call_compact_fn(self, history: list[Message]) -> CompactResult | None:
+        fn = self._settings.compact_fn
+        assert fn is not None
+        result = fn(history) if _takes_one_argument(fn) else fn(history, self._compaction_context())
+        if inspect.isawaitable(result):
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+            raise CompactionError(
+                "the compaction function is async; use threadline.aio.AsyncSession"
+            )
+        return check_compact_result(result)
+
+    def _store_compaction(
+        self, plan: _CompactionInput, result: CompactResult | None
+    ) -> CompactResult | None:
         if result is None:
             return None
+        raw_path, compactions, history = plan
         positions = {m["id"]: i for i, m in enumerate(raw_path)}
         start, end = positions.get(result.from_message_id), positions.get(result.to_message_id)
         if start is None or end is None or start > end:
@@ -684,24 +710,6 @@ class Session:
         if self._settings.cached_prompt or self._frozen is not None:
             self.refresh_system_prompt()
         return CompactResult(first_id, result.to_message_id, result.summary)
-
-    def _call_compact_fn(self, history: list[Message]) -> CompactResult | None:
-        fn = self._settings.compact_fn
-        assert fn is not None
-        if _takes_one_argument(fn):
-            result = fn(history)
-        else:
-            result = fn(history, CompactContext(token_counter=self._settings.token_counter))
-        if inspect.isawaitable(result):
-            close = getattr(result, "close", None)
-            if close is not None:
-                close()
-            raise CompactionError("the compaction function is async; use an async session")
-        if result is not None and not isinstance(result, CompactResult):
-            raise CompactionError(
-                f"a compaction function must return CompactResult or None, got {type(result)}"
-            )
-        return result
 
     def _after_append(self) -> None:
         if self._settings.compact_fn is None or self._settings.compact_threshold is None:
@@ -1106,6 +1114,21 @@ def _window(
             start += 1
         history = history[start:]
     return history
+
+
+class _CompactionInput(NamedTuple):
+    raw_path: list[Message]
+    compactions: list[Compaction]
+    history: list[Message]
+
+
+def check_compact_result(result: object) -> CompactResult | None:
+    """``result`` if a compaction function may return it (``CompactResult`` or ``None``)."""
+    if result is not None and not isinstance(result, CompactResult):
+        raise CompactionError(
+            f"a compaction function must return CompactResult or None, got {type(result)}"
+        )
+    return result
 
 
 def _cutoff(after: object) -> datetime:

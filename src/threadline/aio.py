@@ -1,0 +1,578 @@
+"""The async API: ``AsyncSession`` and ``AsyncSessionManager`` (one model, two transports).
+
+Each async object drives a sync :class:`~threadline.Session` / :class:`~threadline.SessionManager`
+and so follows exactly its rules, arguments, results and errors: builders (``create``,
+``for_*``, ``with_*``, ``on_*``, ``compact_after``) and accessors stay plain; every method that
+touches storage or a provider is a coroutine whose work runs in a worker thread, never on the
+event loop. A cancelled ``await`` cannot leave half a write: the store call runs to its end
+(one transaction) in its thread, so the write is either fully there or absent.
+
+Async compaction works here, and only here: ``on_compaction`` takes an ``async def`` function
+or ``create_async_compact_function(...)`` (the sync session refuses those when they are
+registered), and automatic compaction after an append awaits it.
+
+>>> import asyncio
+>>> from threadline.aio import AsyncSession
+>>> async def main():
+...     async with AsyncSession.create(":memory:").for_session("chat") as session:
+...         await session.append_message({"role": "user", "content": "Deploy on Friday?"})
+...         return [hit.content for hit in await session.search("deploy")]
+>>> asyncio.run(main())
+['Deploy on Friday?']
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Coroutine
+from typing import Any, Generic, ParamSpec, TypeVar, overload
+
+from threadline._settings import ErrorHandler, is_async_compactor
+from threadline.manager import SessionManager
+from threadline.session import Session, check_compact_result
+from threadline.store.base import Store
+from threadline.tools import Toolset
+from threadline.types import CompactResult
+
+__all__ = ["AsyncSession", "AsyncSessionManager", "AsyncToolset"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _OffLoop(Generic[P, R]):
+    """``await obj.<name>(...)`` runs the sync twin's method of the same name in a worker
+    thread; typed from that method, so the async signature is the sync one."""
+
+    def __init__(self, method: Callable[..., R]) -> None:
+        self._name = method.__name__
+        self.__doc__ = f"Async ``{method.__qualname__}``, run off the event loop."
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> _OffLoop[P, R]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type) -> Callable[P, Coroutine[Any, Any, R]]: ...
+
+    def __get__(self, obj: object | None, owner: type) -> Any:
+        if obj is None:
+            return self
+        method = getattr(obj._sync, self._name)  # type: ignore[attr-defined]
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await asyncio.to_thread(method, *args, **kwargs)
+
+        call.__name__ = self._name
+        return call
+
+
+def _off(method: Callable[..., R]) -> _OffLoop[..., R]:
+    return _OffLoop(method)
+
+
+class AsyncToolset:
+    """A :class:`~threadline.tools.Toolset` whose ``execute`` is a coroutine (it runs the tool
+    in a worker thread; the same never-raise rule: failures come back as ``"Error: ..."``).
+
+    >>> import asyncio
+    >>> from threadline.aio import AsyncSession
+    >>> s = AsyncSession.create(":memory:").with_context("memory")
+    >>> tools = asyncio.run(s.tools())
+    >>> asyncio.run(tools.execute("set_context", {"label": "memory", "content": "Likes tea."}))
+    'Written to memory. Usage: 3 tokens'
+    """
+
+    def __init__(self, toolset: Toolset) -> None:
+        self.toolset = toolset
+
+    def __iter__(self) -> Any:
+        return iter(self.toolset)
+
+    def __len__(self) -> int:
+        return len(self.toolset)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.toolset[name]
+
+    async def execute(self, name: str, args: Any = None) -> str:
+        """Run a tool off the event loop; every failure becomes ``"Error: <message>"``.
+
+        >>> import asyncio
+        >>> from threadline.aio import AsyncSession
+        >>> tools = asyncio.run(AsyncSession.create(":memory:").with_context("memory").tools())
+        >>> asyncio.run(tools.execute("no_such_tool"))[:6]
+        'Error:'
+        """
+        return await asyncio.to_thread(self.toolset.execute, name, args)
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        """The tools in OpenAI's function-calling format (as ``Toolset.to_openai``).
+
+        >>> import asyncio
+        >>> from threadline.aio import AsyncSession
+        >>> tools = asyncio.run(AsyncSession.create(":memory:").with_context("memory").tools())
+        >>> tools.to_openai()[0]["function"]["name"]
+        'set_context'
+        """
+        return self.toolset.to_openai()
+
+
+class AsyncSession:
+    """The async twin of :class:`~threadline.Session` (module docstring).
+
+    >>> import asyncio
+    >>> s = AsyncSession.create(":memory:").for_session("a")
+    >>> asyncio.run(s.append_message({"role": "user", "content": "hi"}))["role"]
+    'user'
+    >>> len(asyncio.run(s.get_history()))
+    1
+    """
+
+    def __init__(self, store: Store | str, **options: Any) -> None:
+        self._sync = Session(store, **options)
+        self._async_compact: Callable[..., Any] | None = None
+
+    @classmethod
+    def _wrapping(cls, session: Session, async_compact: Callable[..., Any] | None) -> AsyncSession:
+        out = cls.__new__(cls)
+        out._sync = session
+        out._async_compact = async_compact
+        return out
+
+    # -- building (plain) -----------------------------------------------------------------------
+    @classmethod
+    def create(cls, store: Store | str, **options: Any) -> AsyncSession:
+        """Start a builder from a Store or a store URL (owned: closed by ``close()``).
+
+        >>> AsyncSession.create(":memory:").for_session("a").session_id
+        'a'
+        """
+        return cls(store, **options)
+
+    def _chain(self, result: Session) -> AsyncSession:
+        return self if result is self._sync else AsyncSession._wrapping(result, self._async_compact)
+
+    def for_session(self, session_id: str) -> AsyncSession:
+        """As ``Session.for_session`` (a new object once this one has used storage).
+
+        >>> AsyncSession.create(":memory:").for_session("x").session_id
+        'x'
+        """
+        return self._chain(self._sync.for_session(session_id))
+
+    def for_user(self, user_id: str) -> AsyncSession:
+        """As ``Session.for_user``.
+
+        >>> AsyncSession.create(":memory:").for_user("u1").user_id
+        'u1'
+        """
+        return self._chain(self._sync.for_user(user_id))
+
+    def for_app(self, app_name: str) -> AsyncSession:
+        """As ``Session.for_app``.
+
+        >>> AsyncSession.create(":memory:").for_app("travel").app_name
+        'travel'
+        """
+        return self._chain(self._sync.for_app(app_name))
+
+    def with_context(self, label: str, **options: Any) -> AsyncSession:
+        """As ``Session.with_context`` (providers may be sync: they run off the loop).
+
+        >>> AsyncSession.create(":memory:").with_context("memory").session_id
+        'default'
+        """
+        self._sync.with_context(label, **options)
+        return self
+
+    def with_cached_prompt(self, provider: Any = None) -> AsyncSession:
+        """As ``Session.with_cached_prompt``.
+
+        >>> AsyncSession.create(":memory:").with_cached_prompt().session_id
+        'default'
+        """
+        self._sync.with_cached_prompt(provider)
+        return self
+
+    def on_compaction(self, fn: Callable[..., Any]) -> AsyncSession:
+        """Register the compaction function: sync, ``async def``, or
+        ``create_async_compact_function(...)``.
+
+        >>> async def summarize(history, context=None): return None
+        >>> AsyncSession.create(":memory:").on_compaction(summarize).session_id
+        'default'
+        """
+        if is_async_compactor(fn):
+            self._async_compact = fn
+            self._sync._settings.compact_fn = None  # the sync twin must not try to run it
+        else:
+            self._async_compact = None
+            self._sync.on_compaction(fn)
+        return self
+
+    def compact_after(
+        self, token_threshold: int, *, token_counter: Callable[..., int] | None = None
+    ) -> AsyncSession:
+        """As ``Session.compact_after``; an async compaction function is awaited.
+
+        >>> AsyncSession.create(":memory:").compact_after(1000).session_id
+        'default'
+        """
+        self._sync.compact_after(token_threshold, token_counter=token_counter)
+        return self
+
+    def on_compaction_error(self, handler: ErrorHandler) -> AsyncSession:
+        """As ``Session.on_compaction_error``.
+
+        >>> AsyncSession.create(":memory:").on_compaction_error(print).session_id
+        'default'
+        """
+        self._sync.on_compaction_error(handler)
+        return self
+
+    # -- accessors (plain) ----------------------------------------------------------------------
+    @property
+    def session_id(self) -> str:
+        """The session id.
+
+        >>> AsyncSession.create(":memory:").session_id
+        'default'
+        """
+        return self._sync.session_id
+
+    @property
+    def user_id(self) -> str | None:
+        """The user this session reads and writes as.
+
+        >>> AsyncSession.create(":memory:").user_id is None
+        True
+        """
+        return self._sync.user_id
+
+    @property
+    def app_name(self) -> str:
+        """The app the session belongs to.
+
+        >>> AsyncSession.create(":memory:").app_name
+        'default'
+        """
+        return self._sync.app_name
+
+    @property
+    def store(self) -> Store | None:
+        """The backing Store.
+
+        >>> AsyncSession.create(":memory:").store is not None
+        True
+        """
+        return self._sync.store
+
+    @property
+    def sync(self) -> Session:
+        """The sync twin (same session, same settings) for code that is not async.
+
+        >>> AsyncSession.create(":memory:").sync.session_id
+        'default'
+        """
+        return self._sync
+
+    async def close(self) -> None:
+        """Close the store if this session opened it from a URL.
+
+        >>> import asyncio
+        >>> asyncio.run(AsyncSession.create(":memory:").close())
+        """
+        await asyncio.to_thread(self._sync.close)
+
+    async def __aenter__(self) -> AsyncSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- storage: the sync methods, run off the loop ----------------------------------------------
+    update_message = _off(Session.update_message)
+    delete_messages = _off(Session.delete_messages)
+    clear_messages = _off(Session.clear_messages)
+    get_message = _off(Session.get_message)
+    get_latest_leaf = _off(Session.get_latest_leaf)
+    checkout = _off(Session.checkout)
+    get_path_length = _off(Session.get_path_length)
+    get_branches = _off(Session.get_branches)
+    get_history = _off(Session.get_history)
+    get_recent_history = _off(Session.get_recent_history)
+    read_attachment = _off(Session.read_attachment)
+    search = _off(Session.search)
+    add_compaction = _off(Session.add_compaction)
+    get_compactions = _off(Session.get_compactions)
+    get_context_block = _off(Session.get_context_block)
+    get_context_blocks = _off(Session.get_context_blocks)
+    replace_context_block = _off(Session.replace_context_block)
+    append_context_block = _off(Session.append_context_block)
+    add_context = _off(Session.add_context)
+    remove_context = _off(Session.remove_context)
+    freeze_system_prompt = _off(Session.freeze_system_prompt)
+    refresh_system_prompt = _off(Session.refresh_system_prompt)
+    write_context_entry = _off(Session.write_context_entry)
+    load_context_entry = _off(Session.load_context_entry)
+    search_context_block = _off(Session.search_context_block)
+    unload_skill = _off(Session.unload_skill)
+    get_state = _off(Session.get_state)
+    update_state = _off(Session.update_state)
+
+    async def append_message(self, message: Any, **options: Any) -> Any:
+        """As ``Session.append_message``; then automatic compaction, awaited when async.
+
+        >>> import asyncio
+        >>> s = AsyncSession.create(":memory:")
+        >>> asyncio.run(s.append_message({"role": "user", "content": "hi"}))["parts"]
+        [{'type': 'text', 'text': 'hi'}]
+        """
+        stored = await asyncio.to_thread(self._sync.append_message, message, **options)
+        await self._after_append()
+        return stored
+
+    async def append_messages(self, messages: Any, *args: Any, **options: Any) -> Any:
+        """As ``Session.append_messages`` (one transaction); then automatic compaction.
+
+        >>> import asyncio
+        >>> s = AsyncSession.create(":memory:")
+        >>> len(asyncio.run(s.append_messages([{"role": "user", "content": "a"}] * 2)))
+        2
+        """
+        stored = await asyncio.to_thread(self._sync.append_messages, messages, *args, **options)
+        await self._after_append()
+        return stored
+
+    async def compact(self, leaf_id: str | None = None) -> CompactResult | None:
+        """As ``Session.compact``; an async compaction function is awaited on the loop while
+        the reads and the overlay write run off it.
+
+        >>> import asyncio
+        >>> from threadline import CompactResult
+        >>> async def summarize(history, context=None):
+        ...     return CompactResult(history[0]["id"], history[-2]["id"], "Earlier.")
+        >>> s = AsyncSession.create(":memory:").on_compaction(summarize)
+        >>> _ = asyncio.run(s.append_messages([{"role": "user", "content": c} for c in "abc"]))
+        >>> asyncio.run(s.compact()).summary
+        'Earlier.'
+        """
+        fn = self._async_compact
+        if fn is None:
+            return await asyncio.to_thread(self._sync.compact, leaf_id)
+        plan = await asyncio.to_thread(self._sync._compaction_input, leaf_id)
+        if len(inspect.signature(fn).parameters) == 1:
+            result = await fn(plan.history)
+        else:
+            result = await fn(plan.history, self._sync._compaction_context())
+        return await asyncio.to_thread(
+            self._sync._store_compaction, plan, check_compact_result(result)
+        )
+
+    async def _after_append(self) -> None:
+        settings = self._sync._settings
+        if self._async_compact is None or settings.compact_threshold is None:
+            return
+        try:
+            tokens = await asyncio.to_thread(self._sync._estimate_tokens)
+            if tokens > settings.compact_threshold:
+                await self.compact()
+        except Exception as exc:  # automatic compaction must never fail the append
+            self._sync._report_compaction_error(exc)
+
+    async def tools(self) -> AsyncToolset:
+        """The memory tools (``Session.tools``), with a coroutine ``execute``.
+
+        >>> import asyncio
+        >>> sorted(asyncio.run(AsyncSession.create(":memory:").with_context("memory").tools()))
+        ['set_context']
+        """
+        return AsyncToolset(await asyncio.to_thread(self._sync.tools))
+
+    async def loaded_skills(self) -> set[str]:
+        """The skills loaded in this session (``Session.loaded_skills``).
+
+        >>> import asyncio
+        >>> asyncio.run(AsyncSession.create(":memory:").loaded_skills())
+        set()
+        """
+        return await asyncio.to_thread(lambda: self._sync.loaded_skills)
+
+    async def state(self) -> dict[str, Any]:
+        """The merged state (``Session.state``).
+
+        >>> import asyncio
+        >>> asyncio.run(AsyncSession.create(":memory:").state())
+        {}
+        """
+        return await asyncio.to_thread(lambda: dict(self._sync.state))
+
+
+class AsyncSessionManager:
+    """The async twin of :class:`~threadline.SessionManager`: sessions it hands out are
+    :class:`AsyncSession` objects.
+
+    >>> import asyncio
+    >>> async def main():
+    ...     async with AsyncSessionManager(":memory:", app_name="travel") as manager:
+    ...         await manager.append("trip", {"role": "user", "content": "Lisbon in May"})
+    ...         return [h.content for h in await manager.search("Lisbon")]
+    >>> asyncio.run(main())
+    ['Lisbon in May']
+    """
+
+    def __init__(self, store: Store | str, app_name: str = "default", **options: Any) -> None:
+        self._sync = SessionManager(store, app_name, **options)
+        self._async_compact: Callable[..., Any] | None = None
+
+    @property
+    def app_name(self) -> str:
+        """The app this manager serves.
+
+        >>> AsyncSessionManager(":memory:", "travel").app_name
+        'travel'
+        """
+        return self._sync.app_name
+
+    @property
+    def sync(self) -> SessionManager:
+        """The sync twin.
+
+        >>> AsyncSessionManager(":memory:").sync.app_name
+        'default'
+        """
+        return self._sync
+
+    def with_context(self, label: str, **options: Any) -> AsyncSessionManager:
+        """As ``SessionManager.with_context``.
+
+        >>> AsyncSessionManager(":memory:").with_context("memory").app_name
+        'default'
+        """
+        self._sync.with_context(label, **options)
+        return self
+
+    def with_cached_prompt(self, provider: Any = None) -> AsyncSessionManager:
+        """As ``SessionManager.with_cached_prompt``.
+
+        >>> AsyncSessionManager(":memory:").with_cached_prompt().app_name
+        'default'
+        """
+        self._sync.with_cached_prompt(provider)
+        return self
+
+    def on_compaction(self, fn: Callable[..., Any]) -> AsyncSessionManager:
+        """Compaction function for every session: sync or async.
+
+        >>> async def summarize(history, context=None): return None
+        >>> AsyncSessionManager(":memory:").on_compaction(summarize).app_name
+        'default'
+        """
+        if is_async_compactor(fn):
+            self._async_compact = fn
+        else:
+            self._async_compact = None
+            self._sync.on_compaction(fn)
+        return self
+
+    def compact_after(
+        self, token_threshold: int, *, token_counter: Callable[..., int] | None = None
+    ) -> AsyncSessionManager:
+        """As ``SessionManager.compact_after``.
+
+        >>> AsyncSessionManager(":memory:").compact_after(1000).app_name
+        'default'
+        """
+        self._sync.compact_after(token_threshold, token_counter=token_counter)
+        return self
+
+    def on_compaction_error(self, handler: ErrorHandler) -> AsyncSessionManager:
+        """As ``SessionManager.on_compaction_error``.
+
+        >>> AsyncSessionManager(":memory:").on_compaction_error(print).app_name
+        'default'
+        """
+        self._sync.on_compaction_error(handler)
+        return self
+
+    def with_searchable_history(self, **options: Any) -> AsyncSessionManager:
+        """As ``SessionManager.with_searchable_history``.
+
+        >>> AsyncSessionManager(":memory:").with_searchable_history().app_name
+        'default'
+        """
+        self._sync.with_searchable_history(**options)
+        return self
+
+    async def close(self) -> None:
+        """Close the store if the manager opened it from a URL.
+
+        >>> import asyncio
+        >>> asyncio.run(AsyncSessionManager(":memory:").close())
+        """
+        await asyncio.to_thread(self._sync.close)
+
+    async def __aenter__(self) -> AsyncSessionManager:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def get_session(self, session_id: str, **options: Any) -> AsyncSession:
+        """An :class:`AsyncSession` for that session (``SessionManager.get_session``).
+
+        >>> import asyncio
+        >>> asyncio.run(AsyncSessionManager(":memory:").get_session("s1")).session_id
+        's1'
+        """
+        session = await asyncio.to_thread(self._sync.get_session, session_id, **options)
+        return AsyncSession._wrapping(session, self._async_compact)
+
+    async def append(self, session_id: str, message: Any, **options: Any) -> Any:
+        """As ``SessionManager.append``; automatic compaction awaited when async.
+
+        >>> import asyncio
+        >>> m = AsyncSessionManager(":memory:")
+        >>> asyncio.run(m.append("s1", {"role": "user", "content": "hi"}))["role"]
+        'user'
+        """
+        if self._async_compact is None:
+            return await asyncio.to_thread(self._sync.append, session_id, message, **options)
+        session = await self.get_session(session_id, **options)
+        return await session.append_message(message)
+
+    create = _off(SessionManager.create)
+    get = _off(SessionManager.get)
+    get_or_create = _off(SessionManager.get_or_create)
+    list = _off(SessionManager.list)
+    rename = _off(SessionManager.rename)
+    delete = _off(SessionManager.delete)
+    forget_user = _off(SessionManager.forget_user)
+    purge = _off(SessionManager.purge)
+    upsert = _off(SessionManager.upsert)
+    append_all = _off(SessionManager.append_all)
+    get_history = _off(SessionManager.get_history)
+    get_message_count = _off(SessionManager.get_message_count)
+    clear_messages = _off(SessionManager.clear_messages)
+    delete_messages = _off(SessionManager.delete_messages)
+    get_branches = _off(SessionManager.get_branches)
+    add_compaction = _off(SessionManager.add_compaction)
+    get_compactions = _off(SessionManager.get_compactions)
+    fork = _off(SessionManager.fork)
+    compact_and_split = _off(SessionManager.compact_and_split)
+    add_usage = _off(SessionManager.add_usage)
+    search = _off(SessionManager.search)
+    get_state = _off(SessionManager.get_state)
+    update_state = _off(SessionManager.update_state)
+    rewind = _off(SessionManager.rewind)
+
+    async def tools(self, **options: Any) -> AsyncToolset:
+        """The manager's tools (``SessionManager.tools``), with a coroutine ``execute``.
+
+        >>> import asyncio
+        >>> tools = asyncio.run(AsyncSessionManager(":memory:").with_searchable_history().tools())
+        >>> len(tools) >= 1
+        True
+        """
+        return AsyncToolset(await asyncio.to_thread(self._sync.tools, **options))

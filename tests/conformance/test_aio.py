@@ -1,0 +1,151 @@
+"""``threadline.aio``: the async twin follows the sync rules, never touches storage on the event
+loop, loses and forks nothing under concurrency, survives cancellation whole, and runs async
+compaction end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import threading
+from typing import Any
+
+import pytest
+
+import threadline
+from threadline import AsyncSession, AsyncSessionManager, Session
+from threadline.compaction import create_async_compact_function
+from threadline.errors import CompactionError, InvalidMessageError
+from threadline.messages import text_of
+
+
+def test_two_hundred_coroutines_on_twenty_sessions_lose_and_fork_nothing(
+    file_store_url: str,
+) -> None:
+    async def main() -> dict[str, int]:
+        async with AsyncSessionManager(file_store_url) as manager:
+            await asyncio.gather(
+                *(
+                    manager.append(f"s{i % 20}", {"role": "user", "content": f"m{i}"})
+                    for i in range(200)
+                )
+            )
+            lengths = {}
+            for n in range(20):
+                session = await manager.get_session(f"s{n}")
+                history = await session.get_history()
+                assert await session.get_path_length() == len(history)  # one linear path
+                lengths[f"s{n}"] = len(history)
+            return lengths
+
+    assert asyncio.run(main()) == {f"s{n}": 10 for n in range(20)}
+
+
+def test_no_storage_call_runs_on_the_event_loop_thread(store_url: str) -> None:
+    store = threadline.connect(store_url)
+    threads: list[int] = []
+    names: list[str] = []
+    for name in [n for n in dir(store) if not n.startswith("_") and callable(getattr(store, n))]:
+        method = getattr(store, name)
+
+        def recording(*args: Any, _method: Any = method, _name: str = name, **kwargs: Any) -> Any:
+            threads.append(threading.get_ident())
+            names.append(_name)
+            return _method(*args, **kwargs)
+
+        setattr(store, name, recording)
+
+    async def main() -> int:
+        session = AsyncSession.create(store).for_session("s").with_context("memory")
+        await session.append_message({"role": "user", "content": "hello there"})
+        await session.append_messages([{"role": "assistant", "content": "hi"}])
+        await session.get_history()
+        await session.get_history(limit=1)
+        await session.search("hello")
+        await session.update_state({"topic": "greetings"})
+        await session.get_state("topic")
+        await session.freeze_system_prompt()
+        tools = await session.tools()
+        await tools.execute("set_context", {"label": "memory", "content": "Says hello."})
+        manager = AsyncSessionManager(store)
+        await manager.list()
+        await manager.get_or_create("other")
+        await manager.append("other", {"role": "user", "content": "x"})
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(main())
+    on_loop = [n for n, t in zip(names, threads, strict=True) if t == loop_thread]
+    store.close()
+    assert threads and on_loop == []
+
+
+def test_a_cancelled_append_is_stored_whole_or_not_at_all(file_store_url: str) -> None:
+    rng = random.Random(3)
+    batch = [{"role": "user", "content": f"part {i}"} for i in range(3)]
+
+    async def main() -> tuple[int, list[Any]]:
+        session = AsyncSession.create(file_store_url).for_session("c")
+        cancelled = 0
+        for _ in range(1000):
+            task = asyncio.create_task(session.append_messages([dict(m) for m in batch]))
+            await asyncio.sleep(rng.choice([0, 0, 0.0001, 0.001]))
+            cancelled += task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await asyncio.sleep(0.2)  # a cancelled await's thread may still be committing
+        history = await session.get_history()
+        await session.close()
+        return cancelled, history
+
+    cancelled, history = asyncio.run(main())
+    assert cancelled > 0
+    texts = [text_of(m) for m in history]
+    assert len(texts) % 3 == 0  # every batch whole: never one or two of its three messages
+    assert texts == ["part 0", "part 1", "part 2"] * (len(texts) // 3)
+
+
+def test_async_compaction_runs_end_to_end(store: Any) -> None:
+    calls: list[str] = []
+
+    async def summarize(prompt: str) -> str:
+        calls.append(prompt)
+        await asyncio.sleep(0)
+        return "Earlier: a long chat about trains."
+
+    fn = create_async_compact_function(
+        summarize, protect_head=0, tail_token_budget=30, min_tail_messages=1
+    )
+
+    async def main() -> list[str]:
+        session = AsyncSession.create(store).for_session("long").on_compaction(fn)
+        session.compact_after(60)
+        for i in range(12):
+            await session.append_message(
+                {"role": "user", "content": f"trains and stations {i} " * 3}
+            )
+        return [text_of(m) for m in await session.get_history()]
+
+    texts = asyncio.run(main())
+    assert calls and texts[0] == "Earlier: a long chat about trains."
+    assert len(store.get_path("default", "long")) == 12  # the originals stay
+
+
+def test_the_sync_session_refuses_an_async_compaction_function_when_registered() -> None:
+    async def summarize(history: Any, context: Any = None) -> None:
+        return None
+
+    with pytest.raises(CompactionError, match="AsyncSession"):
+        Session.create(":memory:").on_compaction(summarize)
+    with pytest.raises(CompactionError, match="AsyncSession"):
+        threadline.SessionManager(":memory:").on_compaction(
+            create_async_compact_function(lambda prompt: asyncio.sleep(0, "x"))
+        )
+
+
+def test_errors_are_the_sync_ones() -> None:
+    async def main() -> None:
+        session = AsyncSession.create(":memory:")
+        with pytest.raises(InvalidMessageError):
+            await session.append_message("not a message")
+
+    asyncio.run(main())

@@ -49,6 +49,8 @@ def meta_of(item: Mapping[str, Any], provider: str) -> dict[str, Any]:
     {'a': 1}
     """
     metadata = item.get("providerMetadata")
+    if metadata is None:  # the common case, answered before any isinstance on an ABC
+        return {}
     if isinstance(metadata, Mapping) and isinstance(metadata.get(provider), Mapping):
         return dict(metadata[provider])
     return {}

@@ -156,7 +156,7 @@ def to_openai_responses(messages: Iterable[Mapping[str, Any]]) -> list[Any]:
 def _message_out(message: Mapping[str, Any]) -> list[Any]:
     meta = meta_of(message, _OPENAI)
     kind = meta.pop("item", None)
-    parts = [p for p in message.get("parts", []) if isinstance(p, Mapping)]
+    parts = [p for p in message.get("parts", []) if isinstance(p, (dict, Mapping))]
     if kind == "raw":
         return [parts[0].get("data")] if parts else []
     if kind == "function_call" and parts:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from threadline.errors import InvalidMessageError
+from threadline.formats._common import plain
 from threadline.messages import OVERLAY_ID_PREFIX, normalize_messages
 from threadline.tokens import estimate_message_tokens, estimate_tokens
 from threadline.types import Message
@@ -96,11 +97,13 @@ def context_window(
 
 def as_messages(output: Any) -> list[Message]:
     """What a model function returned, as normalised messages: a string is one assistant
-    text message; a message (UIMessage or OpenAI Chat) or a list of them is normalised.
+    text message; a message (UIMessage or OpenAI Chat, a dict or an SDK object) or a list of
+    them is normalised.
 
     >>> as_messages("Hello!")[0]["parts"]
     [{'type': 'text', 'text': 'Hello!'}]
     """
+    output = plain(output)  # an SDK object (e.g. response.choices[0].message) as a dict
     if isinstance(output, str):
         output = [{"role": "assistant", "content": output}]
     elif isinstance(output, dict):

@@ -46,6 +46,7 @@ import asyncio
 import json
 import os
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -283,7 +284,11 @@ class ThreadlineSessionService(BaseSessionService):
 
     def __init__(self, store: str | os.PathLike[str] | Store) -> None:
         self.store, self._owns_store = _open(store)
-        self._locks: dict[tuple[str, str, str], asyncio.Lock] = {}
+        # One lock per ADK session serialises this process's appends to it; a lock lives as
+        # long as a task holds or awaits it.
+        self._locks: weakref.WeakValueDictionary[tuple[str, str, str], asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
 
     async def _run(self, function: Callable[..., _T], /, *args: Any) -> _T:
         return await asyncio.to_thread(function, *args)
@@ -548,13 +553,11 @@ class ThreadlineSessionService(BaseSessionService):
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
         key = (session.app_name, session.user_id, session.id)
-        lock = self._locks.setdefault(key, asyncio.Lock())
-        try:
-            async with lock:
-                head_id = await self._run(self._append_sync, session, event)
-        finally:
-            if not lock.locked() and self._locks.get(key) is lock:
-                del self._locks[key]
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        async with lock:
+            head_id = await self._run(self._append_sync, session, event)
         if head_id is None:
             return event
         session.last_update_time = event.timestamp

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from threadline.types import RecentHistory, Scope
 
-__all__ = ["UNSET", "Entry", "OwnerKind", "RecentPath", "SkillLoad"]
+__all__ = ["UNSET", "ApiKey", "Entry", "OwnerKind", "RecentPath", "SkillLoad"]
 
 OwnerKind = Scope
 """Who a block or state key belongs to: one session, one user of the app, or the whole app
@@ -63,3 +64,22 @@ class Entry:
     key: str
     content: str
     description: str | None
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """An HTTP API key as the store holds it: never the key itself, only its hash
+    (``threadline.server.create_key`` makes keys; the server looks them up by hash).
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> key = store.add_api_key("k1", "travel", None, "ab" * 32)
+    >>> key.id, key.app, key.user_id, key.revoked
+    ('k1', 'travel', None, False)
+    """
+
+    id: str
+    app: str
+    user_id: str | None
+    created_at: datetime
+    revoked: bool

@@ -106,6 +106,7 @@ RULES: dict[str, Callable[[str, Any], Any]] = {
     "without_user": _flag,
     "limit": functools.partial(check_int, minimum=1),
     "max_bytes": functools.partial(check_int, minimum=0),
+    "after_seq": functools.partial(check_int, minimum=0),
     "count": functools.partial(check_int, minimum=1),
     "min_messages": functools.partial(check_int, minimum=0),
     "input_tokens": functools.partial(check_int, minimum=0),

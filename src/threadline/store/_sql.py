@@ -84,12 +84,15 @@ from threadline.store._sql_base import (
 )
 from threadline.store._sql_content import ContentMixin
 from threadline.store._sql_keys import KeysMixin
+from threadline.store._sql_nodes import NodesMixin
 from threadline.store._sql_registry import RegistryMixin
 from threadline.store._sql_state import StateMixin
 from threadline.store._sql_tree import TreeMixin
 
 
-class SQLStore(RegistryMixin, TreeMixin, ContentMixin, StateMixin, AttachmentMixin, KeysMixin):
+class SQLStore(
+    RegistryMixin, TreeMixin, NodesMixin, ContentMixin, StateMixin, AttachmentMixin, KeysMixin
+):
     """Shared implementation of the Store protocol, room by room (registry, tree, content,
     state, API keys); a backend subclass supplies the dialect hooks of :class:`SQLBase`."""
 

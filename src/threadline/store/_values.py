@@ -9,7 +9,7 @@ from typing import Any
 
 from threadline.types import RecentHistory, Scope
 
-__all__ = ["UNSET", "ApiKey", "Entry", "OwnerKind", "RecentPath", "SkillLoad"]
+__all__ = ["UNSET", "ApiKey", "Entry", "OwnerKind", "RecentPath", "SkillLoad", "TreeNode"]
 
 OwnerKind = Scope
 """Who a block or state key belongs to: one session, one user of the app, or the whole app
@@ -83,3 +83,20 @@ class ApiKey:
     user_id: str | None
     created_at: datetime
     revoked: bool
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    """One stored message with its place in the tree: its ``seq`` (per-session order of
+    writing) and its ``parent_id`` (``None`` for a root). What ``Store.get_tree`` returns.
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> _ = store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])
+    >>> store.get_tree("default", "s1")[0]
+    TreeNode(seq=1, parent_id=None, message={'id': 'm1', 'role': 'user', 'parts': []})
+    """
+
+    seq: int
+    parent_id: str | None
+    message: dict[str, Any]

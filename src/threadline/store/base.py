@@ -38,13 +38,31 @@ from threadline.store._contract_content import ContentContract
 from threadline.store._contract_keys import KeysContract
 from threadline.store._contract_registry import RegistryContract
 from threadline.store._contract_tree import TreeContract
-from threadline.store._values import UNSET, ApiKey, Entry, OwnerKind, RecentPath, SkillLoad
+from threadline.store._values import (
+    UNSET,
+    ApiKey,
+    Entry,
+    OwnerKind,
+    RecentPath,
+    SkillLoad,
+    TreeNode,
+)
 from threadline.types import AUTO
 
 if TYPE_CHECKING:
     from threadline.store._handle import SessionStore
 
-__all__ = ["AUTO", "UNSET", "ApiKey", "Entry", "OwnerKind", "RecentPath", "SkillLoad", "Store"]
+__all__ = [
+    "AUTO",
+    "UNSET",
+    "ApiKey",
+    "Entry",
+    "OwnerKind",
+    "RecentPath",
+    "SkillLoad",
+    "Store",
+    "TreeNode",
+]
 
 
 @runtime_checkable

@@ -74,9 +74,9 @@ def test_messages_history_tree_branches_head_update_delete(server: Server) -> No
         assert branch.status_code == 201
         history = http.get(f"/v1/sessions/{s}/messages").json()["messages"]
         assert [m["id"] for m in history] == ["q1", "a2"]  # the head followed the branch
-        assert [m["id"] for m in http.get(f"/v1/sessions/{s}/messages/q1/branches").json()[
-            "messages"
-        ]] == ["a1", "a2"]
+        assert [
+            m["id"] for m in http.get(f"/v1/sessions/{s}/messages/q1/branches").json()["messages"]
+        ] == ["a1", "a2"]
         tree = http.get(f"/v1/sessions/{s}/tree").json()
         assert tree["head_id"] == "a2" and tree["next_after_seq"] is None
         assert [(n["message"]["id"], n["parent_id"]) for n in tree["nodes"]][:2] == [
@@ -87,9 +87,9 @@ def test_messages_history_tree_branches_head_update_delete(server: Server) -> No
             "head_id": leaf
         }
         assert http.get(f"/v1/sessions/{s}/head").json()["head_id"] == leaf
-        assert len(http.get(f"/v1/sessions/{s}/messages", params={"limit": 2}).json()[
-            "messages"
-        ]) == 2
+        assert (
+            len(http.get(f"/v1/sessions/{s}/messages", params={"limit": 2}).json()["messages"]) == 2
+        )
         got = http.get(f"/v1/sessions/{s}/messages/a1").json()
         assert got["parts"] == [{"type": "text", "text": "Yes"}]
         put = http.put(f"/v1/sessions/{s}/messages/a1", json={"role": "assistant", "content": "Y"})

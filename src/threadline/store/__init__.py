@@ -17,7 +17,16 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from threadline.errors import InvalidArgumentError
 from threadline.store._sqlite_paths import is_memory
-from threadline.store.base import UNSET, Entry, OwnerKind, RecentPath, SkillLoad, Store
+from threadline.store.base import (
+    UNSET,
+    Entry,
+    OwnerKind,
+    RecentPath,
+    SessionDump,
+    SkillLoad,
+    Store,
+    StoredMessage,
+)
 from threadline.store.postgres import PostgresStore
 from threadline.store.sqlite import SQLiteStore
 
@@ -28,8 +37,10 @@ __all__ = [
     "PostgresStore",
     "RecentPath",
     "SQLiteStore",
+    "SessionDump",
     "SkillLoad",
     "Store",
+    "StoredMessage",
     "connect",
 ]
 

@@ -85,12 +85,13 @@ from threadline.store._sql_base import (
 from threadline.store._sql_content import ContentMixin
 from threadline.store._sql_registry import RegistryMixin
 from threadline.store._sql_state import StateMixin
+from threadline.store._sql_transfer import TransferMixin
 from threadline.store._sql_tree import TreeMixin
 
 
-class SQLStore(RegistryMixin, TreeMixin, ContentMixin, StateMixin, AttachmentMixin):
+class SQLStore(TransferMixin, RegistryMixin, TreeMixin, ContentMixin, StateMixin, AttachmentMixin):
     """Shared implementation of the Store protocol, room by room (registry, tree, content,
-    state); a backend subclass supplies the dialect hooks of :class:`SQLBase`."""
+    state, transfer); a backend subclass supplies the dialect hooks of :class:`SQLBase`."""
 
     def session(self, app: str, session_id: str, *, user_id: str | None = None) -> SessionStore:
         """One session's view of the store (``Store.session``).

@@ -3,12 +3,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from threadline.types import RecentHistory, Scope
+from threadline.types import Compaction, Message, RecentHistory, Scope, SessionInfo
 
-__all__ = ["UNSET", "Entry", "OwnerKind", "RecentPath", "SkillLoad"]
+__all__ = [
+    "UNSET",
+    "Entry",
+    "OwnerKind",
+    "RecentPath",
+    "SessionDump",
+    "SkillLoad",
+    "StoredMessage",
+]
 
 OwnerKind = Scope
 """Who a block or state key belongs to: one session, one user of the app, or the whole app
@@ -63,3 +71,52 @@ class Entry:
     key: str
     content: str
     description: str | None
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """One message row as the store keeps it: the message (attachments put back inline), its
+    per-session ``seq``, its parent and the state-undo record written with it (what
+    :meth:`~threadline.store.base.Store.rewind` replays), ``{key: [existed, old_value]}``.
+
+    >>> StoredMessage({"id": "m1", "role": "user", "parts": []}, 1, None).parent_id is None
+    True
+    """
+
+    message: Message
+    seq: int
+    parent_id: str | None
+    state_undo: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class SessionDump:
+    """Everything stored for one session, verbatim: what ``Store.dump_session`` reads and
+    ``Store.load_session`` writes back (the export format of ``threadline.export`` is built
+    on it).
+
+    ``messages`` are in ``seq`` order (a parent always before its children); ``compactions``
+    oldest first; ``blocks``/``state`` are the session-owned ones; ``user_blocks`` /
+    ``user_state`` those of the session's owner (empty without one); ``app_blocks`` /
+    ``app_state`` the app-wide ones (shared by every session of the app).
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> _ = store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])
+    >>> dump = store.dump_session("default", "s1")
+    >>> dump.head_id, [m.seq for m in dump.messages]
+    ('m1', [1])
+    """
+
+    info: SessionInfo
+    head_id: str | None
+    last_seq: int
+    messages: list[StoredMessage] = field(default_factory=list)
+    compactions: list[Compaction] = field(default_factory=list)
+    blocks: dict[str, str] = field(default_factory=dict)
+    prompt: str | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+    user_blocks: dict[str, str] = field(default_factory=dict)
+    user_state: dict[str, Any] = field(default_factory=dict)
+    app_blocks: dict[str, str] = field(default_factory=dict)
+    app_state: dict[str, Any] = field(default_factory=dict)

@@ -48,7 +48,7 @@ from typing import IO, Any
 
 from threadline._validate import check_id, check_optional_id
 from threadline.errors import InvalidArgumentError, SessionExistsError, SessionNotFoundError
-from threadline.store.base import SessionDump, Store, StoredMessage
+from threadline.store.base import SessionDump, Store, TreeNode
 from threadline.types import Compaction, SessionInfo
 
 __all__ = ["FORMAT", "dump_jsonl", "export_sessions", "import_sessions", "load_jsonl"]
@@ -211,14 +211,15 @@ def _parse_time(value: Any, what: str) -> datetime:
 def _record(app: str, dump: SessionDump) -> dict[str, Any]:
     info = dump.info
     messages = []
-    for stored in dump.messages:
+    for node in dump.messages:
         item: dict[str, Any] = {
-            "seq": stored.seq,
-            "parent_id": stored.parent_id,
-            "message": stored.message,
+            "seq": node.seq,
+            "parent_id": node.parent_id,
+            "message": node.message,
         }
-        if stored.state_undo:
-            item["state_undo"] = stored.state_undo
+        undo = dump.state_undo.get(node.message["id"])
+        if undo:
+            item["state_undo"] = undo
         messages.append(item)
     return {
         "format": FORMAT,
@@ -319,11 +320,13 @@ def _dump_of(record: Mapping[str, Any], app: str | None) -> tuple[str, SessionDu
         updated_at=_parse_time(session["updated_at"], "session.updated_at"),
     )
     user, shared = _object(record["user"], "user"), _object(record["app_scope"], "app_scope")
+    messages = [_message_of(item) for item in record["messages"]]
     dump = SessionDump(
         info=info,
         head_id=check_optional_id("head", record.get("head")),
         last_seq=_int(record["last_seq"], "last_seq"),
-        messages=[_message_of(item) for item in record["messages"]],
+        messages=[node for node, _ in messages],
+        state_undo={node.message["id"]: undo for node, undo in messages if undo is not None},
         compactions=[_overlay_of(item) for item in record["compactions"]],
         blocks=_strings(record["blocks"], "blocks"),
         prompt=_optional_text(record.get("prompt"), "prompt"),
@@ -342,19 +345,19 @@ def _optional_text(value: Any, what: str) -> str | None:
     return value
 
 
-def _message_of(item: Any) -> StoredMessage:
+def _message_of(item: Any) -> tuple[TreeNode, dict[str, Any] | None]:
     item = _object(item, "messages[]")
     message = _object(item["message"], "messages[].message")
     check_id("message id", message.get("id"))
     if not isinstance(message.get("role"), str):
         raise InvalidArgumentError(f"message {message['id']!r} has no role")
     undo = item.get("state_undo")
-    return StoredMessage(
-        message=message,
+    node = TreeNode(
         seq=_int(item["seq"], "messages[].seq"),
         parent_id=check_optional_id("messages[].parent_id", item.get("parent_id")),
-        state_undo=_object(undo, "messages[].state_undo") if undo is not None else None,
+        message=message,
     )
+    return node, _object(undo, "messages[].state_undo") if undo is not None else None
 
 
 def _overlay_of(item: Any) -> Compaction:

@@ -19,19 +19,21 @@ from threadline.errors import InvalidArgumentError
 from threadline.store._sqlite_paths import is_memory
 from threadline.store.base import (
     UNSET,
+    ApiKey,
     Entry,
     OwnerKind,
     RecentPath,
     SessionDump,
     SkillLoad,
     Store,
-    StoredMessage,
+    TreeNode,
 )
 from threadline.store.postgres import PostgresStore
 from threadline.store.sqlite import SQLiteStore
 
 __all__ = [
     "UNSET",
+    "ApiKey",
     "Entry",
     "OwnerKind",
     "PostgresStore",
@@ -40,7 +42,7 @@ __all__ = [
     "SessionDump",
     "SkillLoad",
     "Store",
-    "StoredMessage",
+    "TreeNode",
     "connect",
 ]
 

@@ -12,7 +12,7 @@ from threadline.store._sql_base import EncodedRow, MessageRow, Row, Tx
 from threadline.store._sql_registry import RegistryMixin
 from threadline.store._sql_text import SQL_STATE_UPSERT
 from threadline.store._sql_tree import TreeMixin
-from threadline.store._values import SessionDump, StoredMessage
+from threadline.store._values import SessionDump, TreeNode
 from threadline.types import Compaction, SessionInfo
 
 _SQL_ROWS = (
@@ -73,12 +73,8 @@ class TransferMixin(RegistryMixin, TreeMixin):
             return None
         key = (app, session_id)
         rows = self._with_attachments(tx, app, tx.all(_SQL_ROWS, key), 4, "inline", session_id)
-        messages = [
-            StoredMessage(
-                decode_message(data), int(seq), parent, json.loads(undo) if undo else None
-            )
-            for _, seq, parent, undo, data in rows
-        ]
+        messages = [TreeNode(int(row[1]), row[2], decode_message(row[4])) for row in rows]
+        undo = {row[0]: json.loads(row[3]) for row in rows if row[3]}
         overlays = [
             Compaction(r[0], r[1], r[2], r[3], us_to_datetime(int(r[4])))
             for r in tx.all(_SQL_OVERLAYS, key)
@@ -89,7 +85,7 @@ class TransferMixin(RegistryMixin, TreeMixin):
         prompt = tx.one(_SQL_PROMPT, key)
         owned = info.user_id is not None
         return SessionDump(
-            info, head[0], int(head[1]), messages, overlays,
+            info, head[0], int(head[1]), messages, undo, overlays,
             blocks["session"], prompt[0] if prompt else None, state["session"],
             blocks["user"] if owned else {}, state["user"] if owned else {},
             blocks["app"], state["app"],
@@ -129,20 +125,21 @@ class TransferMixin(RegistryMixin, TreeMixin):
     ) -> None:
         nodes: dict[str, tuple[int, int]] = {}  # id -> (depth, path_bytes)
         last_seq = 0
-        for stored, (message, data, size, blobs) in zip(dump.messages, encoded, strict=True):
-            message_id, parent_id = message["id"], stored.parent_id
+        for node, (message, data, size, blobs) in zip(dump.messages, encoded, strict=True):
+            message_id, parent_id = message["id"], node.parent_id
             if parent_id is not None and parent_id not in nodes:
                 raise InvalidArgumentError(
                     f"message {message_id!r}: parent {parent_id!r} must come before it"
                 )
-            if message_id in nodes or stored.seq <= last_seq:
+            if message_id in nodes or node.seq <= last_seq:
                 raise InvalidArgumentError(
                     f"message {message_id!r}: ids must be unique and seq increasing"
                 )
             depth, path_bytes = nodes[parent_id] if parent_id is not None else (0, 0)
-            undo = dumps(stored.state_undo) if stored.state_undo else None
+            record = dump.state_undo.get(message_id)
+            undo = dumps(record) if record else None
             row = MessageRow(
-                app, session_id, message_id, stored.seq, parent_id, message["role"], size,
+                app, session_id, message_id, node.seq, parent_id, message["role"], size,
                 depth + 1, path_bytes + size, message.get("createdAt"), undo, data,
                 text_of(message),
             )  # fmt: skip
@@ -151,9 +148,11 @@ class TransferMixin(RegistryMixin, TreeMixin):
                 self._put_blobs(tx, app, session_id, message_id, blobs)
             self._index_skill_loads(tx, app, session_id, message)
             nodes[message_id] = (depth + 1, path_bytes + size)
-            last_seq = stored.seq
+            last_seq = node.seq
         if dump.head_id is not None and dump.head_id not in nodes:
             raise InvalidArgumentError(f"head {dump.head_id!r} is not a message of the session")
+        if set(dump.state_undo) - nodes.keys():
+            raise InvalidArgumentError("state_undo names a message that is not in the dump")
         if dump.last_seq < last_seq:
             raise InvalidArgumentError("last_seq is lower than a message's seq")
         tx.execute(

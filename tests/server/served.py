@@ -55,10 +55,16 @@ class Server:
 
 
 def start_server(
-    db: str, log_dir: Path, *, workers: int = 1, auth: bool = True, max_body: int | None = None
+    db: str,
+    log_dir: Path,
+    *,
+    workers: int = 1,
+    auth: bool = True,
+    max_body: int | None = None,
+    env_extra: dict[str, str] | None = None,
 ) -> Server:
     port = free_port()
-    env = dict(os.environ)
+    env = {**os.environ, **(env_extra or {})}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(HERE), env.get("PYTHONPATH", "")])
     code = (
         "import sys; from threadline.server import serve; "

@@ -96,7 +96,10 @@ def two_workers(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("workers")
-    running = start_server(backend_db(request, request.param, tmp), tmp, workers=2)
+    # PostgreSQL: no polling within the test's reach, so only LISTEN/NOTIFY can deliver.
+    poll = "0.5" if request.param == "sqlite-file" else "600"
+    db = backend_db(request, request.param, tmp)
+    running = start_server(db, tmp, workers=2, env_extra={"THREADLINE_EVENTS_POLL": poll})
     try:
         yield running
     finally:

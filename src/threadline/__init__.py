@@ -26,6 +26,7 @@ from threadline.context import (
     StoreSkillProvider,
 )
 from threadline.errors import (
+    AttachmentNotFoundError,
     BlockNotFoundError,
     BlockTooLargeError,
     CompactionError,
@@ -62,6 +63,7 @@ __all__ = [
     "AUTO",
     "AsyncSession",
     "AsyncSessionManager",
+    "AttachmentNotFoundError",
     "BlockNotFoundError",
     "BlockTooLargeError",
     "CompactContext",

@@ -166,6 +166,10 @@ def test_blocks_prompt_tools_compaction_state_attachments(server: Server) -> Non
         got = http.get(f"/v1/sessions/{s}/attachments/sha256:{url['$threadline.attachment']}")
         assert got.status_code == 200, got.text
         assert got.content == blob
+        missing = http.get(f"/v1/sessions/{s}/attachments/sha256:{'0' * 64}")
+        assert missing.status_code == 404
+        assert missing.json()["error"]["type"] == "AttachmentNotFoundError"
+        assert http.get(f"/v1/sessions/{s}/attachments/bogus").status_code == 400
         inline = http.get(f"/v1/sessions/{s}/messages").json()["messages"][-1]
         assert inline["parts"][0]["url"] == image
 

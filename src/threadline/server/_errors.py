@@ -20,6 +20,7 @@ _STATUS: tuple[tuple[type[errors.ThreadlineError], int], ...] = (
     (errors.SessionNotFoundError, 404),
     (errors.MessageNotFoundError, 404),
     (errors.BlockNotFoundError, 404),
+    (errors.AttachmentNotFoundError, 404),
     (errors.SessionExistsError, 409),
     (errors.StoreError, 503),
 )

@@ -66,6 +66,15 @@ def _datetime(what: str, value: Any) -> None:
         raise InvalidArgumentError(f"{what} must be a datetime, got {type(value).__name__}")
 
 
+def _after(what: str, value: Any) -> None:
+    # The value itself (range, ISO syntax) is checked where it is converted (_windows.cutoff_of).
+    if isinstance(value, bool) or not isinstance(value, (datetime, str, int, float)):
+        raise InvalidArgumentError(
+            f"{what} must be a datetime, an ISO 8601 string or epoch seconds, "
+            f"got {type(value).__name__}"
+        )
+
+
 def _flag(what: str, value: Any) -> None:
     if not isinstance(value, bool):
         raise InvalidArgumentError(f"{what} must be True or False, got {type(value).__name__}")
@@ -133,6 +142,9 @@ API_RULES: dict[str, Callable[[str, Any], Any]] = {
     "scope": _scope,
     "max_tokens": functools.partial(check_int, minimum=0),
     "min_recent_messages": functools.partial(check_int, minimum=0),
+    "after": _after,
+    "runs": functools.partial(check_int, minimum=0),
+    "branch": check_id,
 }
 
 

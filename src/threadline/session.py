@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, cast
 
@@ -28,6 +28,7 @@ from threadline._settings import (
     SessionSettings,
 )
 from threadline._state import merge_state, scope_of, split_delta, validate_delta
+from threadline._windows import Window, window_of
 from threadline.compaction.overlays import (
     apply_overlays,
     apply_overlays_encoded,
@@ -49,13 +50,12 @@ from threadline.messages import (
     mark_skill_unloaded,
     normalize_message,
     normalize_messages,
-    parse_timestamp,
     skill_loads_of,
 )
 from threadline.store import connect
 from threadline.store._handle import SessionStore
 from threadline.store.base import Store
-from threadline.tokens import default_token_counter, estimate_message_tokens
+from threadline.tokens import default_token_counter
 from threadline.tools import Toolset, build_context_tools
 from threadline.types import (
     AUTO,
@@ -538,37 +538,53 @@ class Session:
         *,
         limit: int | None = None,
         max_tokens: int | None = None,
-        after: datetime | str | None = None,
+        after: datetime | str | float | None = None,
+        runs: int | None = None,
+        branch: str | None = None,
         attachments: Literal["inline", "ref"] = "inline",
     ) -> list[Message]:
-        """Root→leaf path with overlays applied, then ``after``, ``limit``, ``max_tokens``.
+        """Root→leaf path with overlays applied, then windowed, in this order:
 
+        - ``branch``: only messages whose ``metadata.branch`` is unset or equal to, or a
+          dot-prefix of, ``branch`` (``"root.agent_a"`` sees ``"root"``; ADK-TS branches);
+        - ``after``: messages created at or after it (a datetime, an ISO 8601 string or epoch
+          seconds);
+        - ``runs``: the last N runs — a run starts at a user message and holds everything up
+          to the next one (a user message carrying only tool results starts none, so calls and
+          results stay whole); a history of N runs or fewer comes back whole, and compaction
+          summaries right before the window stay in front of it;
+        - ``limit``: the last N messages;
+        - ``max_tokens``: oldest messages dropped until the estimate fits (the leaf is kept).
+
+        Without ``after``, ``limit`` and ``runs`` read about as many rows as they return.
         Messages come back exactly as written; ``attachments="ref"`` leaves each string stored
         out of row as its reference instead (read it with :meth:`read_attachment`).
 
+        >>> from threadline.messages import assistant, user
         >>> s = Session.create(":memory:")
-        >>> _ = s.append_messages([{"role": "user", "content": c} for c in "ab"])
-        >>> len(s.get_history(limit=1))
-        1
+        >>> _ = s.append_messages([user("a"), assistant("b"), user("c"), assistant("d")])
+        >>> len(s.get_history(limit=1)), [m["role"] for m in s.get_history(runs=1)]
+        (1, ['user', 'assistant'])
         """
-        if limit is not None and after is None:
-            history = self._history_tail(leaf_id, limit, attachments)
-            return _window(history, limit=limit, max_tokens=max_tokens, after=None)
+        window = window_of(
+            limit=limit, max_tokens=max_tokens, after=after, runs=runs, branch=branch
+        )
+        if window.tail_only:
+            return window.apply(self._history_tail(leaf_id, window, attachments))
         rows = self._backend.get_path_encoded(leaf_id, attachments=attachments)
         if not rows:
             return []
         compactions = self._backend.get_compactions()
-        history = apply_overlays_encoded(rows, compactions, decode_message)
-        return _window(history, limit=limit, max_tokens=max_tokens, after=after)
+        return window.apply(apply_overlays_encoded(rows, compactions, decode_message))
 
     def _history_tail(
-        self, leaf_id: str | None, limit: int, attachments: str = "inline"
+        self, leaf_id: str | None, window: Window, attachments: str = "inline"
     ) -> list[Message]:
-        """At least the last ``limit`` messages of the history (overlays applied), reading
-        about ``limit`` rows: the window doubles only while an overlay reaches back past its
-        start or overlays left fewer than ``limit`` messages in it."""
+        """The newest part of the history (overlays applied) that decides ``window``, reading
+        about as many rows as it keeps: the read doubles only while an overlay reaches back
+        past its start or the window is not decided by it yet."""
         compactions = self._backend.get_compactions()
-        count = max(limit, 1)
+        count = window.first_read()
         while True:
             rows = self._backend.get_path_tail(count, leaf_id, attachments=attachments)
             complete = not rows or rows[0][2] == 1
@@ -577,7 +593,7 @@ class Session:
                 count *= 2
                 continue
             history = apply_overlays_encoded(encoded, compactions, decode_message)
-            if complete or len(history) >= limit:
+            if complete or window.decided_by(history):
                 return history
             count *= 2
 
@@ -1091,31 +1107,6 @@ def _takes_one_argument(fn: Callable[..., Any]) -> bool:
     return len(positional) == 1
 
 
-def _window(
-    history: list[Message],
-    *,
-    limit: int | None,
-    max_tokens: int | None,
-    after: datetime | str | None,
-) -> list[Message]:
-    """Apply ``after``, then ``limit``, then ``max_tokens`` (the leaf is always kept)."""
-    if after is not None:
-        cutoff = _cutoff(after)
-        history = [m for m in history if _created(m) >= cutoff]
-    if limit is not None:
-        if limit < 0:
-            raise InvalidArgumentError("limit must be >= 0")
-        history = history[max(len(history) - limit, 0) :] if limit else []
-    if max_tokens is not None and history:
-        costs = [estimate_message_tokens([m]) for m in history]
-        total, start = sum(costs), 0
-        while total > max_tokens and start < len(history) - 1:
-            total -= costs[start]
-            start += 1
-        history = history[start:]
-    return history
-
-
 class _CompactionInput(NamedTuple):
     raw_path: list[Message]
     compactions: list[Compaction]
@@ -1129,26 +1120,6 @@ def check_compact_result(result: object) -> CompactResult | None:
             f"a compaction function must return CompactResult or None, got {type(result)}"
         )
     return result
-
-
-def _cutoff(after: object) -> datetime:
-    """``after`` as an aware datetime: a datetime (naive = UTC) or an ISO 8601 string."""
-    if isinstance(after, (datetime, str)):
-        try:
-            return parse_timestamp(after)
-        except ThreadlineError as exc:
-            shown = str(after)[:80]
-            raise InvalidArgumentError(f"after: not a usable timestamp: {shown!r}") from exc
-    raise InvalidArgumentError(
-        f"after must be a datetime or ISO 8601 string, got {type(after).__name__}"
-    )
-
-
-def _created(message: Message) -> datetime:
-    value = message.get("createdAt")
-    if value is None:
-        return datetime.min.replace(tzinfo=UTC)
-    return parse_timestamp(value)
 
 
 check_every_public_method(Session, API_RULES)

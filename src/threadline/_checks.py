@@ -90,6 +90,7 @@ RULES: dict[str, Callable[[str, Any], Any]] = {
         (
             "app", "session_id", "message_id", "leaf_id",
             "from_message_id", "to_message_id", "before_message_id", "parent_session_id",
+            "before_invocation_id",
             "label", "key",
         ),
         check_id,

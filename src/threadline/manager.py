@@ -747,9 +747,18 @@ class SessionManager:
         self.get_session(session_id, user_id=user_id).update_state(delta)
 
     def rewind(
-        self, session_id: str, before_message_id: str, *, user_id: str | None = None
+        self,
+        session_id: str,
+        before_message_id: str | None = None,
+        *,
+        before_invocation_id: str | None = None,
+        user_id: str | None = None,
     ) -> None:
         """Move the head before a message and undo its session-state changes (nothing deleted).
+
+        Give exactly one of ``before_message_id`` or ``before_invocation_id``; the latter
+        (ADK-TS ``rewindBeforeInvocationId``) rewinds to before the first message of the active
+        path whose ``metadata.invocationId`` is that id (``MessageNotFoundError`` if none is).
 
         >>> from threadline.messages import assistant, user
         >>> m = SessionManager(":memory:")
@@ -758,11 +767,34 @@ class SessionManager:
         >>> m.rewind("s1", before_message_id="m3")
         >>> m.get_state("s1"), m.get_history("s1")[-1]["id"], m.get_message_count("s1")
         ({}, 'm2', 2)
+        >>> run = {"invocationId": "inv-2"}
+        >>> _ = m.append_all("s1", [{**user("again", id="m4"), "metadata": run},
+        ...                         {**assistant("done", id="m5"), "metadata": run}])
+        >>> m.rewind("s1", before_invocation_id="inv-2")
+        >>> m.get_history("s1")[-1]["id"]
+        'm2'
         """
+        if (before_message_id is None) == (before_invocation_id is None):
+            raise InvalidArgumentError(
+                "rewind needs exactly one of before_message_id or before_invocation_id"
+            )
         if user_id is not None:
             self._require(session_id, user_id)
+        if before_invocation_id is not None:
+            before_message_id = self._first_of_invocation(session_id, before_invocation_id)
+        assert before_message_id is not None
         # The store raises MessageNotFoundError for an id not in the session (Store contract).
         self.store.rewind(self.app_name, session_id, before_message_id)
+
+    def _first_of_invocation(self, session_id: str, invocation_id: str) -> str:
+        """Id of the first message of the active path tagged ``metadata.invocationId``."""
+        for message in self.store.get_path(self.app_name, session_id, attachments="ref"):
+            metadata = message.get("metadata")
+            if isinstance(metadata, dict) and metadata.get("invocationId") == invocation_id:
+                return str(message["id"])
+        raise MessageNotFoundError(
+            f"no message of invocation {invocation_id!r} on the active path of {session_id!r}"
+        )
 
 
 check_every_public_method(SessionManager, API_RULES)

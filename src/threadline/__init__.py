@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from threadline import messages
 from threadline._provider import SessionProvider
+from threadline._state import StateView
 from threadline.aio import AsyncSession, AsyncSessionManager
 from threadline.compaction import (
     create_compact_function,
@@ -85,6 +86,7 @@ __all__ = [
     "SessionNotFoundError",
     "SessionPage",
     "SessionProvider",
+    "StateView",
     "StaticContext",
     "Store",
     "StoreContextProvider",

@@ -27,7 +27,7 @@ from threadline._settings import (
     ErrorHandler,
     SessionSettings,
 )
-from threadline._state import merge_state, scope_of, split_delta, validate_delta
+from threadline._state import StateView, merge_state, scope_of, split_delta, validate_delta
 from threadline._windows import Window, window_of
 from threadline.compaction.overlays import (
     apply_overlays,
@@ -1047,6 +1047,26 @@ class Session:
             store = self._require_store("state")
             store.update_state(self._app_name, self._session_id, self._user_id, stored)
         self._temp_apply(temp)
+
+    def state_view(self) -> StateView:
+        """The state with a pending delta (ADK-TS ``State``): ``get``, ``set``, ``has``,
+        ``has_delta()``, ``delta``, ``to_dict()`` and ``commit()``, which applies the delta
+        with :meth:`update_state` (same scopes; ``None`` deletes). Reads current values once,
+        when made.
+
+        >>> s = Session.create(":memory:").for_user("ana")
+        >>> state = s.state_view()
+        >>> state.set("temp:counter", state.get("temp:counter", 0) + 1)
+        >>> state.set("user:last_seen", 1767225600)
+        >>> dict(s.state), state.has_delta()
+        ({}, True)
+        >>> state.commit()
+        >>> dict(s.state)
+        {'user:last_seen': 1767225600, 'temp:counter': 1}
+        """
+        return StateView(
+            self.state, self.update_state, user_id=self._user_id, stored=self.store is not None
+        )
 
     def _stored_state(self) -> dict[str, Any]:
         self._used = True

@@ -46,6 +46,7 @@ from threadline.tokens import estimate_message_tokens, estimate_tokens
 from threadline.tools import Tool, Toolset
 from threadline.types import (
     AUTO,
+    AppendResult,
     CompactContext,
     Compaction,
     CompactResult,
@@ -60,6 +61,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AUTO",
+    "AppendResult",
     "AsyncSession",
     "AsyncSessionManager",
     "BlockNotFoundError",

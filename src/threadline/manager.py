@@ -39,6 +39,7 @@ from threadline.tools import (
 )
 from threadline.types import (
     AUTO,
+    AppendResult,
     AutoType,
     Compaction,
     Message,
@@ -74,10 +75,15 @@ class SessionManager:
         store: Store | str,
         app_name: str = "default",
         *,
+        max_messages: int | None = None,
         max_cached_sessions: int = 1024,
         size_policy: Literal["attach", "truncate", "error"] | None = None,
         max_message_bytes: int | None = None,
     ) -> None:
+        # RadarOS maxMessages: append_all reports overflow, get_history's limit defaults to it.
+        self.max_messages = (
+            None if max_messages is None else check_int("max_messages", max_messages, minimum=1)
+        )
         self._owns_store = isinstance(store, str)
         self.store: Store = connect(store) if isinstance(store, str) else store
         if not isinstance(app_name, str) or not app_name:
@@ -476,16 +482,34 @@ class SessionManager:
         parent_id: str | AutoType | None = AUTO,
         *,
         user_id: str | None = None,
-    ) -> _Messages:
+    ) -> AppendResult:
         """Append several messages in one transaction (attached to the head by default).
 
-        >>> m = SessionManager(":memory:")
+        Returns an :class:`~threadline.types.AppendResult`: the stored messages, as a list,
+        whose ``overflow`` holds the messages this append pushed out of the last
+        ``max_messages`` of the active path, oldest first — including appended ones that do
+        not fit (empty without ``max_messages``; nothing is deleted).
+
+        >>> m = SessionManager(":memory:", max_messages=2)
         >>> msgs = m.append_all("s1", [{"role": "user", "content": "hi"},
         ...                            {"role": "assistant", "content": "hello"}])
-        >>> [msg["role"] for msg in msgs], m.get_message_count("s1")
-        (['user', 'assistant'], 2)
+        >>> [msg["role"] for msg in msgs], msgs.overflow, m.get_message_count("s1")
+        (['user', 'assistant'], [], 2)
+        >>> more = m.append_all("s1", [{"role": "user", "content": "bye"}])
+        >>> [msg["parts"][0]["text"] for msg in more.overflow], m.get_message_count("s1")
+        (['hi'], 3)
         """
-        return self.get_session(session_id, user_id=user_id).append_messages(messages, parent_id)
+        session = self.get_session(session_id, user_id=user_id)
+        keep = self.max_messages
+        if keep is None:
+            return AppendResult(session.append_messages(messages, parent_id))
+        # RadarOS: overflow = (the window before + what was appended) - the window after.
+        window = {m["id"] for m in session.get_history(limit=keep, attachments="ref")}
+        stored = session.append_messages(messages, parent_id)
+        window.update(m["id"] for m in stored)
+        # What left the window sits right before it: the last keep + len(stored) suffice.
+        after = session.get_history(limit=keep + len(stored)) if stored else []
+        return AppendResult(stored, [m for m in after[:-keep] if m["id"] in window])
 
     def get_history(
         self,
@@ -495,13 +519,22 @@ class SessionManager:
         user_id: str | None = None,
         **options: Any,
     ) -> _Messages:
-        """History of a session (see ``Session.get_history``).
+        """History of a session (see ``Session.get_history`` for ``runs``, ``limit``,
+        ``max_tokens``, ``after``, ``branch``).
+
+        With ``max_messages``, ``limit`` defaults to it: the last ``max_messages`` messages
+        come back unless ``limit`` is given (``limit=None`` for the whole path).
 
         >>> m = SessionManager(":memory:")
         >>> _ = m.append_all("s1", [{"role": "user", "content": w} for w in ("a", "b", "c")])
         >>> [msg["parts"][0]["text"] for msg in m.get_history("s1", limit=2)]
         ['b', 'c']
+        >>> capped = SessionManager(m.store, max_messages=1)
+        >>> len(capped.get_history("s1")), len(capped.get_history("s1", limit=None))
+        (1, 3)
         """
+        if self.max_messages is not None and "limit" not in options:
+            options["limit"] = self.max_messages
         return self.get_session(session_id, user_id=user_id).get_history(leaf_id, **options)
 
     def get_message_count(self, session_id: str, *, user_id: str | None = None) -> int:

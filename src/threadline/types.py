@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal
@@ -207,8 +207,36 @@ class SessionPage(_DictMixin):
     next_cursor: str | None = None
 
 
+class AppendResult(list[Message]):
+    """What ``SessionManager.append_all`` returns: the stored messages (a list, as before)
+    whose ``overflow`` holds the messages this append pushed out of the last ``max_messages``
+    of the active path — those of the window before and those just appended that are no
+    longer in it, oldest first (RadarOS ``appendMessages``; empty without ``max_messages`` or
+    while under it). Nothing is deleted: they stay stored, searchable and forkable.
+
+    >>> from threadline import SessionManager
+    >>> manager = SessionManager(":memory:", max_messages=2)
+    >>> result = manager.append_all("s1", [{"role": "user", "content": c} for c in "abc"])
+    >>> len(result), [m["parts"][0]["text"] for m in result.overflow]
+    (3, ['a'])
+    >>> result = manager.append_all("s1", [{"role": "user", "content": "d"}])
+    >>> [m["parts"][0]["text"] for m in result.overflow], len(manager.get_history("s1"))
+    (['b'], 2)
+    """
+
+    overflow: list[Message]
+
+    def __init__(self, messages: Iterable[Message] = (), overflow: Iterable[Message] = ()):
+        super().__init__(messages)
+        self.overflow = list(overflow)
+
+    def __repr__(self) -> str:
+        return f"AppendResult({list(self)!r}, overflow={self.overflow!r})"
+
+
 __all__ = [
     "AUTO",
+    "AppendResult",
     "AutoType",
     "CompactContext",
     "CompactResult",

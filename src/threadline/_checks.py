@@ -145,6 +145,7 @@ API_RULES: dict[str, Callable[[str, Any], Any]] = {
     "min_recent_messages": functools.partial(check_int, minimum=0),
     "after": _after,
     "runs": functools.partial(check_int, minimum=0),
+    "keep": functools.partial(check_int, minimum=0),
     "branch": check_id,
 }
 

@@ -161,6 +161,21 @@ class SessionManager:
         self._settings.compact_after(token_threshold, token_counter)
         return self._changed()
 
+    def compact_when(self, min_messages: int = 50, keep: int = 20) -> SessionManager:
+        """Count-based automatic compaction for every session (``Session.compact_when``):
+        above ``min_messages`` visible messages, all but the last ``keep`` are summarised.
+
+        >>> from threadline import CompactResult
+        >>> def summarize(history):
+        ...     return CompactResult(history[0]["id"], history[-1]["id"], "Earlier turns.")
+        >>> m = SessionManager(":memory:").on_compaction(summarize).compact_when(3, keep=1)
+        >>> _ = m.append_all("s1", [{"role": "user", "content": w} for w in "abcd"])
+        >>> [msg["parts"][0]["text"] for msg in m.get_history("s1")]
+        ['Earlier turns.', 'd']
+        """
+        self._settings.compact_when(min_messages, keep)
+        return self._changed()
+
     def on_compaction_error(self, handler: ErrorHandler) -> SessionManager:
         """Handler for automatic compaction failures in every session.
 
@@ -488,7 +503,8 @@ class SessionManager:
         Returns an :class:`~threadline.types.AppendResult`: the stored messages, as a list,
         whose ``overflow`` holds the messages this append pushed out of the last
         ``max_messages`` of the active path, oldest first — including appended ones that do
-        not fit (empty without ``max_messages``; nothing is deleted).
+        not fit, and those automatic compaction summarised (``compact_when``) — as
+        ``get_history`` shows it (empty without ``max_messages``; nothing is deleted).
 
         >>> m = SessionManager(":memory:", max_messages=2)
         >>> msgs = m.append_all("s1", [{"role": "user", "content": "hi"},
@@ -504,12 +520,24 @@ class SessionManager:
         if keep is None:
             return AppendResult(session.append_messages(messages, parent_id))
         # RadarOS: overflow = (the window before + what was appended) - the window after.
-        window = {m["id"] for m in session.get_history(limit=keep, attachments="ref")}
+        window = [m["id"] for m in session.get_history(limit=keep, attachments="ref")]
         stored = session.append_messages(messages, parent_id)
-        window.update(m["id"] for m in stored)
-        # What left the window sits right before it: the last keep + len(stored) suffice.
+        window.extend(m["id"] for m in stored)
+        # What left the window sits right before it: the last keep + len(stored) suffice,
+        # unless automatic compaction summarised some of it (those are read one by one).
         after = session.get_history(limit=keep + len(stored)) if stored else []
-        return AppendResult(stored, [m for m in after[:-keep] if m["id"] in window])
+        left = {m["id"]: m for m in after[:-keep]}
+        kept = {m["id"] for m in after[-keep:]}
+        gone = [mid for mid in window if mid not in kept and mid not in left]
+        # Gone from the history: off the active path now (an append that branches), or
+        # inside a summary on it (compact_when); only the latter overflowed.
+        on_path = set(session._backend.get_path_ids()) if gone else set()
+        overflow = [
+            left[mid] if mid in left else session.get_message(mid)
+            for mid in window
+            if mid in left or (mid in on_path and mid not in kept)
+        ]
+        return AppendResult(stored, [m for m in overflow if m is not None])
 
     def get_history(
         self,

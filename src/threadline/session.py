@@ -29,11 +29,13 @@ from threadline._settings import (
 )
 from threadline._state import StateView, merge_state, scope_of, split_delta, validate_delta
 from threadline._windows import Window, window_of
+from threadline.compaction.function import keep_boundary
 from threadline.compaction.overlays import (
     apply_overlays,
     apply_overlays_encoded,
     earliest_visible_overlay,
     overlays_cross_start,
+    visible_overlays,
 )
 from threadline.context import ContextBlocks, ContextConfig
 from threadline.errors import (
@@ -273,6 +275,29 @@ class Session:
         1
         """
         self._settings.compact_after(token_threshold, token_counter)
+        return self
+
+    def compact_when(self, min_messages: int = 50, keep: int = 20) -> Session:
+        """Compact automatically after an append when the active path holds more than
+        ``min_messages`` visible messages (overlays applied): everything but the last ``keep``
+        is offered to the registered compaction function, whose summary becomes an overlay
+        (ADK-TS ``EventsCompactionConfig``; nothing is deleted). A call and its results are
+        never split: the kept part then starts at the call. The function is told so
+        (``context.summarize_all``) and ``create_compact_function`` summarises all it is
+        offered. Combines with :meth:`compact_after`; like it, never fails an append.
+
+        >>> from threadline.messages import text_of
+        >>> def summarize(history):  # all it is offered
+        ...     return CompactResult(history[0]["id"], history[-1]["id"], "Earlier turns.")
+        >>> s = Session.create(":memory:").on_compaction(summarize).compact_when(4, keep=2)
+        >>> _ = s.append_messages([{"role": "user", "content": w} for w in "abcd"])
+        >>> len(s.get_compactions())  # 4 messages: not more than 4
+        0
+        >>> _ = s.append_message({"role": "user", "content": "e"})
+        >>> [text_of(m) for m in s.get_history()]
+        ['Earlier turns.', 'd', 'e']
+        """
+        self._settings.compact_when(min_messages, keep)
         return self
 
     def on_compaction_error(self, handler: ErrorHandler) -> Session:
@@ -689,19 +714,36 @@ class Session:
         return self._store_compaction(plan, self._call_compact_fn(plan.history))
 
     # The three phases of compact(), shared with the async session (which awaits the middle one).
-    def _compaction_input(self, leaf_id: str | None) -> _CompactionInput:
+    def _compaction_input(self, leaf_id: str | None, keep: int = 0) -> _CompactionInput:
+        """The raw path, the overlays and the history offered to the compaction function:
+        all of it, or all but the last ``keep`` messages (``compact_when``)."""
         raw_path = self._backend.get_path(leaf_id)
         compactions = self._backend.get_compactions()
         history = apply_overlays(raw_path, compactions) if raw_path else []
+        if keep:
+            history = history[: keep_boundary(history, keep)]
         return _CompactionInput(raw_path, compactions, history)
 
-    def _compaction_context(self) -> CompactContext:
-        return CompactContext(token_counter=self._settings.token_counter)
+    def _compaction_context(self, summarize_all: bool = False) -> CompactContext:
+        return CompactContext(
+            token_counter=self._settings.token_counter, summarize_all=summarize_all
+        )
 
-    def _call_compact_fn(self, history: list[Message]) -> CompactResult | None:
+    def _invoke_compact_fn(
+        self, fn: Callable[..., Any], history: list[Message], summarize_all: bool = False
+    ) -> Any:
+        """Call a compaction function with the history (and the context when it takes one);
+        what it returns may be awaitable (the async session awaits it)."""
+        if _takes_one_argument(fn):
+            return fn(history)
+        return fn(history, self._compaction_context(summarize_all))
+
+    def _call_compact_fn(
+        self, history: list[Message], summarize_all: bool = False
+    ) -> CompactResult | None:
         fn = self._settings.compact_fn
         assert fn is not None
-        result = fn(history) if _takes_one_argument(fn) else fn(history, self._compaction_context())
+        result = self._invoke_compact_fn(fn, history, summarize_all)
         if inspect.isawaitable(result):
             close = getattr(result, "close", None)
             if close is not None:
@@ -717,24 +759,51 @@ class Session:
         if result is None:
             return None
         raw_path, compactions, history = plan
+        # A summary message offered in the history stands for its range: an id of one (as
+        # ``history[0]["id"]`` when everything offered is summarised) means that range's ends.
+        from_id = _covered_end(result.from_message_id, compactions, first=True)
+        to_id = _covered_end(result.to_message_id, compactions, first=False)
         positions = {m["id"]: i for i, m in enumerate(raw_path)}
-        start, end = positions.get(result.from_message_id), positions.get(result.to_message_id)
+        start, end = positions.get(from_id), positions.get(to_id)
         if start is None or end is None or start > end:
             return None
-        first_id = _extended_start(history, raw_path, compactions, result.from_message_id)
-        self._backend.add_compaction(result.summary, first_id, result.to_message_id)
+        first_id = _extended_start(history, raw_path, compactions, from_id)
+        self._backend.add_compaction(result.summary, first_id, to_id)
         if self._settings.cached_prompt or self._frozen is not None:
             self.refresh_system_prompt()
-        return CompactResult(first_id, result.to_message_id, result.summary)
+        return CompactResult(first_id, to_id, result.summary)
 
     def _after_append(self) -> None:
-        if self._settings.compact_fn is None or self._settings.compact_threshold is None:
+        settings = self._settings
+        if settings.compact_fn is None:
             return
         try:
-            if self._estimate_tokens() > self._settings.compact_threshold:
+            threshold = settings.compact_threshold
+            if threshold is not None and self._estimate_tokens() > threshold:
                 self.compact()
+            plan = self._count_compaction_input()
+            if plan is not None:
+                self._store_compaction(plan, self._call_compact_fn(plan.history, True))
         except Exception as exc:  # automatic compaction must never fail the append
             self._report_compaction_error(exc)
+
+    def _count_compaction_input(self) -> _CompactionInput | None:
+        """What ``compact_when`` offers the compaction function now, or ``None``: when the
+        active path holds more than ``min_messages`` visible messages (summaries count as one
+        each), everything but the last ``keep`` — if that holds a message not yet summarised.
+        Reads one count, and the path's ids only when the raw path is long enough."""
+        minimum = self._settings.compact_min_messages
+        if minimum is None or self._backend.get_path_length() <= minimum:
+            return None
+        ids = self._backend.get_path_ids()
+        spans = visible_overlays([{"id": i} for i in ids], self._backend.get_compactions())
+        # A span hides end - start + 1 messages and shows one summary in their place.
+        if len(ids) - sum(span.end - span.start for span in spans) <= minimum:
+            return None
+        plan = self._compaction_input(None, keep=self._settings.compact_keep)
+        if all(is_overlay_id(m.get("id")) for m in plan.history):
+            return None
+        return plan
 
     def _report_compaction_error(self, exc: Exception) -> None:
         if self._settings.error_handler is None:
@@ -1102,6 +1171,18 @@ def _extended_start(
     if overlay_at < from_at and all(is_overlay_id(i) for i in ids[overlay_at + 1 : from_at]):
         return visible.from_message_id
     return from_id
+
+
+def _covered_end(message_id: str, compactions: Sequence[Compaction], *, first: bool) -> str:
+    """``message_id``, or for the id of a summary message (``compaction_<id>``) the first
+    (``first``) or last message its overlay covers."""
+    if not is_overlay_id(message_id):
+        return message_id
+    overlay_id = message_id.removeprefix(OVERLAY_ID_PREFIX)
+    for compaction in compactions:
+        if compaction.id == overlay_id:
+            return compaction.from_message_id if first else compaction.to_message_id
+    return message_id
 
 
 def _skill_name(label: str, key: str) -> str:

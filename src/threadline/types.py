@@ -125,6 +125,10 @@ class CompactResult(_DictMixin):
 class CompactContext(_DictMixin):
     """Passed to compaction functions; ``token_counter`` is the session's counter or ``None``.
 
+    ``summarize_all`` is ``True`` when the caller has already chosen the range (``compact_when``
+    offers everything but the messages it keeps): the function should then summarise all of
+    the messages it is given, as ``create_compact_function`` does, rather than plan a range.
+
     >>> from threadline.tokens import default_token_counter
     >>> ctx = CompactContext(token_counter=default_token_counter)
     >>> ctx.token_counter(messages=[], system_prompt="Hello world", blocks=[])
@@ -132,14 +136,15 @@ class CompactContext(_DictMixin):
     """
 
     token_counter: Callable[..., int] | None = None
+    summarize_all: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a dict; the counter is kept as the callable itself.
 
         >>> CompactContext().to_dict()
-        {'token_counter': None}
+        {'token_counter': None, 'summarize_all': False}
         """
-        return {"token_counter": self.token_counter}
+        return {"token_counter": self.token_counter, "summarize_all": self.summarize_all}
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from threadline.errors import (
     ThreadlineError,
 )
 from threadline.manager import SessionManager
+from threadline.runner import Hooks, RunContext, Runner, TurnResult
 from threadline.session import Session
 from threadline.store import PostgresStore, SQLiteStore, Store, connect
 from threadline.tokens import estimate_message_tokens, estimate_tokens
@@ -73,12 +74,15 @@ __all__ = [
     "ContextBlock",
     "ContextConfig",
     "DirectorySkillProvider",
+    "Hooks",
     "InvalidArgumentError",
     "InvalidMessageError",
     "MessageNotFoundError",
     "PostgresStore",
     "ReadOnlyBlockError",
     "RecentHistory",
+    "RunContext",
+    "Runner",
     "SQLiteStore",
     "SearchHit",
     "Session",
@@ -98,6 +102,7 @@ __all__ = [
     "ThreadlineError",
     "Tool",
     "Toolset",
+    "TurnResult",
     "__version__",
     "connect",
     "create_compact_function",

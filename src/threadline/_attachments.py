@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from threadline.errors import InvalidMessageError
+from threadline.errors import InvalidArgumentError, InvalidMessageError
 
 __all__ = [
     "ATTACH_MIN_BYTES",
@@ -180,7 +180,9 @@ def ref_sha(ref: object) -> str:
         sha = value.removeprefix("sha256:").lower()
         if len(sha) == 64 and all(c in "0123456789abcdef" for c in sha):
             return sha
-    raise InvalidMessageError(f"not an attachment reference: {str(ref)[:80]!r}")
+    # Never repr() the argument itself: a hostile one may nest without bound.
+    shown = repr(value[:80]) if isinstance(value, str) else type(ref).__name__
+    raise InvalidArgumentError(f"not an attachment reference: {shown}")
 
 
 def content_of(kind: str, data: bytes, prefix: str = "") -> str:

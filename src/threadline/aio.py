@@ -24,18 +24,26 @@ registered), and automatic compaction after an append awaits it.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from threadline._settings import ErrorHandler, is_async_compactor
 from threadline._state import StateView
 from threadline.manager import SessionManager
+from threadline.runner import Runner, TurnResult, _Turn
 from threadline.session import Session, check_compact_result
 from threadline.store.base import Store
 from threadline.tools import Toolset
 from threadline.types import CompactResult
 
-__all__ = ["AsyncSession", "AsyncSessionManager", "AsyncStateView", "AsyncToolset"]
+__all__ = [
+    "AsyncRunner",
+    "AsyncSession",
+    "AsyncSessionManager",
+    "AsyncStateView",
+    "AsyncToolset",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -663,3 +671,67 @@ class AsyncSessionManager:
         True
         """
         return AsyncToolset(await asyncio.to_thread(self._sync.tools, **options))
+
+
+async def _acall(fn: Callable[..., Any], *args: Any) -> Any:
+    """Await an async function; run a sync one in a worker thread (it may block on I/O)."""
+    if is_async_compactor(fn):
+        return await fn(*args)
+    result = await asyncio.to_thread(fn, *args)
+    return await result if inspect.isawaitable(result) else result
+
+
+class AsyncRunner(Runner):
+    """The async twin of :class:`~threadline.Runner`: ``await runner.arun(...)``. The model,
+    the hooks, ``memory`` and ``on_overflow`` may be sync (run in a worker thread) or async;
+    storage runs off the event loop. Takes a manager or session, sync or async.
+
+    >>> import asyncio
+    >>> async def model(system, messages, tools):
+    ...     return "Hi!"
+    >>> runner = AsyncRunner(AsyncSessionManager(":memory:"), model)
+    >>> asyncio.run(runner.arun("Hello", session_id="s")).output["parts"][0]["text"]
+    'Hi!'
+    """
+
+    def __init__(self, target: Any, model: Callable[..., Any], **options: Any) -> None:
+        if isinstance(target, (AsyncSession, AsyncSessionManager)):
+            target = target.sync
+        super().__init__(target, model, **options)
+
+    async def arun(
+        self, user_input: Any, *, session_id: str | None = None, user_id: str | None = None
+    ) -> TurnResult:
+        """One run, as ``Runner.run`` (module ``threadline.runner``).
+
+        >>> import asyncio
+        >>> runner = AsyncRunner(AsyncSession.create(":memory:"), lambda s, m, t: "ok")
+        >>> asyncio.run(runner.arun("hi")).messages[0]["role"]
+        'user'
+        """
+        session = await asyncio.to_thread(self.session_for, session_id, user_id)
+        turn = _Turn(self, session, user_input)
+        await asyncio.to_thread(turn.load_state)
+        if self.hooks.before_run is not None:
+            await _acall(self.hooks.before_run, turn.context)
+        await asyncio.to_thread(turn.start)
+        if self.memory is not None and turn.needs_memory():
+            plan, covered = await asyncio.to_thread(turn.memory_input)
+            result = await _acall(self.memory, covered)
+            await asyncio.to_thread(turn.apply_memory, plan, result)
+        if turn.overflow and self._on_overflow is not None:
+            await _acall(self._on_overflow, list(turn.overflow))
+        for _ in range(self.max_steps):
+            output = await _acall(self.model, turn.system, turn.messages(), turn.tools)
+            calls = turn.take(output)
+            if not calls:
+                break
+            for part in calls:
+                name = turn.tool_name(part)
+                answer = await asyncio.to_thread(turn.tools.execute, name, part.get("input"))
+                turn.answer(part, answer)
+        result_ = await asyncio.to_thread(turn.finish)
+        if self.hooks.after_run is not None:
+            await _acall(self.hooks.after_run, turn.context)
+        await asyncio.to_thread(turn.commit)
+        return result_

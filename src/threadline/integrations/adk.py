@@ -1,0 +1,711 @@
+"""Google ADK backends: ``ThreadlineSessionService`` and ``ThreadlineMemoryService``.
+
+``pip install 'threadline[adk]'``; replace ``DatabaseSessionService(db_url)`` with
+``ThreadlineSessionService(url)`` (any threadline URL, or an open threadline ``Store``).
+
+How ADK's model maps onto threadline (docs: README "Google ADK"):
+
+* **Apps** are threadline apps: ``app_name`` is the threadline ``app``.
+* **Sessions** are keyed by ``(app, user, id)`` in ADK, by ``(app, id)`` in threadline, so the
+  threadline session id is ``"<user>/<id>"`` (``%`` and ``/`` in the user id percent-encoded:
+  the mapping is one-to-one) and the session is owned by the ADK user. The ADK id, the creation
+  time (a float) and a marker live in the session's registry metadata under ``"adk"``; sessions
+  of the app without that marker (written through threadline's own API) are not listed.
+* **Events** are messages: the event's content becomes the message parts
+  (``threadline.formats.from_genai``, so threadline's search, history and compaction see the
+  text, tool calls and files) and the rest of the event (its pydantic JSON: actions and
+  ``state_delta``, ids, usage, grounding, ``timestamp`` ...) is kept in
+  ``metadata["adk"]["event"]``; reading puts both back, so an event round-trips exactly. The
+  message also carries ``metadata.invocationId``, ``author`` and ``branch`` (threadline's own
+  names) and its ``createdAt`` is the event's timestamp. Messages appended to the session by
+  other threadline code are read back as events too (content converted with ``to_genai``).
+* **State**: ``app:`` and ``user:`` keys are threadline's app- and user-scoped state, other keys
+  the session's; ``temp:`` keys live only in the session object (ADK's rule, threadline's too).
+  Deltas are applied in the same transaction as the event's message. ADK stores ``None`` as a
+  value (it does not delete the key); threadline's ``None`` deletes, so ``None`` is stored as
+  ``{"__adk_none__": true}`` and read back as ``None``.
+* ``last_update_time`` is the timestamp of the session's last event (its creation time while it
+  has none). ``list_sessions`` orders by it, then user, then id (ADK's order).
+* ``append_event`` raises ``StaleSessionError`` when the session object was read before another
+  writer appended (as ``DatabaseSessionService``), and ignores an equal re-delivery of an event
+  already stored (as ``InMemorySessionService``).
+
+Every storage call runs in a worker thread (``asyncio.to_thread``): the event loop never
+blocks on the database.
+
+>>> import asyncio
+>>> service = ThreadlineSessionService(":memory:")
+>>> session = asyncio.run(service.create_session(app_name="app", user_id="u1", session_id="s1"))
+>>> session.id, session.user_id, service.store.get_session("app", "u1/s1").user_id
+('s1', 'u1', 'u1')
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from google.adk.errors import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events.event import Event
+from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
+from google.adk.memory.memory_entry import MemoryEntry
+from google.adk.platform import time as platform_time
+from google.adk.platform import uuid as platform_uuid
+from google.adk.sessions.base_session_service import (
+    BaseSessionService,
+    GetSessionConfig,
+    ListSessionsResponse,
+)
+from google.adk.sessions.session import Session
+from google.adk.sessions.state import State
+from google.genai import types as genai_types
+from pydantic_core import to_jsonable_python
+
+from threadline.errors import SessionExistsError
+from threadline.formats import from_genai, to_genai
+from threadline.messages import format_timestamp, parse_timestamp
+from threadline.store import Store, connect
+
+__all__ = [
+    "ThreadlineMemoryService",
+    "ThreadlineSessionService",
+    "event_to_message",
+    "message_to_event",
+    "threadline_session_id",
+]
+
+_T = TypeVar("_T")
+_KEY = "adk"  # registry metadata and message metadata key
+_NONE = {"__adk_none__": True}  # how a None state value is stored (threadline's None deletes)
+_PAGE = 200
+_FORGOTTEN = "forgotten:"  # state key prefix, in a memory session, of deleted memory ids
+
+
+def threadline_session_id(user_id: str, session_id: str) -> str:
+    """The threadline session id of ADK's ``(user_id, session_id)``: ``"<user>/<id>"``, with
+    ``%`` and ``/`` of the user id percent-encoded so that no two ADK sessions share one.
+
+    >>> threadline_session_id("u1", "s1"), threadline_session_id("a/b", "c")
+    ('u1/s1', 'a%2Fb/c')
+    """
+    return user_id.replace("%", "%25").replace("/", "%2F") + "/" + session_id
+
+
+def _memory_session_id(user_id: str) -> str:
+    # No "/" in it (the user id's are encoded): never the id of an ADK session.
+    return "adk-memory:" + user_id.replace("%", "%25").replace("/", "%2F")
+
+
+# --------------------------------------------------------------------------------------------
+# events <-> messages (pure)
+# --------------------------------------------------------------------------------------------
+
+
+def _content_json(content: genai_types.Content) -> dict[str, Any]:
+    dumped: dict[str, Any] = json.loads(content.model_dump_json(exclude_none=True, by_alias=True))
+    return dumped
+
+
+def _created_at(timestamp: float) -> str | None:
+    try:
+        return format_timestamp(datetime.fromtimestamp(timestamp, tz=UTC))
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _event_json(event: Event) -> dict[str, Any]:
+    try:
+        text = event.model_dump_json(exclude={"content"})
+    except Exception:  # a value pydantic cannot serialise (e.g. a callable in state_delta)
+        data = event.model_dump(exclude={"content"})
+        safe: dict[str, Any] = to_jsonable_python(data, fallback=repr)
+        return safe
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def event_to_message(event: Event, *, message_id: str | None = None) -> dict[str, Any]:
+    """A threadline message holding ``event`` losslessly (:func:`message_to_event` undoes it).
+
+    The content becomes the message's parts (``from_genai``), the rest of the event its
+    ``metadata["adk"]["event"]``; ``message_id`` defaults to the event's id. Content that
+    the parts would not give back exactly is kept whole in ``metadata["adk"]["content"]``.
+
+    >>> from google.genai import types
+    >>> event = Event(id="e1", author="user", invocation_id="i1",
+    ...               content=types.Content(role="user", parts=[types.Part(text="Hi")]))
+    >>> message = event_to_message(event)
+    >>> message["role"], message["parts"], message["metadata"]["invocationId"]
+    ('user', [{'type': 'text', 'text': 'Hi'}], 'i1')
+    >>> message_to_event(message) == event
+    True
+    """
+    adk: dict[str, Any] = {"event": _event_json(event)}
+    message: dict[str, Any] = {
+        "id": message_id or event.id or uuid.uuid4().hex,
+        "role": "user" if event.author == "user" else "assistant",
+        "parts": [],
+    }
+    if event.content is not None:
+        content = _content_json(event.content)
+        converted = from_genai([content])[0]
+        if to_genai([converted]) == [content]:
+            message.update(converted)
+            adk["content"] = "parts"
+        else:
+            adk["content"] = content
+    metadata: dict[str, Any] = {_KEY: adk}
+    if event.invocation_id:
+        metadata["invocationId"] = event.invocation_id
+    if event.author:
+        metadata["author"] = event.author
+    if event.branch:
+        metadata["branch"] = event.branch
+    if event.partial:
+        metadata["partial"] = True
+    message["metadata"] = metadata
+    created = _created_at(event.timestamp)
+    if created is not None:
+        message["createdAt"] = created
+    return message
+
+
+def message_to_event(message: Mapping[str, Any]) -> Event:
+    """The ADK ``Event`` a message holds: exact for messages written by
+    :func:`event_to_message`; any other threadline message is converted (``to_genai``), with
+    its id, ``createdAt`` as the timestamp and ``metadata.author``/``invocationId`` if set.
+
+    >>> message_to_event({"id": "m1", "role": "assistant", "createdAt": "2026-01-01T00:00:00Z",
+    ...                   "parts": [{"type": "text", "text": "Hello"}]}).content.parts[0].text
+    'Hello'
+    """
+    metadata = message.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    adk = metadata.get(_KEY)
+    if isinstance(adk, Mapping) and isinstance(adk.get("event"), Mapping):
+        data = dict(adk["event"])
+        content = adk.get("content")
+        if content == "parts":
+            data["content"] = to_genai([message])[0]
+        elif isinstance(content, Mapping):
+            data["content"] = dict(content)
+        return Event.model_validate_json(json.dumps(data))
+    role = message.get("role")
+    fields: dict[str, Any] = {
+        "id": str(message.get("id") or ""),
+        "author": str(metadata.get("author") or ("user" if role == "user" else "model")),
+        "invocation_id": str(metadata.get("invocationId") or ""),
+        "content": to_genai([message])[0],
+    }
+    created = message.get("createdAt")
+    if isinstance(created, str):
+        fields["timestamp"] = parse_timestamp(created).timestamp()
+    if isinstance(metadata.get("branch"), str):
+        fields["branch"] = metadata["branch"]
+    return Event.model_validate_json(json.dumps(fields))
+
+
+def _event_of_json(encoded: str) -> Event:
+    decoded: dict[str, Any] = json.loads(encoded)
+    return message_to_event(decoded)
+
+
+# --------------------------------------------------------------------------------------------
+# state values
+# --------------------------------------------------------------------------------------------
+
+
+def _json_safe(value: Any) -> Any:
+    try:
+        return to_jsonable_python(value)
+    except Exception:  # as ADK's database service: a value JSON cannot hold is stored as text
+        return str(value)
+
+
+def _encode_delta(delta: Mapping[str, Any]) -> dict[str, Any]:
+    """Stored form of an ADK delta: no ``temp:`` keys, JSON values, ``None`` as a marker."""
+    out: dict[str, Any] = {}
+    for key, value in delta.items():
+        if key.startswith(State.TEMP_PREFIX):
+            continue
+        out[key] = _NONE if value is None else _json_safe(value)
+    return out
+
+
+def _decode_state(stored: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: None if value == _NONE else value for key, value in stored.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# the session service
+# --------------------------------------------------------------------------------------------
+
+
+def _open(store: str | os.PathLike[str] | Store) -> tuple[Store, bool]:
+    if isinstance(store, (str, os.PathLike)):
+        return connect(store), True
+    return store, False
+
+
+def _normal_id(session_id: str | None) -> str | None:
+    """ADK's id normalisation (in-memory and SQLite services): surrounding whitespace goes."""
+    stripped = session_id.strip() if session_id else None
+    return stripped or None
+
+
+def _registry_entry(info: Any, user_id: str) -> dict[str, Any] | None:
+    """The ``adk`` registry metadata of an ADK session of ``user_id``, else ``None``."""
+    if info is None or info.user_id != user_id:
+        return None
+    entry = info.metadata.get(_KEY) if isinstance(info.metadata, Mapping) else None
+    return dict(entry) if isinstance(entry, Mapping) and "id" in entry else None
+
+
+class ThreadlineSessionService(BaseSessionService):
+    """ADK's ``BaseSessionService`` over a threadline store (SQLite or PostgreSQL).
+
+    ``store`` is a threadline URL or path (opened here and closed by :meth:`close`) or an open
+    ``threadline.Store`` (left open). See the module docstring for the mapping.
+
+    >>> import asyncio
+    >>> service = ThreadlineSessionService(":memory:")
+    >>> session = asyncio.run(service.create_session(app_name="app", user_id="u1"))
+    >>> len(session.id) > 0, session.state
+    (True, {})
+    """
+
+    def __init__(self, store: str | os.PathLike[str] | Store) -> None:
+        self.store, self._owns_store = _open(store)
+        # One lock per ADK session serialises this process's appends to it; a lock lives as
+        # long as a task holds or awaits it.
+        self._locks: weakref.WeakValueDictionary[tuple[str, str, str], asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
+
+    async def _run(self, function: Callable[..., _T], /, *args: Any) -> _T:
+        return await asyncio.to_thread(function, *args)
+
+    async def close(self) -> None:
+        """Close the store if this service opened it (from a URL). Idempotent.
+
+        >>> import asyncio
+        >>> asyncio.run(ThreadlineSessionService(":memory:").close())
+        """
+        if self._owns_store:
+            await self._run(self.store.close)
+
+    # -- reads -------------------------------------------------------------------------------
+    def _state(self, app_name: str, tl_id: str, user_id: str) -> dict[str, Any]:
+        return _decode_state(self.store.get_state(app_name, tl_id, user_id))
+
+    def _last_update(self, head: Mapping[str, Any] | None, entry: Mapping[str, Any]) -> float:
+        if head is not None:
+            return message_to_event(head).timestamp
+        return float(entry.get("created", 0.0))
+
+    def _get_sync(
+        self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None
+    ) -> Session | None:
+        tl_id = threadline_session_id(user_id, session_id)
+        entry = _registry_entry(self.store.get_session(app_name, tl_id), user_id)
+        if entry is None:
+            return None
+        recent = config.num_recent_events if config else None
+        after = config.after_timestamp if config else None
+        head_id: str | None
+        if recent == 0:
+            head = self.store.get_head(app_name, tl_id)
+            events: list[Event] = []
+            head_id = None if head is None else str(head["id"])
+            last = self._last_update(head, entry)
+        else:
+            if recent is not None:
+                rows = [
+                    (row[0], row[1]) for row in self.store.get_path_tail(app_name, tl_id, recent)
+                ]
+            else:
+                rows = self.store.get_path_encoded(app_name, tl_id)
+            events = [_event_of_json(encoded) for _, encoded in rows]
+            head_id = rows[-1][0] if rows else None
+            last = events[-1].timestamp if events else float(entry.get("created", 0.0))
+            if after is not None:
+                # As InMemorySessionService: drop everything up to the newest event before it.
+                index = len(events) - 1
+                while index >= 0 and events[index].timestamp >= after:
+                    index -= 1
+                events = events[index + 1 :]
+        session = Session(
+            id=str(entry["id"]),
+            app_name=app_name,
+            user_id=user_id,
+            state=self._state(app_name, tl_id, user_id),
+            events=events,
+            last_update_time=last,
+        )
+        session._storage_update_marker = head_id or ""
+        return session
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        """The session with its events (all, or those ``config`` selects), or ``None``.
+
+        >>> import asyncio
+        >>> service = ThreadlineSessionService(":memory:")
+        >>> _ = asyncio.run(service.create_session(app_name="app", user_id="u1", session_id="s1"))
+        >>> asyncio.run(service.get_session(app_name="app", user_id="u1", session_id="s1")).id
+        's1'
+        >>> asyncio.run(service.get_session(app_name="app", user_id="u2", session_id="s1"))
+        """
+        normal = _normal_id(session_id)
+        if normal is None:
+            return None
+        return await self._run(self._get_sync, app_name, user_id, normal, config)
+
+    def _list_sync(self, app_name: str, user_id: str | None) -> list[Session]:
+        sessions: list[Session] = []
+        cursor: str | None = None
+        while True:
+            page = self.store.list_sessions(app_name, user_id=user_id, limit=_PAGE, cursor=cursor)
+            for info in page.sessions:
+                if info.user_id is None:
+                    continue
+                entry = _registry_entry(info, info.user_id)
+                if entry is None:
+                    continue
+                head = self.store.get_head(app_name, info.id)
+                sessions.append(
+                    Session(
+                        id=str(entry["id"]),
+                        app_name=app_name,
+                        user_id=info.user_id,
+                        state=self._state(app_name, info.id, info.user_id),
+                        last_update_time=self._last_update(head, entry),
+                    )
+                )
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
+        return sessions
+
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        """The app's sessions (one user's, or every user's), least recently updated first,
+        without their events, with merged ``app:``/``user:``/session state.
+
+        >>> import asyncio
+        >>> service = ThreadlineSessionService(":memory:")
+        >>> for user, sid in (("u1", "a"), ("u2", "b")):
+        ...     new = service.create_session(app_name="app", user_id=user, session_id=sid)
+        ...     _ = asyncio.run(new)
+        >>> [s.id for s in asyncio.run(service.list_sessions(app_name="app")).sessions]
+        ['a', 'b']
+        >>> listed = asyncio.run(service.list_sessions(app_name="app", user_id="u2"))
+        >>> [s.id for s in listed.sessions]
+        ['b']
+        """
+        sessions = await self._run(self._list_sync, app_name, user_id)
+        return ListSessionsResponse(sessions=sessions)
+
+    def _user_state_sync(self, app_name: str, user_id: str) -> dict[str, Any]:
+        # The "<user>/" session never exists (ADK ids are never empty): only app: and user: keys.
+        state = self._state(app_name, threadline_session_id(user_id, ""), user_id)
+        prefix = State.USER_PREFIX
+        return {k.removeprefix(prefix): v for k, v in state.items() if k.startswith(prefix)}
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        """The user's ``user:`` state of the app, keys without the prefix (``{}`` if none).
+
+        >>> import asyncio
+        >>> service = ThreadlineSessionService(":memory:")
+        >>> _ = asyncio.run(service.create_session(app_name="app", user_id="u1",
+        ...                                        state={"user:lang": "nb", "topic": "tea"}))
+        >>> asyncio.run(service.get_user_state(app_name="app", user_id="u1"))
+        {'lang': 'nb'}
+        """
+        return await self._run(self._user_state_sync, app_name, user_id)
+
+    # -- writes ------------------------------------------------------------------------------
+    def _create_sync(
+        self, app_name: str, user_id: str, state: Mapping[str, Any], session_id: str
+    ) -> Session:
+        tl_id = threadline_session_id(user_id, session_id)
+        created = platform_time.get_time()
+        entry = {"id": session_id, "created": created}
+        try:
+            self.store.create_session(app_name, tl_id, user_id=user_id, metadata={_KEY: entry})
+        except SessionExistsError:
+            raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
+        delta = _encode_delta(state)
+        if delta:
+            try:
+                self.store.update_state(app_name, tl_id, user_id, delta)
+            except BaseException:
+                self.store.delete_session(app_name, tl_id)
+                raise
+        session = Session(
+            id=session_id,
+            app_name=app_name,
+            user_id=user_id,
+            state=self._state(app_name, tl_id, user_id),
+            last_update_time=created,
+        )
+        session._storage_update_marker = ""
+        return session
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """Create a session (a new UUID id when ``session_id`` is missing or blank); initial
+        ``state`` keys go to their scope. ``AlreadyExistsError`` if the user has that id.
+
+        >>> import asyncio
+        >>> service = ThreadlineSessionService(":memory:")
+        >>> session = asyncio.run(service.create_session(
+        ...     app_name="app", user_id="u1", session_id=" s1 ", state={"app:theme": "dark"}))
+        >>> session.id, session.state
+        ('s1', {'app:theme': 'dark'})
+        """
+        normal = _normal_id(session_id) or platform_uuid.new_uuid()
+        return await self._run(self._create_sync, app_name, user_id, dict(state or {}), normal)
+
+    def _delete_sync(self, app_name: str, user_id: str, session_id: str) -> None:
+        tl_id = threadline_session_id(user_id, session_id)
+        if _registry_entry(self.store.get_session(app_name, tl_id), user_id) is not None:
+            self.store.delete_session(app_name, tl_id)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        """Delete the session and its events (nothing happens if it does not exist).
+
+        >>> import asyncio
+        >>> service = ThreadlineSessionService(":memory:")
+        >>> _ = asyncio.run(service.create_session(app_name="app", user_id="u1", session_id="s1"))
+        >>> asyncio.run(service.delete_session(app_name="app", user_id="u1", session_id="s1"))
+        >>> asyncio.run(service.get_session(app_name="app", user_id="u1", session_id="s1"))
+        """
+        normal = _normal_id(session_id)
+        if normal is not None:
+            await self._run(self._delete_sync, app_name, user_id, normal)
+
+    def _append_sync(self, session: Session, event: Event) -> str | None:
+        """Write the event; the new head id, or ``None`` for an equal event already stored."""
+        app_name, user_id = session.app_name, session.user_id
+        tl_id = threadline_session_id(user_id, session.id)
+        if _registry_entry(self.store.get_session(app_name, tl_id), user_id) is None:
+            raise SessionNotFoundError(f"Session {session.id} not found.")
+        head = self.store.get_head(app_name, tl_id)
+        marker = session._storage_update_marker
+        if marker is not None and marker != ("" if head is None else head["id"]):
+            raise StaleSessionError(
+                "The session has been modified in storage since it was loaded. "
+                "Please reload the session before appending more events."
+            )
+        message_id = event.id or None
+        if message_id is not None:
+            existing = self.store.get_message(app_name, tl_id, message_id)
+            if existing is not None:
+                if message_to_event(existing) == event:
+                    return None  # a re-delivery: not written, state not applied again
+                message_id = f"{event.id}~{uuid.uuid4().hex[:12]}"
+        message = event_to_message(event, message_id=message_id)
+        delta = _encode_delta(event.actions.state_delta) if event.actions else {}
+        stored = self.store.append_messages(
+            app_name, tl_id, [message], user_id=user_id, state_delta=delta or None
+        )
+        return str(stored[0]["id"])
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        """Persist ``event`` (not a ``partial`` one) with its state delta in one transaction and
+        add it to ``session``. ``SessionNotFoundError`` for a session not stored;
+        ``StaleSessionError`` if another writer appended since ``session`` was read.
+
+        >>> import asyncio
+        >>> from google.adk.events.event_actions import EventActions
+        >>> service = ThreadlineSessionService(":memory:")
+        >>> session = asyncio.run(service.create_session(app_name="app", user_id="u1"))
+        >>> event = Event(author="user", actions=EventActions(state_delta={"step": 1}))
+        >>> _ = asyncio.run(service.append_event(session, event))
+        >>> session.state, len(session.events)
+        ({'step': 1}, 1)
+        """
+        if event.partial:
+            return event
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        key = (session.app_name, session.user_id, session.id)
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        async with lock:
+            head_id = await self._run(self._append_sync, session, event)
+        if head_id is None:
+            return event
+        session.last_update_time = event.timestamp
+        session._storage_update_marker = head_id
+        return self._commit_event_to_session(session, event)
+
+
+# --------------------------------------------------------------------------------------------
+# the memory service
+# --------------------------------------------------------------------------------------------
+
+
+def _memorable(events: Iterable[Event]) -> list[Event]:
+    return [e for e in events if e.content is not None and e.content.parts]
+
+
+class ThreadlineMemoryService(BaseMemoryService):
+    """ADK's ``BaseMemoryService`` over threadline's full-text search.
+
+    Each user's memory is one threadline session of the app (id ``"adk-memory:<user>"``,
+    owned by the user) holding a copy of every event with content that was added to memory;
+    ``search_memory`` runs threadline's search over it, so only what was added is found, per
+    app and user. Adding a session again adds only its new events. ``store`` as for
+    :class:`ThreadlineSessionService` (they may share one store).
+
+    >>> import asyncio
+    >>> from google.genai import types
+    >>> memory = ThreadlineMemoryService(":memory:")
+    >>> event = Event(author="user", content=types.Content(role="user",
+    ...               parts=[types.Part(text="My cat is called Miso")]))
+    >>> session = Session(id="s1", app_name="app", user_id="u1", events=[event])
+    >>> asyncio.run(memory.add_session_to_memory(session))
+    >>> found = asyncio.run(memory.search_memory(app_name="app", user_id="u1", query="cat"))
+    >>> [m.content.parts[0].text for m in found.memories]
+    ['My cat is called Miso']
+    """
+
+    def __init__(self, store: str | os.PathLike[str] | Store, *, limit: int = 10) -> None:
+        self.store, self._owns_store = _open(store)
+        self.limit = limit
+
+    async def close(self) -> None:
+        """Close the store if this service opened it (from a URL). Idempotent.
+
+        >>> import asyncio
+        >>> asyncio.run(ThreadlineMemoryService(":memory:").close())
+        """
+        if self._owns_store:
+            await asyncio.to_thread(self.store.close)
+
+    def _add_sync(
+        self, app_name: str, user_id: str, session_id: str | None, events: Sequence[Event]
+    ) -> None:
+        memory_id = _memory_session_id(user_id)
+        forgotten = self.store.get_state(app_name, memory_id, None)
+        messages = []
+        for event in _memorable(events):
+            if event.id and _FORGOTTEN + event.id in forgotten:
+                continue  # deleted with delete_memory: never added again
+            message = event_to_message(event, message_id=event.id or None)
+            if session_id is not None:
+                message["metadata"][_KEY]["sessionId"] = session_id
+            messages.append(message)
+        if messages:
+            # A message whose id is already there is not written again: adding is idempotent.
+            self.store.append_messages(app_name, memory_id, messages, user_id=user_id)
+
+    async def add_session_to_memory(self, session: Session) -> None:
+        """Copy the session's events that have content into the user's memory.
+
+        >>> import asyncio
+        >>> memory = ThreadlineMemoryService(":memory:")
+        >>> asyncio.run(memory.add_session_to_memory(Session(id="s1", app_name="a", user_id="u")))
+        """
+        await asyncio.to_thread(
+            self._add_sync, session.app_name, session.user_id, session.id, list(session.events)
+        )
+
+    async def add_events_to_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        events: Sequence[Event],
+        session_id: str | None = None,
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        """Add some events (an increment, e.g. the last turn) to the user's memory.
+
+        >>> import asyncio
+        >>> from google.genai import types
+        >>> memory = ThreadlineMemoryService(":memory:")
+        >>> event = Event(author="user", content=types.Content(parts=[types.Part(text="Oslo")]))
+        >>> asyncio.run(memory.add_events_to_memory(app_name="a", user_id="u", events=[event]))
+        >>> len(asyncio.run(memory.search_memory(app_name="a", user_id="u", query="oslo")).memories)
+        1
+        """
+        del custom_metadata
+        await asyncio.to_thread(self._add_sync, app_name, user_id, session_id, list(events))
+
+    def _search_sync(self, app_name: str, user_id: str, query: str) -> list[MemoryEntry]:
+        memory_id = _memory_session_id(user_id)
+        hits = self.store.search_messages(app_name, query, session_id=memory_id, limit=self.limit)
+        entries = []
+        for hit in hits:
+            message = self.store.get_message(app_name, memory_id, hit.id)
+            if message is None:
+                continue
+            event = message_to_event(message)
+            if event.content is None:
+                continue
+            entries.append(
+                MemoryEntry(
+                    id=event.id or hit.id,
+                    content=event.content,
+                    author=event.author,
+                    timestamp=datetime.fromtimestamp(event.timestamp).isoformat(),
+                )
+            )
+        return entries
+
+    async def search_memory(
+        self, *, app_name: str, user_id: str, query: str
+    ) -> SearchMemoryResponse:
+        """Memories of ``user_id`` in ``app_name`` matching ``query`` (threadline search, best
+        first, at most ``limit``).
+
+        >>> import asyncio
+        >>> memory = ThreadlineMemoryService(":memory:")
+        >>> asyncio.run(memory.search_memory(app_name="a", user_id="u", query="anything"))
+        SearchMemoryResponse(memories=[])
+        """
+        memories = await asyncio.to_thread(self._search_sync, app_name, user_id, query)
+        return SearchMemoryResponse(memories=memories)
+
+    def _delete_sync(self, app_name: str, user_id: str, memory_id: str) -> None:
+        session_id = _memory_session_id(user_id)
+        if self.store.delete_messages(app_name, session_id, [memory_id]):
+            self.store.update_state(app_name, session_id, user_id, {_FORGOTTEN + memory_id: True})
+
+    async def delete_memory(
+        self, *, app_name: str, user_id: str, memory_id: str | None = None
+    ) -> None:
+        """Forget one memory (the ``id`` of a ``MemoryEntry``); unknown ids are ignored.
+
+        >>> import asyncio
+        >>> memory = ThreadlineMemoryService(":memory:")
+        >>> asyncio.run(memory.delete_memory(app_name="a", user_id="u", memory_id="e1"))
+        """
+        if memory_id:
+            await asyncio.to_thread(self._delete_sync, app_name, user_id, memory_id)

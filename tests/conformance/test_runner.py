@@ -1,0 +1,159 @@
+"""Agent turns (``Runner`` / ``AsyncRunner``) over a scripted model, on every backend:
+windows by runs and by tokens (system prompt and input counted), overflow summarised into an
+overlay with nothing deleted, hooks with persisted state, nothing half-appended on failure."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+import threadline
+from threadline import Hooks, Runner, SessionManager, create_compact_function
+from threadline.aio import AsyncRunner
+from threadline.messages import text_of
+from threadline.tokens import estimate_message_tokens, estimate_tokens
+
+
+class ScriptedModel:
+    """Each run: first a set_context tool call (the runner executes it), then a text answer.
+    Records what every call saw."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[Any]]] = []
+
+    def __call__(self, system: str, messages: list[Any], tools: Any) -> Any:
+        self.calls.append((system, [dict(m) for m in messages]))
+        last = messages[-1]
+        if last["role"] == "user":
+            note = text_of(last)
+            args = json.dumps({"label": "memory", "content": f"Last said: {note}"})
+            return {"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{len(self.calls)}", "type": "function",
+                 "function": {"name": "set_context", "arguments": args}}]}  # fmt: skip
+        return f"Answer to {text_of(messages[-2])}"
+
+
+class AsyncScriptedModel(ScriptedModel):
+    async def __call__(self, system: str, messages: list[Any], tools: Any) -> Any:  # type: ignore[override]
+        await asyncio.sleep(0)
+        return super().__call__(system, messages, tools)
+
+
+def _run(runner: Any, text: str, **options: Any) -> Any:
+    if isinstance(runner, AsyncRunner):
+        return asyncio.run(runner.arun(text, **options))
+    return runner.run(text, **options)
+
+
+@pytest.fixture(params=["sync", "async"])
+def flavour(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _runner(flavour: str, manager: SessionManager, **options: Any) -> tuple[Any, ScriptedModel]:
+    model = AsyncScriptedModel() if flavour == "async" else ScriptedModel()
+    cls = AsyncRunner if flavour == "async" else Runner
+    return cls(manager, model, **options), model
+
+
+def test_each_call_sees_exactly_the_last_runs_whole_plus_the_system_prompt(
+    store: Any, flavour: str
+) -> None:
+    manager = SessionManager(store).with_context("memory", description="Notes")
+    runner, model = _runner(flavour, manager, runs=5)
+    for i in range(30):
+        _run(runner, f"message {i}", session_id="s")
+    by_run: dict[str, list[str]] = {}
+    for message in store.get_path("default", "s"):
+        by_run.setdefault(message["metadata"]["invocationId"], []).append(message["id"])
+    runs = list(by_run.values())
+    assert len(runs) == 30 and all(len(r) == 3 for r in runs)  # user, tool call+result, answer
+    first_calls = [c for c in model.calls if c[1][-1]["role"] == "user"]
+    for k, (system, seen) in enumerate(first_calls):
+        expected = [i for r in runs[max(0, k - 5) : k] for i in r]
+        assert [m["id"] for m in seen[:-1]] == expected
+        assert "MEMORY" in system  # the system prompt, refreshed between runs:
+        assert k == 0 or f"Last said: message {k - 1}" in system
+    # the tool result of each run is whole inside the window (call and output in one part)
+    tool_parts = [p for _, seen in first_calls[5:] for m in seen for p in m["parts"]
+                  if p["type"].startswith("tool-")]  # fmt: skip
+    assert tool_parts and all(p["state"] == "output-available" for p in tool_parts)
+
+
+def test_system_prompt_input_and_history_stay_within_the_token_budget(
+    store: Any, flavour: str
+) -> None:
+    manager = SessionManager(store).with_context("memory", description="Notes")
+    runner, model = _runner(flavour, manager, max_context_tokens=300)
+    for i in range(25):
+        _run(runner, f"message {i} " + "words " * (i % 7), session_id="s")
+    first_calls = [c for c in model.calls if c[1][-1]["role"] == "user"]  # input last
+    assert len(first_calls) == 25
+    for system, seen in first_calls:  # system prompt + history + input within the budget
+        assert estimate_tokens(system) + estimate_message_tokens(seen) <= 300
+    assert len(store.get_path("default", "s")) == 75  # nothing deleted
+
+
+def test_memory_puts_a_summary_of_what_fell_out_first_and_deletes_nothing(
+    store: Any, flavour: str
+) -> None:
+    memory = create_compact_function(
+        lambda prompt: "Summary of earlier runs.", protect_head=0, tail_token_budget=0,
+        min_tail_messages=0,
+    )  # fmt: skip
+    manager = SessionManager(store).with_context("memory", description="Notes")
+    runner, model = _runner(flavour, manager, runs=2, memory=memory)
+    results = [_run(runner, f"message {i}", session_id="s") for i in range(6)]
+    seen_last = model.calls[-2][1]  # the last run's first model call
+    assert text_of(seen_last[0]) == "Summary of earlier runs."
+    assert any(r.overflow for r in results)
+    assert len(store.get_path("default", "s")) == 18  # the raw path still holds every message
+
+
+def test_hook_state_is_visible_next_run_and_after_reopening(
+    file_store_url: str, flavour: str
+) -> None:
+    seen: list[Any] = []
+
+    def before(ctx: Any) -> None:
+        seen.append(ctx.get_state("visits", 0))
+        ctx.set_state("visits", ctx.get_state("visits", 0) + 1)
+
+    with threadline.connect(file_store_url) as store:
+        runner, _ = _runner(flavour, SessionManager(store), hooks=Hooks(before_run=before))
+        _run(runner, "one", session_id="s")
+        _run(runner, "two", session_id="s")
+    with threadline.connect(file_store_url) as store:
+        runner, _ = _runner(flavour, SessionManager(store), hooks=Hooks(before_run=before))
+        _run(runner, "three", session_id="s")
+        assert store.get_state("default", "s", None)["visits"] == 3
+    assert seen == [0, 1, 2]
+
+
+def test_a_model_that_raises_leaves_nothing_of_the_run(store: Any, flavour: str) -> None:
+    calls = 0
+
+    def failing(system: str, messages: list[Any], tools: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise RuntimeError("model down")
+        return "fine"
+
+    cls = AsyncRunner if flavour == "async" else Runner
+    runner = cls(SessionManager(store), failing)
+    _run(runner, "first", session_id="s")
+    with pytest.raises(RuntimeError):
+        _run(runner, "second", session_id="s")
+    assert [text_of(m) for m in store.get_path("default", "s")] == ["first", "fine"]
+
+
+def test_a_run_without_a_session_id_starts_a_new_uuid_session(store: Any, flavour: str) -> None:
+    runner, _ = _runner(flavour, SessionManager(store))
+    result = _run(runner, "hello")
+    assert len(result.session_id) == 32
+    roles = [m["role"] for m in store.get_path("default", result.session_id)]
+    assert roles == ["user", "assistant"]  # its tool call is not a threadline tool here

@@ -1,0 +1,123 @@
+"""``ThreadlineMemoryService``: ADK's memory contract over threadline search, on every backend."""
+
+from __future__ import annotations
+
+import pytest
+from google.adk.events.event import Event
+from google.adk.sessions.session import Session
+from google.genai import types
+
+from threadline.integrations.adk import ThreadlineMemoryService, ThreadlineSessionService
+from threadline.store import Store
+
+pytestmark = pytest.mark.asyncio
+
+APP = "my_app"
+
+
+@pytest.fixture
+def memory(store: Store) -> ThreadlineMemoryService:
+    return ThreadlineMemoryService(store)
+
+
+def said(text: str, author: str = "user", **fields: object) -> Event:
+    role = "user" if author == "user" else "model"
+    return Event(
+        author=author, content=types.Content(role=role, parts=[types.Part(text=text)]), **fields
+    )
+
+
+def session_of(user: str, sid: str, *events: Event, app: str = APP) -> Session:
+    return Session(id=sid, app_name=app, user_id=user, events=list(events))
+
+
+async def texts(
+    memory: ThreadlineMemoryService, query: str, user: str = "u1", app: str = APP
+) -> list[str]:
+    found = await memory.search_memory(app_name=app, user_id=user, query=query)
+    return sorted(part.text or "" for m in found.memories for part in m.content.parts or [])
+
+
+async def test_an_added_session_is_searchable(memory: ThreadlineMemoryService) -> None:
+    await memory.add_session_to_memory(session_of("u1", "s1", said("My cat is called Miso")))
+    assert await texts(memory, "cat") == ["My cat is called Miso"]
+
+
+async def test_sessions_not_added_are_not_searchable(
+    memory: ThreadlineMemoryService, store: Store
+) -> None:
+    service = ThreadlineSessionService(store)
+    session = await service.create_session(app_name=APP, user_id="u1", session_id="s1")
+    await service.append_event(session, said("The dog barks at night"))
+    assert await texts(memory, "dog") == []
+    await memory.add_session_to_memory(session)
+    assert await texts(memory, "dog") == ["The dog barks at night"]
+
+
+async def test_memory_is_per_user(memory: ThreadlineMemoryService) -> None:
+    await memory.add_session_to_memory(session_of("u1", "s1", said("Blue bicycle")))
+    assert await texts(memory, "bicycle", user="u2") == []
+
+
+async def test_memory_is_per_app(memory: ThreadlineMemoryService) -> None:
+    await memory.add_session_to_memory(session_of("u1", "s1", said("Blue bicycle"), app="other"))
+    assert await texts(memory, "bicycle") == []
+    assert await texts(memory, "bicycle", app="other") == ["Blue bicycle"]
+
+
+async def test_adding_a_session_again_adds_only_new_events(memory: ThreadlineMemoryService) -> None:
+    first = said("Pancakes for breakfast")
+    await memory.add_session_to_memory(session_of("u1", "s1", first))
+    await memory.add_session_to_memory(session_of("u1", "s1", first, said("Pancakes with jam")))
+    assert await texts(memory, "pancakes") == ["Pancakes for breakfast", "Pancakes with jam"]
+
+
+async def test_events_without_content_are_not_memorised(
+    memory: ThreadlineMemoryService, store: Store
+) -> None:
+    await memory.add_session_to_memory(session_of("u1", "s1", Event(author="user")))
+    assert store.count_sessions(APP) == 0
+
+
+async def test_a_memory_entry_carries_the_events_content_author_id_and_time(
+    memory: ThreadlineMemoryService,
+) -> None:
+    event = said("Flight to Lisbon on Friday", author="travel_agent", timestamp=1700000000.5)
+    await memory.add_session_to_memory(session_of("u1", "s1", event))
+    (entry,) = (await memory.search_memory(app_name=APP, user_id="u1", query="Lisbon")).memories
+    assert entry.content == event.content
+    assert (entry.id, entry.author) == (event.id, "travel_agent")
+    assert entry.timestamp is not None and entry.timestamp.startswith("2023-11-")
+
+
+async def test_add_events_to_memory_adds_an_increment(memory: ThreadlineMemoryService) -> None:
+    await memory.add_events_to_memory(
+        app_name=APP, user_id="u1", events=[said("Gym on Tuesdays")], session_id="s1"
+    )
+    assert await texts(memory, "gym") == ["Gym on Tuesdays"]
+
+
+async def test_a_deleted_memory_is_gone_and_not_added_again(
+    memory: ThreadlineMemoryService,
+) -> None:
+    event = said("Secret password hint")
+    session = session_of("u1", "s1", event)
+    await memory.add_session_to_memory(session)
+    await memory.delete_memory(app_name=APP, user_id="u1", memory_id=event.id)
+    assert await texts(memory, "password") == []
+    await memory.add_session_to_memory(session)
+    assert await texts(memory, "password") == []
+
+
+async def test_memory_sessions_are_not_listed_as_adk_sessions(
+    memory: ThreadlineMemoryService, store: Store
+) -> None:
+    await memory.add_session_to_memory(session_of("u1", "s1", said("hello")))
+    listed = await ThreadlineSessionService(store).list_sessions(app_name=APP)
+    assert listed.sessions == []
+
+
+async def test_search_never_raises_on_odd_query_text(memory: ThreadlineMemoryService) -> None:
+    await memory.add_session_to_memory(session_of("u1", "s1", said("plain words")))
+    for query in ('"(', "AND OR NOT", "*", ""):
+        await memory.search_memory(app_name=APP, user_id="u1", query=query)

@@ -695,7 +695,10 @@ class AsyncRunner(Runner):
     """
 
     def __init__(self, target: Any, model: Callable[..., Any], **options: Any) -> None:
+        # An async compaction function lives on the async wrapper: kept, to run after appends.
+        self._async_compact: Callable[..., Any] | None = None
         if isinstance(target, (AsyncSession, AsyncSessionManager)):
+            self._async_compact = target._async_compact
             target = target.sync
         super().__init__(target, model, **options)
 
@@ -717,7 +720,7 @@ class AsyncRunner(Runner):
         await asyncio.to_thread(turn.start)
         if self.memory is not None and turn.needs_memory():
             plan, covered = await asyncio.to_thread(turn.memory_input)
-            result = await _acall(self.memory, covered)
+            result = await _acall(turn.call_memory, covered)
             await asyncio.to_thread(turn.apply_memory, plan, result)
         if turn.overflow and self._on_overflow is not None:
             await _acall(self._on_overflow, list(turn.overflow))
@@ -731,6 +734,8 @@ class AsyncRunner(Runner):
                 answer = await asyncio.to_thread(turn.tools.execute, name, part.get("input"))
                 turn.answer(part, answer)
         result_ = await asyncio.to_thread(turn.finish)
+        if self._async_compact is not None:  # the sync append ran a sync function only
+            await AsyncSession._wrapping(session, self._async_compact)._after_append()
         if self.hooks.after_run is not None:
             await _acall(self.hooks.after_run, turn.context)
         await asyncio.to_thread(turn.commit)

@@ -277,8 +277,10 @@ class PostgresStore(SQLStore):
         options): for a side channel of one's own, e.g. the HTTP server's ``LISTEN``.
 
         >>> import threadline
-        >>> "pool_max_size" in threadline.connect(pg_url + "&pool_max_size=2").dsn
+        >>> store = threadline.connect(pg_url + "&pool_max_size=2")
+        >>> "pool_max_size" in store.dsn
         False
+        >>> store.close()
         """
         return self._dsn
 

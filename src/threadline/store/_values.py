@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from threadline.types import RecentHistory, Scope
 
-__all__ = ["UNSET", "Entry", "OwnerKind", "RecentPath", "SkillLoad"]
+__all__ = ["UNSET", "ApiKey", "Entry", "OwnerKind", "RecentPath", "SkillLoad", "TreeNode"]
 
 OwnerKind = Scope
 """Who a block or state key belongs to: one session, one user of the app, or the whole app
@@ -63,3 +64,39 @@ class Entry:
     key: str
     content: str
     description: str | None
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """An HTTP API key as the store holds it: never the key itself, only its hash
+    (``threadline.server.create_key`` makes keys; the server looks them up by hash).
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> key = store.add_api_key("k1", "travel", None, "ab" * 32)
+    >>> key.id, key.app, key.user_id, key.revoked
+    ('k1', 'travel', None, False)
+    """
+
+    id: str
+    app: str
+    user_id: str | None
+    created_at: datetime
+    revoked: bool
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    """One stored message with its place in the tree: its ``seq`` (per-session order of
+    writing) and its ``parent_id`` (``None`` for a root). What ``Store.get_tree`` returns.
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> _ = store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])
+    >>> store.get_tree("default", "s1")[0]
+    TreeNode(seq=1, parent_id=None, message={'id': 'm1', 'role': 'user', 'parts': []})
+    """
+
+    seq: int
+    parent_id: str | None
+    message: dict[str, Any]

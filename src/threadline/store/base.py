@@ -35,24 +35,44 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from threadline.store._contract_content import ContentContract
+from threadline.store._contract_keys import KeysContract
 from threadline.store._contract_registry import RegistryContract
 from threadline.store._contract_tree import TreeContract
-from threadline.store._values import UNSET, Entry, OwnerKind, RecentPath, SkillLoad
+from threadline.store._values import (
+    UNSET,
+    ApiKey,
+    Entry,
+    OwnerKind,
+    RecentPath,
+    SkillLoad,
+    TreeNode,
+)
 from threadline.types import AUTO
 
 if TYPE_CHECKING:
     from threadline.store._handle import SessionStore
 
-__all__ = ["AUTO", "UNSET", "Entry", "OwnerKind", "RecentPath", "SkillLoad", "Store"]
+__all__ = [
+    "AUTO",
+    "UNSET",
+    "ApiKey",
+    "Entry",
+    "OwnerKind",
+    "RecentPath",
+    "SkillLoad",
+    "Store",
+    "TreeNode",
+]
 
 
 @runtime_checkable
-class Store(RegistryContract, TreeContract, ContentContract, Protocol):
+class Store(RegistryContract, TreeContract, ContentContract, KeysContract, Protocol):
     """Storage contract. ``app`` and ``session_id`` scope every session-level call.
 
     The methods are declared by room, next to each other in the private modules
     ``_contract_registry`` (sessions), ``_contract_tree`` (messages, search, attachments) and
-    ``_contract_content`` (overlays, skills, blocks, prompt, entries, state); this class adds
+    ``_contract_content`` (overlays, skills, blocks, prompt, entries, state) and
+    ``_contract_keys`` (HTTP API keys, by hash); this class adds
     the lifecycle and the session view.
 
     >>> import threadline

@@ -65,7 +65,7 @@ function renderMessage(tree, item, view) {
     ? h("details", { class: "metadata" }, h("summary", {}, "metadata"), h("pre", { class: "code" }, prettyJson(message.metadata)))
     : null;
   const card = h("article", {
-    class: `card role-${role.replace(/[^a-z]/gi, "")}`, tabindex: "-1", "aria-label": `${role} message ${id}`,
+    class: `card card-${role.replace(/[^a-z]/gi, "")}`, tabindex: "-1", "aria-label": `${role} message ${id}`,
   }, h("header", { class: "card-head" }, headerBits),
   h("div", { class: "card-body" }, renderParts(message, { sessionId: view.sessionId })),
   metadata);

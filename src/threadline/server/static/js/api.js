@@ -60,53 +60,15 @@ async function request(method, path, { query, body, raw } = {}) {
   return text ? JSON.parse(text) : null;
 }
 
-/** Parse an export body: one JSON object, or JSON Lines (the first record is the session). */
-function parseExport(text) {
-  const trimmed = text.trim();
-  if (!trimmed) return null;
-  try {
-    return JSON.parse(trimmed);
-  } catch {
-    const lines = trimmed.split("\n").filter((line) => line.trim());
-    return lines.length ? JSON.parse(lines[0]) : null;
-  }
-}
-
-const first = (object, ...names) => {
-  for (const name of names) if (object && object[name] !== undefined) return object[name];
-  return undefined;
-};
-
-/**
- * A session's whole tree from an export record: {messages: [{id, parentId, message}], headId,
- * overlays: [{id, summary, from, to, createdAt}], blocks, state}. Tolerates both
- * `{message, parent_id}` items and messages carrying their parent.
- */
-export function treeFromExport(record) {
-  const session = first(record, "session") && Array.isArray(first(record.session, "messages"))
-    ? record.session : record;
-  const items = first(session, "messages") || [];
-  const messages = [];
-  for (const item of items) {
-    if (!item || typeof item !== "object") continue;
-    const message = item.message && typeof item.message === "object" ? item.message : item;
-    const parentId = first(item, "parent_id", "parentId") ?? first(message, "parent_id", "parentId") ?? null;
-    if (typeof message.id !== "string") continue;
-    messages.push({ id: message.id, parentId, message, seq: first(item, "seq") });
-  }
-  if (messages.some((m) => typeof m.seq === "number")) {
-    messages.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
-  }
-  const overlays = (first(session, "compactions", "overlays") || []).map((c) => ({
-    id: String(first(c, "id")),
-    summary: String(first(c, "summary") ?? ""),
-    from: first(c, "from_message_id", "fromMessageId", "from"),
-    to: first(c, "to_message_id", "toMessageId", "to"),
-    createdAt: String(first(c, "created_at", "createdAt") ?? ""),
+/** Overlays as the tree model takes them. */
+function overlaysOf(result) {
+  return ((result && result.compactions) || []).map((c) => ({
+    id: String(c.id), summary: String(c.summary ?? ""), from: c.from_message_id, to: c.to_message_id,
+    createdAt: String(c.created_at ?? ""),
   }));
-  const headId = first(session, "head_id", "headId") ?? null;
-  return { messages, headId, overlays };
 }
+
+const TREE_PAGE = 1000;
 
 export const api = {
   listSessions: (query) => request("GET", "sessions", { query }),
@@ -114,7 +76,6 @@ export const api = {
   history: (id, query) => request("GET", `${sessionPath(id)}/messages`, { query }),
   branches: (id, messageId) =>
     request("GET", `${sessionPath(id)}/messages/${seg(messageId)}/branches`),
-  compactions: (id) => request("GET", `${sessionPath(id)}/compactions`),
   checkout: (id, leafId) => request("PUT", `${sessionPath(id)}/head`, { body: { leaf_id: leafId } }),
   search: (id, q, limit = 20) => request("GET", `${sessionPath(id)}/search`, { query: { q, limit } }),
   searchAll: (q, limit = 30) => request("GET", "search", { query: { q, limit } }),
@@ -124,11 +85,28 @@ export const api = {
     const response = await request("GET", `${sessionPath(id)}/attachments/${seg(ref)}`, { raw: true });
     return response.blob();
   },
+  /**
+   * A session's whole tree: {messages: [{id, parentId, message}] (oldest first), headId,
+   * overlays} — every page of GET .../tree (attachments as references) and the compactions.
+   */
   async tree(id) {
-    const response = await request("GET", "export", { query: { session_id: id }, raw: true });
-    const record = parseExport(await response.text());
-    if (!record) throw new ApiError(404, "NotFound", `session ${id} has no export record`);
-    return treeFromExport(record);
+    const messages = [];
+    let headId = null;
+    let after = 0;
+    const overlays = request("GET", `${sessionPath(id)}/compactions`);
+    overlays.catch(() => {}); // awaited below; this only keeps an early failure from going unhandled
+    for (;;) {
+      const page = await request("GET", `${sessionPath(id)}/tree`, {
+        query: { after_seq: after, limit: TREE_PAGE, attachments: "ref" },
+      });
+      if (after === 0) headId = page.head_id ?? null;
+      for (const node of page.nodes || []) {
+        messages.push({ id: node.message.id, parentId: node.parent_id ?? null, message: node.message });
+      }
+      if (page.next_after_seq === null || page.next_after_seq === undefined) break;
+      after = page.next_after_seq;
+    }
+    return { messages, headId, overlays: overlaysOf(await overlays) };
   },
   /** An EventSource on the session's events (the key goes in the query string). */
   events(id) {

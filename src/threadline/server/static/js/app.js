@@ -174,7 +174,7 @@ function renderSession() {
   const leaves = [...tree.lines.values()].length;
   const main = $("#main");
   const results = h("div", { id: "session-results", class: "results", hidden: true });
-  const headText = tree.headId ? previewText(tree.lines.get(tree.main) && findNode(tree, tree.headId), 60) : "";
+  const headText = tree.headId ? previewText(findNode(tree, tree.headId), 60) : "";
   replaceChildren(main,
     h("section", { class: "session-head" },
       h("div", { class: "title-row" },
@@ -421,7 +421,8 @@ function renderInfo(info) {
 
 // ------------------------------------------------------------------------------ live updates
 
-const EVENT_NAMES = ["message", "appended", "message_appended", "messages", "head", "head_moved", "checkout", "compaction", "compacted", "update"];
+// GET .../events sends `message` (appended), `head` (moved) and `compaction` (overlay stored).
+const EVENT_NAMES = ["message", "head", "compaction"];
 
 function subscribe(sessionId) {
   if (typeof EventSource === "undefined") return;

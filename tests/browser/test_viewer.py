@@ -220,3 +220,21 @@ def test_a_refused_key_asks_again(page: Any, server: Server) -> None:
     with pytest.raises(urllib.error.HTTPError) as refused:
         server.call("GET", "sessions", key="tl_revoked_key")
     assert refused.value.code == 401
+
+
+def test_overview_in_light_and_dark(browser: Any, server: Server, artifacts: Path) -> None:
+    """The picture of docs/viewer.md, in both colour schemes (which really differ)."""
+    backgrounds = {}
+    for scheme in ("light", "dark"):
+        context = browser.new_context(viewport={"width": 1440, "height": 1000}, color_scheme=scheme)
+        try:
+            tab = context.new_page()
+            open_viewer(tab, server, "#/s/lisbon")
+            node(tab, "u1").locator(".branch-toggle").click()
+            expect(node(tab, "a1b")).to_be_visible()
+            tab.wait_for_timeout(300)
+            backgrounds[scheme] = tab.evaluate("getComputedStyle(document.body).backgroundColor")
+            shot(tab, artifacts, f"10-overview-{scheme}")
+        finally:
+            context.close()
+    assert backgrounds["light"] != backgrounds["dark"]

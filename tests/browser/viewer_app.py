@@ -7,13 +7,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import viewer_data  # type: ignore[import-not-found]  # beside this file (uvicorn --app-dir)
-
 from threadline import connect
 
 
 def make_app() -> Any:
     """Build the app (uvicorn calls this in the server process)."""
+    import viewer_data  # beside this file: uvicorn --app-dir puts this folder on sys.path
+
     from threadline.server import create_app
 
     store = connect(os.environ["THREADLINE_VIEWER_DB"])

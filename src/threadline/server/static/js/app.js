@@ -67,6 +67,8 @@ async function loadSessions(more = false) {
     const sessions = Array.isArray(page) ? page : page.sessions || [];
     state.sessions = more ? state.sessions.concat(sessions) : sessions;
     state.nextCursor = Array.isArray(page) ? null : page.next_cursor || null;
+    const app = state.sessions.find((s) => s.app_name)?.app_name;
+    $("#app-status").textContent = app ? `app ${app}` : "";
     renderSessionList();
   } catch (error) {
     handleError(error, "listing sessions");
@@ -276,6 +278,16 @@ function hitsOf(result) {
   return (result && (result.hits || result.results)) || [];
 }
 
+/** "in a summary" / "on a branch" for a hit the tree does not show as it stands. */
+function whereLabel(id) {
+  const tree = state.current && state.current.tree;
+  const where = tree && tree.owner.get(id);
+  if (!where) return null;
+  if (where.line !== tree.main) return h("span", { class: "pill" }, icon("branch"), "on a branch");
+  if (where.summary) return h("span", { class: "pill" }, icon("layers"), "in a summary");
+  return null;
+}
+
 async function searchSession(event) {
   event.preventDefault();
   const query = $("#session-q").value.trim();
@@ -323,7 +335,7 @@ function resultsList(hits, query, showSession, title) {
         h("button", { type: "button", class: "hit", "data-hit": hit.id, onclick: open },
           h("span", { class: "hit-meta" },
             h("span", { class: `role role-${String(hit.role).replace(/[^a-z]/gi, "")}` }, String(hit.role)),
-            showSession ? h("span", { class: "mono dim" }, sessionId) : null,
+            showSession ? h("span", { class: "mono dim" }, sessionId) : whereLabel(hit.id),
             h("span", { class: "dim" }, formatTime(hit.created_at))),
           h("span", { class: "hit-text" }, highlight(snippet(hit.content, query), query))));
     })),
@@ -448,7 +460,6 @@ function setLive(mode) {
 // ------------------------------------------------------------------------------ start
 
 function start() {
-  $("#app-status").textContent = getKey() ? "key set" : "no key";
   loadSessions();
   route();
 }

@@ -1,5 +1,5 @@
 // A tiny element builder. Text always goes in through text nodes: data from the server is never
-// parsed as HTML (there is no innerHTML anywhere in the viewer).
+// parsed as HTML: no script of the viewer assigns markup strings to the DOM.
 
 /**
  * h("button", {class: "x", onclick: fn, "aria-label": "…"}, "text", child, [more, children])

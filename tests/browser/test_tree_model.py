@@ -4,7 +4,7 @@ served from the package directory through Playwright's request routing.
 - ``visibleOverlays`` is the JavaScript twin of ``threadline.compaction.visible_overlays``: a
   hypothesis property checks they pick the same spans on random paths and overlays;
 - a 5,000-message chat with 50 branches builds and renders without recursion, every message
-  reachable once.
+  in the model once, the main line drawn whole.
 """
 
 from __future__ import annotations
@@ -49,8 +49,11 @@ def model_page(browser: Any) -> Iterator[Any]:
         lambda route: route.fulfill(status=200, body="<!doctype html>", content_type="text/html"),
     )
     page.goto(f"{ORIGIN}/")
-    page.evaluate(f"import('{ORIGIN}/js/tree.js').then((m) => {{ window.tree = m; }})")
-    page.wait_for_function("window.tree !== undefined")
+    page.evaluate(
+        f"Promise.all([import('{ORIGIN}/js/tree.js'), import('{ORIGIN}/js/conversation.js')])"
+        ".then(([tree, render]) => { window.tree = tree; window.render = render; })"
+    )
+    page.wait_for_function("window.tree !== undefined && window.render !== undefined")
     try:
         yield page
     finally:
@@ -122,9 +125,14 @@ def test_a_long_chat_with_many_branches_builds_without_recursion(model_page: Any
             }
           }
           const main = tree.lines.get(tree.main);
+          const view = { sessionId: "s", expandedLines: new Set(), expandedSummaries: new Set(),
+            onCheckout: () => {} };
+          document.body.appendChild(window.render.renderConversation(tree, view));
+          const rendered = document.querySelectorAll(".thread.main > li.node").length;
+          const toggles = document.querySelectorAll(".branch-toggle").length;
           return {
             lines: tree.lines.size, seen: seen.size, once: [...seen.values()].every((n) => n === 1),
-            mainItems: main.items.length, mainSize: main.size,
+            mainItems: main.items.length, mainSize: main.size, rendered, toggles,
             reveal: window.tree.revealPath(tree, "b49_2"),
             revealHidden: window.tree.revealPath(tree, "b3_0"),
           };
@@ -134,5 +142,7 @@ def test_a_long_chat_with_many_branches_builds_without_recursion(model_page: Any
     assert result["lines"] == 51
     assert result["mainSize"] == 5150
     assert result["mainItems"] == 5000 - 491 + 1  # m10..m500 folded into one summary
+    assert result["rendered"] == result["mainItems"]
+    assert result["toggles"] == 50 - 5  # the branches off m100..m500 sit inside the summary
     assert result["reveal"] == {"lines": ["line:b49_0"], "summaries": []}
     assert result["revealHidden"] == {"lines": ["line:b3_0"], "summaries": ["c1"]}

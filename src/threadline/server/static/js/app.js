@@ -466,6 +466,8 @@ function start() {
 
 function init() {
   $("#key-form").addEventListener("submit", submitKey);
+  // Escape would close the prompt and leave a viewer that can load nothing: keep it open.
+  $("#key-dialog").addEventListener("cancel", (event) => { if (getKey() === null) event.preventDefault(); });
   $("#forget-key").addEventListener("click", () => { forgetKey(); closeSession(); askForKey(""); });
   $("#session-filter").addEventListener("input", renderSessionList);
   $("#more-sessions").addEventListener("click", () => loadSessions(true));

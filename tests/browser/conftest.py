@@ -62,9 +62,14 @@ def find_chromium() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """A headless Chromium driven by Playwright."""
+    """A headless Chromium driven by Playwright, for one test module.
+
+    Module scope, not session: Playwright's sync API runs an event loop on this thread while it
+    is started, and later tests of the run call ``asyncio.run`` (which refuses to run inside
+    a running loop), so it must be stopped when the browser tests are done.
+    """
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

@@ -104,6 +104,7 @@ RULES: dict[str, Callable[[str, Any], Any]] = {
     "ids": check_ids,
     "before": _datetime,
     "without_user": _flag,
+    "replace": _flag,
     "limit": functools.partial(check_int, minimum=1),
     "max_bytes": functools.partial(check_int, minimum=0),
     "after_seq": functools.partial(check_int, minimum=0),

@@ -238,3 +238,15 @@ def test_overview_in_light_and_dark(browser: Any, server: Server, artifacts: Pat
         finally:
             context.close()
     assert backgrounds["light"] != backgrounds["dark"]
+
+
+def test_an_attachment_stored_out_of_row_loads_on_demand(page: Any, server: Server) -> None:
+    open_viewer(page, server, "#/s/porto")
+    chip = node(page, "p_photo").locator(".attachment")
+    expect(chip).to_contain_text("queue.png")
+    expect(chip).to_contain_text("KB")  # the size from the reference, nothing downloaded yet
+    assert node(page, "p_photo").locator("img").count() == 0
+    chip.locator("button", has_text="preview").click()
+    image = node(page, "p_photo").locator("img.preview")
+    expect(image).to_be_visible()
+    assert image.evaluate("img => img.complete && img.naturalWidth") == 300

@@ -4,7 +4,8 @@
   branches off ``u1``; the head is on the second one), a compaction overlay covering three
   messages of the head path (one a tool call), an image attachment, a tool call on the head
   path, a memory block and state;
-- ``porto`` ("Weekend in Porto"): a short linear chat;
+- ``porto`` ("Weekend in Porto"): a short linear chat, its last message with a 300×300 image
+  big enough to be stored out of row (an attachment the viewer loads on demand);
 - ``hostile`` ("Markup probe"): a message whose text is HTML that would run script if the viewer
   parsed it.
 
@@ -14,6 +15,7 @@ Run as a script to write such a store: ``python tests/browser/viewer_data.py sql
 from __future__ import annotations
 
 import base64
+import random
 import struct
 import sys
 import zlib
@@ -27,20 +29,30 @@ XSS_TEXT = (
 )
 
 
-def _png(colours: list[tuple[int, int, int]], width: int = 96, height: int = 24) -> str:
-    """A PNG of vertical colour bands, base64 (a real image, built here: no binary file)."""
-    band = width // len(colours)
-    row = b"\x00" + b"".join(bytes(colours[min(x // band, len(colours) - 1)]) for x in range(width))
+def _encode_png(rows: list[bytes], width: int, height: int) -> str:
+    """RGB rows (each starting with its filter byte) as a PNG, base64."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         body = kind + data
         return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    png = (
-        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(row * height))
-    )
-    return base64.b64encode(png + chunk(b"IEND", b"")).decode()
+    idat = chunk(b"IDAT", zlib.compress(b"".join(rows)))
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + idat + chunk(b"IEND", b"")
+    return base64.b64encode(png).decode()
+
+
+def _png(colours: list[tuple[int, int, int]], width: int = 96, height: int = 24) -> str:
+    """A PNG of vertical colour bands, base64 (a real image, built here: no binary file)."""
+    band = width // len(colours)
+    row = b"\x00" + b"".join(bytes(colours[min(x // band, len(colours) - 1)]) for x in range(width))
+    return _encode_png([row] * height, width, height)
+
+
+def _noise_png(side: int = 300) -> str:
+    """A square PNG of seeded noise: over 256 KiB, so the store keeps it out of row."""
+    noise = random.Random(7)
+    return _encode_png([b"\x00" + noise.randbytes(side * 3) for _ in range(side)], side, side)
 
 
 _PNG = _png([(79, 70, 229), (124, 58, 237), (14, 116, 144), (234, 179, 8)])
@@ -191,6 +203,20 @@ def populate(url: str) -> dict[str, Any]:
                     "p2",
                     day(21),
                 ),
+                {
+                    "id": "p_photo",
+                    "role": "user",
+                    "createdAt": day(22),
+                    "parts": [
+                        {"type": "text", "text": "A photo of the queue at Café Santiago."},
+                        {
+                            "type": "file",
+                            "mediaType": "image/png",
+                            "filename": "queue.png",
+                            "url": f"data:image/png;base64,{_noise_png()}",
+                        },
+                    ],
+                },
             ],
             user_id="ana",
         )

@@ -506,7 +506,7 @@ class ManagerCalls:
                 return (yield from self.create(session_id=session_id, user_id=user_id, **fields))
             except SessionExistsError:
                 continue  # created by someone else in between: read it
-        raise SessionExistsError(f"session {session_id!r} exists but is not visible")
+        raise SessionNotFoundError(f"session {session_id!r} not found")  # another user's
 
     def list(
         self, *, user_id: str | None = None, limit: int = 50, cursor: str | None = None
@@ -558,7 +558,7 @@ class ManagerCalls:
         if not isinstance(user_id, str) or not user_id:
             raise InvalidArgumentError("user_id must be a non-empty string")
         path = f"/v1/users/{w.segment(user_id)}"
-        return (yield from _ask(w.Call("DELETE", path, w.field("deleted_sessions", int))))
+        return (yield from _ask(w.Call("DELETE", path, w.field("sessions_deleted", int))))
 
     def _visible(self, session_id: str, user_id: str | None) -> Plan[None]:
         """``SessionNotFoundError`` when ``user_id`` is named and another user owns the session
@@ -823,7 +823,7 @@ class ManagerCalls:
         body = [dict(record) for record in records]
         query = {"replace": replace or None}
         return (
-            yield from _ask(w.Call("POST", "/v1/import", w.field("sessions", list), query, body))
+            yield from _ask(w.Call("POST", "/v1/import", w.field("session_ids", list), query, body))
         )
 
 

@@ -23,7 +23,7 @@ The examples run against a real app served in-process (``starlette``'s ``TestCli
 ['Hotels in Lisbon?']
 >>> client.get_session("nope").get_history()
 Traceback (most recent call last):
-threadline.errors.SessionNotFoundError: session 'nope' not found in app 'travel'
+threadline.errors.SessionNotFoundError: session 'nope' not found
 """
 
 from __future__ import annotations
@@ -125,6 +125,7 @@ class RemoteSession:
     get_message = Blocking(_session.get_message)
     get_latest_leaf = Blocking(_session.get_latest_leaf)
     checkout = Blocking(_session.checkout)
+    get_path_length = Blocking(_session.get_path_length)
     get_branches = Blocking(_session.get_branches)
     get_history = Blocking(_session.get_history)
     read_attachment = Blocking(_session.read_attachment)
@@ -149,18 +150,19 @@ class RemoteSession:
         >>> dict(s.state)
         {'topic': 'tea'}
         """
-        return MappingProxyType(self._run(self._calls.get_state_dict()))
+        return MappingProxyType(self._run(self._calls._state_dict()))
 
     def tools(self) -> Toolset:
         """The session's memory tools (defined and run by the server) as a ``Toolset``.
 
+        >>> _ = client.create(session_id="chat-1")
         >>> tools = client.get_session("chat-1").tools()
         >>> list(tools), tools.execute("nope")[:6]
         ([], 'Error:')
         """
-        definitions = self._run(self._calls.tool_definitions())
+        definitions = self._run(self._calls._tool_definitions())
         return _remote_tools(
-            definitions, lambda name, args: self._run(self._calls.execute_tool(name, args))
+            definitions, lambda name, args: self._run(self._calls._execute_tool(name, args))
         )
 
 
@@ -287,13 +289,14 @@ class _RemoteAsyncToolset(AsyncToolset):
         >>> import asyncio
         >>> async def main():
         ...     async with AsyncClient("http://testserver", key, http_client=aio_http) as c:
+        ...         await c.create(session_id="chat-1")
         ...         tools = await c.get_session("chat-1").tools()
         ...         return await tools.execute("nope")
         >>> asyncio.run(main())[:6]
         'Error:'
         """
         session = self._session
-        return await session._run(session._calls.execute_tool(name, args))
+        return await session._run(session._calls._execute_tool(name, args))
 
 
 def _not_here(name: str, args: Any) -> str:
@@ -350,6 +353,7 @@ class AsyncRemoteSession:
     get_message = Awaiting(_session.get_message)
     get_latest_leaf = Awaiting(_session.get_latest_leaf)
     checkout = Awaiting(_session.checkout)
+    get_path_length = Awaiting(_session.get_path_length)
     get_branches = Awaiting(_session.get_branches)
     get_history = Awaiting(_session.get_history)
     read_attachment = Awaiting(_session.read_attachment)
@@ -376,7 +380,7 @@ class AsyncRemoteSession:
         >>> asyncio.run(main())
         {'topic': 'tea'}
         """
-        return await self._run(self._calls.get_state_dict())
+        return await self._run(self._calls._state_dict())
 
     async def tools(self) -> AsyncToolset:
         """The session's memory tools, run on the server, with a coroutine ``execute``.
@@ -384,11 +388,12 @@ class AsyncRemoteSession:
         >>> import asyncio
         >>> async def main():
         ...     async with AsyncClient("http://testserver", key, http_client=aio_http) as c:
+        ...         await c.create(session_id="chat-1")
         ...         return list(await c.get_session("chat-1").tools())
         >>> asyncio.run(main())
         []
         """
-        return _RemoteAsyncToolset(self, await self._run(self._calls.tool_definitions()))
+        return _RemoteAsyncToolset(self, await self._run(self._calls._tool_definitions()))
 
 
 class AsyncClient:

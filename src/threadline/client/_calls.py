@@ -12,12 +12,14 @@ in-process server (the ``threadline.client`` module docstring shows how it is bu
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+import functools
+from collections.abc import Callable, Generator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import httpx
 
+from threadline._attachments import ref_sha
 from threadline.client import _wire as w
 from threadline.errors import (
     InvalidArgumentError,
@@ -57,6 +59,32 @@ def _ask(call: w.Call[R]) -> Plan[R]:
     return result
 
 
+P = ParamSpec("P")
+_S = TypeVar("_S", bound="SessionCalls")
+
+
+def _checked(
+    fn: Callable[Concatenate[_S, P], Plan[R]], create: bool
+) -> Callable[Concatenate[_S, P], Plan[R]]:
+    @functools.wraps(fn)
+    def plan(self: _S, /, *args: P.args, **kwargs: P.kwargs) -> Plan[R]:
+        yield from self._check_owner(create=create)
+        return (yield from fn(self, *args, **kwargs))
+
+    return plan
+
+
+def _reads(fn: Callable[Concatenate[_S, P], Plan[R]]) -> Callable[Concatenate[_S, P], Plan[R]]:
+    """A read of a handle made with ``user_id``: another user's session is missing."""
+    return _checked(fn, create=False)
+
+
+def _writes(fn: Callable[Concatenate[_S, P], Plan[R]]) -> Callable[Concatenate[_S, P], Plan[R]]:
+    """A write of a handle made with ``user_id``: another user's session is missing, and a
+    session that does not exist yet is created owned by that user (as the library does)."""
+    return _checked(fn, create=True)
+
+
 class SessionCalls:
     """The ``Session`` methods of one remote session (see ``RemoteSession``)."""
 
@@ -64,6 +92,26 @@ class SessionCalls:
         w.segment(session_id)  # a bad id fails here, before any request
         self._session_id = session_id
         self._user_id = user_id
+        self._owner_checked = False
+
+    def _check_owner(self, *, create: bool) -> Plan[None]:
+        """With ``user_id``: the session must be that user's or nobody's (owners never change,
+        so one check per handle); the server checks keys bound to a user by itself."""
+        user_id = self._user_id
+        if user_id is None or self._owner_checked:
+            return
+        info = yield from _info(self._session_id)
+        if info is None and create:
+            try:
+                info = yield from ManagerCalls().create(
+                    session_id=self._session_id, user_id=user_id
+                )
+            except SessionExistsError:
+                info = yield from _info(self._session_id)
+        if info is not None:
+            if info.user_id not in (None, user_id):
+                raise SessionNotFoundError(f"session {self._session_id!r} not found")
+            self._owner_checked = True
 
     @property
     def session_id(self) -> str:
@@ -86,10 +134,8 @@ class SessionCalls:
     def _path(self, *parts: str) -> str:
         return "/".join(["/v1/sessions", w.segment(self._session_id), *map(w.segment, parts)])
 
-    def _owner(self) -> dict[str, Any]:
-        return {"user_id": self._user_id} if self._user_id is not None else {}
-
     # -- messages and the tree ---------------------------------------------------------------
+    @_writes
     def append_message(
         self,
         message: Mapping[str, Any],
@@ -103,13 +149,14 @@ class SessionCalls:
         >>> s.append_message({"id": "m1", "role": "user", "content": "hi"})["parts"]
         [{'type': 'text', 'text': 'hi'}]
         """
-        body = {**normalize_message(message), **w.parent_field(parent_id)}
+        body = {"messages": [normalize_message(message)], **w.parent_field(parent_id)}
         if state_delta is not None:
             body["state_delta"] = dict(state_delta)
-        return (
-            yield from _ask(w.Call("POST", self._path("messages"), w.message, self._owner(), body))
-        )
+        call = w.Call("POST", self._path("messages"), w.messages("messages"), None, body)
+        stored = yield from _ask(call)
+        return stored[0]
 
+    @_writes
     def append_messages(
         self, messages: Sequence[Mapping[str, Any]], parent_id: str | AutoType | None = AUTO
     ) -> Plan[_Messages]:
@@ -125,9 +172,10 @@ class SessionCalls:
         if not normalised:
             return []
         body = {"messages": normalised, **w.parent_field(parent_id)}
-        call = w.Call("POST", self._path("messages"), w.messages("messages"), self._owner(), body)
+        call = w.Call("POST", self._path("messages"), w.messages("messages"), None, body)
         return (yield from _ask(call))
 
+    @_writes
     def update_message(self, message: Mapping[str, Any]) -> Plan[Message]:
         """Replace role, parts and metadata of a stored message (``createdAt`` kept if omitted).
 
@@ -141,6 +189,7 @@ class SessionCalls:
         path = self._path("messages", message["id"])
         return (yield from _ask(w.Call("PUT", path, w.message, None, dict(message))))
 
+    @_reads
     def delete_messages(self, ids: Sequence[str]) -> Plan[int]:
         """Delete messages by id (children are not re-parented); returns how many were deleted.
 
@@ -159,6 +208,7 @@ class SessionCalls:
             deleted += 1 if found else 0
         return deleted
 
+    @_writes
     def clear_messages(self) -> Plan[None]:
         """Delete every message and overlay of the session (the session itself stays).
 
@@ -170,6 +220,7 @@ class SessionCalls:
         """
         return (yield from _ask(w.Call("DELETE", self._path("messages"), w.nothing)))
 
+    @_reads
     def get_message(self, message_id: str) -> Plan[Message | None]:
         """One message by id, or ``None``.
 
@@ -181,20 +232,55 @@ class SessionCalls:
         path = self._path("messages", message_id)
         return (yield from _ask(w.Call("GET", path, w.message, none_if_missing=True)))
 
+    @_reads
     def get_latest_leaf(self) -> Plan[Message | None]:
         """The head message (the active leaf), or ``None`` for an empty session.
 
-        >>> s = client.get_session("chat-1")
+        >>> s = client.get_session(client.create(session_id="chat-1").id)
         >>> s.get_latest_leaf() is None
         True
         >>> _ = s.append_message({"id": "m1", "role": "user", "content": "hi"})
         >>> s.get_latest_leaf()["id"]
         'm1'
         """
+        head_id = yield from self._head_id()
+        return None if head_id is None else (yield from self.get_message(head_id))
+
+    def _head_id(self) -> Plan[str | None]:
         return (
-            yield from _ask(w.Call("GET", self._path("head"), w.field("message", _message_or_none)))
+            yield from _ask(w.Call("GET", self._path("head"), w.field("head_id", _str_or_none)))
         )
 
+    @_reads
+    def get_path_length(self, leaf_id: str | None = None) -> Plan[int]:
+        """Number of raw messages on the path to ``leaf_id`` (default: head). The server has
+        no route for it: the client follows parents through the tree (``GET .../tree``).
+
+        >>> s = client.get_session("chat-1")
+        >>> _ = s.append_messages([{"id": "m1", "role": "user", "content": "hi"},
+        ...                        {"id": "m2", "role": "assistant", "content": "hello"}])
+        >>> s.get_path_length(), s.get_path_length("m1")
+        (2, 1)
+        """
+        parents: dict[str, str | None] = {}
+        after = 0
+        while True:
+            query = {"after_seq": after, "limit": 10_000, "attachments": "ref"}
+            page = yield from _ask(w.Call("GET", self._path("tree"), w.json_of_object, query))
+            parents.update((n["message"]["id"], n["parent_id"]) for n in page["nodes"])
+            if page.get("next_after_seq") is None:
+                break
+            after = page["next_after_seq"]
+        node = leaf_id if leaf_id is not None else page.get("head_id")
+        if node is not None and node not in parents:
+            raise MessageNotFoundError(f"message {node!r} is not in this session")
+        length = 0
+        while node is not None:
+            length += 1
+            node = parents.get(node)
+        return length
+
+    @_writes
     def checkout(self, leaf_id: str) -> Plan[None]:
         """Move the head to any message of the session (branch navigation).
 
@@ -212,6 +298,7 @@ class SessionCalls:
             )
         )
 
+    @_reads
     def get_branches(self, message_id: str) -> Plan[_Messages]:
         """Children of a message, oldest first — e.g. the original and regenerated answers.
 
@@ -225,6 +312,7 @@ class SessionCalls:
         path = self._path("messages", message_id, "branches")
         return (yield from _ask(w.Call("GET", path, w.messages("messages"))))
 
+    @_reads
     def get_history(
         self,
         leaf_id: str | None = None,
@@ -252,6 +340,7 @@ class SessionCalls:
             yield from _ask(w.Call("GET", self._path("messages"), w.messages("messages"), query))
         )
 
+    @_reads
     def read_attachment(self, ref: object) -> Plan[bytes | str]:
         """The content of an attachment: ``bytes`` for file data, ``str`` for text (``ref``
         from ``get_history(attachments="ref")``, or ``"sha256:<hex>"``).
@@ -263,15 +352,10 @@ class SessionCalls:
         >>> ref["kind"], len(s.read_attachment(ref))
         ('bytes', 300000)
         """
-        digest = ref.get("sha256") if isinstance(ref, Mapping) else ref
-        if isinstance(digest, str) and not digest.startswith("sha256:"):
-            digest = f"sha256:{digest}"
-        if not isinstance(digest, str):
-            raise InvalidArgumentError(
-                f"an attachment reference is a ref dict or 'sha256:<hex>', got {type(ref).__name__}"
-            )
+        digest = f"sha256:{ref_sha(ref)}"
         return (yield from _ask(w.Call("GET", self._path("attachments", digest), _attachment)))
 
+    @_reads
     def search(self, query: str, *, limit: int = 20) -> Plan[_Hits]:
         """Full-text search over this session (stemmed words, phrases, substrings).
 
@@ -288,21 +372,24 @@ class SessionCalls:
         return (yield from _ask(call))
 
     # -- overlays and compaction ---------------------------------------------------------------
+    @_reads
     def get_compactions(self) -> Plan[_Compactions]:
         """Every stored overlay of this session, oldest first.
 
-        >>> s = client.get_session("chat-1")
+        >>> s = client.get_session(client.create(session_id="chat-1").id)
         >>> s.get_compactions()
         []
         """
         decode = w.list_of(Compaction, "compactions")
         return (yield from _ask(w.Call("GET", self._path("compactions"), decode)))
 
+    @_writes
     def compact(self, leaf_id: str | None = None) -> Plan[CompactResult | None]:
         """Summarise part of the history with the compaction function configured on the server
         (``create_app(..., configure=...)``); ``None`` when it declines.
 
-        >>> client.get_session("chat-1").compact()  # this server has no compaction function
+        >>> s = client.get_session(client.create(session_id="chat-1").id)
+        >>> s.compact()  # this server has no compaction function
         Traceback (most recent call last):
         threadline.errors.CompactionError: no compaction function registered: call on_compaction(fn)
         """
@@ -311,19 +398,22 @@ class SessionCalls:
         return (yield from _ask(call))
 
     # -- memory blocks and the prompt ----------------------------------------------------------
+    @_reads
     def get_context_block(self, label: str) -> Plan[ContextBlock | None]:
         """One memory block, or ``None``.
 
-        >>> s = client.get_session("chat-1")
+        >>> s = client.get_session(client.create(session_id="chat-1").id)
         >>> s.get_context_block("nope") is None
         True
         """
         path = self._path("blocks", label)
         return (yield from _ask(w.Call("GET", path, w.decoder(ContextBlock), none_if_missing=True)))
 
+    @_reads
     def get_context_blocks(self) -> Plan[list[ContextBlock]]:
         """All memory blocks in registration order.
 
+        >>> _ = client.create(session_id="chat-1")
         >>> client.get_session("chat-1").get_context_blocks()
         []
         """
@@ -331,6 +421,7 @@ class SessionCalls:
             yield from _ask(w.Call("GET", self._path("blocks"), w.list_of(ContextBlock, "blocks")))
         )
 
+    @_writes
     def replace_context_block(self, label: str, content: str) -> Plan[ContextBlock]:
         """Replace a writable block's content (limits checked; the frozen prompt is unchanged).
 
@@ -345,6 +436,7 @@ class SessionCalls:
             )
         )
 
+    @_writes
     def append_context_block(self, label: str, content: str) -> Plan[ContextBlock]:
         """Append to a writable block (joined with a newline).
 
@@ -359,17 +451,21 @@ class SessionCalls:
             )
         )
 
+    @_reads
     def freeze_system_prompt(self) -> Plan[str]:
         """The session's frozen system prompt (rendered once, then reused).
 
+        >>> _ = client.create(session_id="chat-1")
         >>> client.get_session("chat-1").freeze_system_prompt()
         ''
         """
         return (yield from _ask(w.Call("GET", self._path("prompt"), w.field("prompt", str))))
 
+    @_writes
     def refresh_system_prompt(self) -> Plan[str]:
         """Re-read every block, re-render, persist (if cached) and return the new prompt.
 
+        >>> _ = client.create(session_id="chat-1")
         >>> client.get_session("chat-1").refresh_system_prompt()
         ''
         """
@@ -377,23 +473,17 @@ class SessionCalls:
             yield from _ask(w.Call("POST", self._path("prompt", "refresh"), w.field("prompt", str)))
         )
 
-    def tool_definitions(self) -> Plan[_Records]:
-        """The session's memory tools as MCP ``tools/list`` entries (what ``tools()`` builds on).
-
-        >>> client.get_session("chat-1").tool_definitions()
-        []
-        """
+    @_reads
+    def _tool_definitions(self) -> Plan[_Records]:
+        """The session's memory tools as MCP ``tools/list`` entries (``tools()`` builds on)."""
         query = {"format": "mcp"}
         return (
             yield from _ask(w.Call("GET", self._path("tools"), w.field("tools", _tool_list), query))
         )
 
-    def execute_tool(self, name: str, args: Any = None) -> Plan[str]:
-        """Run one memory tool on the server; failures come back as ``"Error: ..."``.
-
-        >>> client.get_session("chat-1").execute_tool("set_context", {"label": "x"})[:6]
-        'Error:'
-        """
+    @_writes
+    def _execute_tool(self, name: str, args: Any = None) -> Plan[str]:
+        """Run one memory tool on the server; failures come back as ``"Error: ..."``."""
         body = {} if args is None else args
         call = w.Call("POST", self._path("tools", name), _tool_result, None, body)
         try:
@@ -402,14 +492,9 @@ class SessionCalls:
             return f"Error: {exc}"
 
     # -- state ---------------------------------------------------------------------------------
-    def get_state_dict(self) -> Plan[dict[str, Any]]:
-        """The merged state (``app:``, ``user:`` and session keys) as a dict.
-
-        >>> s = client.get_session("chat-1")
-        >>> s.update_state({"topic": "tea"})
-        >>> s.get_state_dict()
-        {'topic': 'tea'}
-        """
+    @_reads
+    def _state_dict(self) -> Plan[dict[str, Any]]:
+        """The merged state (``app:``, ``user:`` and session keys) as a dict."""
         return (yield from _ask(w.Call("GET", self._path("state"), w.field("state", dict))))
 
     def get_state(self, key: str, default: Any = None) -> Plan[Any]:
@@ -420,22 +505,23 @@ class SessionCalls:
         >>> s.get_state("topic"), s.get_state("missing", "none")
         ('tea', 'none')
         """
-        state = yield from self.get_state_dict()
+        state = yield from self._state_dict()
         return state.get(key, default)
 
+    @_writes
     def update_state(self, delta: Mapping[str, Any]) -> Plan[None]:
         """Apply a delta atomically; a ``None`` value deletes the key.
 
         >>> s = client.get_session("chat-1")
         >>> s.update_state({"draft": "hi", "topic": "tea"})
         >>> s.update_state({"draft": None})
-        >>> s.get_state_dict()
+        >>> dict(s.state)
         {'topic': 'tea'}
         """
         if not isinstance(delta, Mapping):
             kind = type(delta).__name__
             raise InvalidArgumentError(f"a state delta must be a mapping, got {kind}")
-        yield from _ask(w.Call("PATCH", self._path("state"), w.nothing, self._owner(), dict(delta)))
+        yield from _ask(w.Call("PATCH", self._path("state"), w.nothing, None, dict(delta)))
 
 
 class ManagerCalls:
@@ -531,7 +617,7 @@ class ManagerCalls:
         >>> client.rename("s1", "Lisbon trip").name
         'Lisbon trip'
         """
-        yield from self._visible(session_id, user_id)
+        yield from SessionCalls(session_id, user_id)._check_owner(create=False)
         path = _session_path(session_id)
         return (
             yield from _ask(w.Call("PATCH", path, w.decoder(SessionInfo), None, {"name": name}))
@@ -545,7 +631,7 @@ class ManagerCalls:
         >>> client.get("s1") is None
         True
         """
-        yield from self._visible(session_id, user_id)
+        yield from SessionCalls(session_id, user_id)._check_owner(create=False)
         yield from _ask(w.Call("DELETE", _session_path(session_id), w.nothing))
 
     def forget_user(self, user_id: str) -> Plan[int]:
@@ -559,14 +645,6 @@ class ManagerCalls:
             raise InvalidArgumentError("user_id must be a non-empty string")
         path = f"/v1/users/{w.segment(user_id)}"
         return (yield from _ask(w.Call("DELETE", path, w.field("sessions_deleted", int))))
-
-    def _visible(self, session_id: str, user_id: str | None) -> Plan[None]:
-        """``SessionNotFoundError`` when ``user_id`` is named and another user owns the session
-        (the server checks everything else)."""
-        if user_id is None:
-            return
-        if (yield from self.get(session_id, user_id=user_id)) is None:
-            raise SessionNotFoundError(f"session {session_id!r} not found")
 
     # -- messages (the manager's shortcuts to one session) ---------------------------------------
     def append(
@@ -650,8 +728,7 @@ class ManagerCalls:
         >>> client.get_message_count("s1")
         2
         """
-        path = _session_path(session_id, "head")
-        return (yield from _ask(w.Call("GET", path, w.field("path_length", int))))
+        return (yield from SessionCalls(session_id, user_id).get_path_length())
 
     def clear_messages(self, session_id: str, *, user_id: str | None = None) -> Plan[None]:
         """Delete every message and overlay of a session.
@@ -661,7 +738,7 @@ class ManagerCalls:
         >>> client.get_history("s1"), client.get("s1") is not None
         ([], True)
         """
-        yield from self._visible(session_id, user_id)
+        yield from SessionCalls(session_id, user_id)._check_owner(create=False)
         return (yield from SessionCalls(session_id).clear_messages())
 
     def delete_messages(
@@ -674,7 +751,7 @@ class ManagerCalls:
         >>> client.delete_messages("s1", ["m2"]), client.get_message_count("s1")
         (1, 1)
         """
-        yield from self._visible(session_id, user_id)
+        yield from SessionCalls(session_id, user_id)._check_owner(create=False)
         return (yield from SessionCalls(session_id).delete_messages(ids))
 
     def get_branches(
@@ -717,7 +794,7 @@ class ManagerCalls:
         >>> child.parent_session_id, child.name, client.get_message_count(child.id)
         ('s1', 'Take two', 2)
         """
-        yield from self._visible(session_id, user_id)
+        yield from SessionCalls(session_id, user_id)._check_owner(create=False)
         body = w.body_without({"at_message_id": at_message_id, "name": name})
         path = _session_path(session_id, "fork")
         return (yield from _ask(w.Call("POST", path, w.decoder(SessionInfo), None, body)))
@@ -739,7 +816,7 @@ class ManagerCalls:
         >>> info.input_tokens, info.output_tokens, info.estimated_cost
         (1200, 300, 0.004)
         """
-        yield from self._visible(session_id, user_id)
+        yield from SessionCalls(session_id, user_id)._check_owner(create=False)
         body = {"input_tokens": input_tokens, "output_tokens": output_tokens, "cost": cost}
         yield from _ask(w.Call("POST", _session_path(session_id, "usage"), w.nothing, None, body))
 
@@ -756,7 +833,7 @@ class ManagerCalls:
         >>> client.get_state("s1"), client.get_history("s1")[-1]["id"]
         ({}, 'm2')
         """
-        yield from self._visible(session_id, user_id)
+        yield from SessionCalls(session_id, user_id)._check_owner(create=False)
         body = {"before_message_id": before_message_id}
         yield from _ask(w.Call("POST", _session_path(session_id, "rewind"), w.nothing, None, body))
 
@@ -782,7 +859,7 @@ class ManagerCalls:
         >>> client.get_state("s1") == {"app:currency": "EUR", "topic": "hotels"}
         True
         """
-        return (yield from SessionCalls(session_id, user_id).get_state_dict())
+        return (yield from SessionCalls(session_id, user_id)._state_dict())
 
     def update_state(
         self, session_id: str, delta: Mapping[str, Any], *, user_id: str | None = None
@@ -836,8 +913,8 @@ def _info(session_id: str) -> Plan[SessionInfo | None]:
     return (yield from _ask(call))
 
 
-def _message_or_none(value: Any) -> Message | None:
-    return None if value is None else dict(value)
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _tool_list(value: Any) -> _Records:

@@ -168,6 +168,11 @@ def message(response: httpx.Response) -> Message:
     return _object(response.json())
 
 
+def json_of_object(response: httpx.Response) -> dict[str, Any]:
+    """Decoder of a JSON object kept as a dict."""
+    return _object(response.json())
+
+
 def messages(key: str) -> Callable[[httpx.Response], list[Message]]:
     """Decoder of ``{key: [message, ...]}``."""
     return field(key, lambda items: [_object(item) for item in items])

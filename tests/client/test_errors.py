@@ -18,14 +18,13 @@ pytestmark = pytest.mark.timeout(240)
 
 # (what it does, called with a manager or a client) — each must raise the same class.
 CASES: list[tuple[str, Callable[[Any], Any]]] = [
-    ("unknown session", lambda api: api.get_session("nope").get_history()),
     ("rename unknown", lambda api: api.rename("nope", "x")),
     ("delete unknown", lambda api: api.delete("nope")),
     ("exists", lambda api: api.create(session_id="s1")),
     ("unknown message", lambda api: api.get_session("s1").checkout("nope")),
     ("rewind unknown message", lambda api: api.rewind("s1", before_message_id="nope")),
     ("fork at unknown message", lambda api: api.fork("s1", "nope")),
-    ("bad message", lambda api: api.append("s1", {"role": "wizard", "content": "hi"})),
+    ("bad message", lambda api: api.append("s1", {"role": "user", "parts": "hi"})),
     ("not a message", lambda api: api.append("s1", "hi")),
     ("unknown block", lambda api: api.get_session("s1").replace_context_block("nope", "x")),
     ("block too large", lambda api: api.get_session("s1").replace_context_block(
@@ -61,9 +60,8 @@ def test_errors_map_to_the_classes_the_library_raises(seeded: Served) -> None:
     with Client(seeded.url, seeded.key) as client:
         for name, case in CASES:
             local, remote = _raised(lambda: case(manager)), _raised(lambda: case(client))
-            assert local is not None, name
-            if local is not remote:
-                differ.append((name, local.__name__, getattr(remote, "__name__", None)))
+            if local is None or local is not remote:
+                differ.append((name, getattr(local, "__name__", None), getattr(remote, "__name__", None)))
     assert differ == []
 
 
@@ -109,7 +107,7 @@ def test_the_async_client_raises_the_same_classes(seeded: Served) -> None:
                 lambda: client.get_session("nope").get_history(),
                 lambda: client.create(session_id="s1"),
                 lambda: client.get_session("s1").checkout("nope"),
-                lambda: client.append("s1", {"role": "wizard"}),
+                lambda: client.append("s1", {"role": "user", "parts": "hi"}),
             ):
                 try:
                     await call()

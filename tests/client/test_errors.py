@@ -8,8 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import Served
-from served_app import APP, configure
+from served_app import APP, Served, configure
 
 from threadline import SessionManager, errors
 from threadline.client import AsyncClient, AuthenticationError, Client, RemoteError
@@ -27,8 +26,10 @@ CASES: list[tuple[str, Callable[[Any], Any]]] = [
     ("bad message", lambda api: api.append("s1", {"role": "user", "parts": "hi"})),
     ("not a message", lambda api: api.append("s1", "hi")),
     ("unknown block", lambda api: api.get_session("s1").replace_context_block("nope", "x")),
-    ("block too large", lambda api: api.get_session("s1").replace_context_block(
-        "memory", "word " * 500)),
+    (
+        "block too large",
+        lambda api: api.get_session("s1").replace_context_block("memory", "word " * 500),
+    ),
     ("bad state key", lambda api: api.update_state("s1", {"": 1})),
     ("bad limit", lambda api: api.get_history("s1", limit=0)),
     ("bad usage", lambda api: api.add_usage("s1", -1, 0)),
@@ -59,9 +60,12 @@ def test_errors_map_to_the_classes_the_library_raises(seeded: Served) -> None:
     differ = []
     with Client(seeded.url, seeded.key) as client:
         for name, case in CASES:
-            local, remote = _raised(lambda: case(manager)), _raised(lambda: case(client))
+            local = _raised(lambda case=case: case(manager))
+            remote = _raised(lambda case=case: case(client))
             if local is None or local is not remote:
-                differ.append((name, getattr(local, "__name__", None), getattr(remote, "__name__", None)))
+                differ.append(
+                    (name, getattr(local, "__name__", None), getattr(remote, "__name__", None))
+                )
     assert differ == []
 
 

@@ -9,8 +9,7 @@ import dataclasses
 from typing import Any
 
 import pytest
-from conftest import Served
-from served_app import APP, configure
+from served_app import APP, Served, configure
 
 import threadline
 from threadline import AsyncSessionManager, SessionManager
@@ -50,13 +49,21 @@ def scenario(api: Any) -> dict[str, Any]:
     """Everyday use through the SessionManager method names (``api`` is a manager or a
     client); returns what each step gave."""
     out: dict[str, Any] = {}
-    out["created"] = api.create("Lisbon trip", session_id="trip", user_id="ana",
-                                state={"topic": "hotels"}, metadata={"channel": "web"})
-    api.append_all("trip", [
-        _message("m1", "user", "Find me a hotel in Lisbon", 1),
-        _message("m2", "assistant", "Alfama has charming hotels", 2),
-        _message("m3", "user", "Something near the river?", 3),
-    ])
+    out["created"] = api.create(
+        "Lisbon trip",
+        session_id="trip",
+        user_id="ana",
+        state={"topic": "hotels"},
+        metadata={"channel": "web"},
+    )
+    api.append_all(
+        "trip",
+        [
+            _message("m1", "user", "Find me a hotel in Lisbon", 1),
+            _message("m2", "assistant", "Alfama has charming hotels", 2),
+            _message("m3", "user", "Something near the river?", 3),
+        ],
+    )
     api.append("trip", _message("m4", "assistant", "Try Cais do Sodre", 4))
     api.append("trip", _message("m3b", "assistant", "Or Belem, by the river", 5), parent_id="m3")
     out["branches"] = api.get_branches("trip", "m3")
@@ -144,8 +151,13 @@ async def async_scenario(api: Any) -> dict[str, Any]:
     """A shorter scenario through the async twins' names."""
     out: dict[str, Any] = {}
     out["created"] = await api.create("Chat", session_id="c1", user_id="ana")
-    await api.append_all("c1", [_message("m1", "user", "Deploy on Friday?", 1),
-                                _message("m2", "assistant", "Better on Monday", 2)])
+    await api.append_all(
+        "c1",
+        [
+            _message("m1", "user", "Deploy on Friday?", 1),
+            _message("m2", "assistant", "Better on Monday", 2),
+        ],
+    )
     s = await _session(api, "c1")
     out["appended"] = await s.append_message(_message("m3", "user", "Why not Friday?", 3))
     out["history"] = await s.get_history()
@@ -154,8 +166,9 @@ async def async_scenario(api: Any) -> dict[str, Any]:
     out["blocks"] = await s.get_context_blocks()
     await api.update_state("c1", {"team": "infra"})
     out["state"] = await s.state()
-    out["tool"] = await (await s.tools()).execute("set_context", {"label": "memory",
-                                                                  "content": "x"})
+    out["tool"] = await (await s.tools()).execute(
+        "set_context", {"label": "memory", "content": "x"}
+    )
     out["compacted"] = await s.compact()
     out["history_compacted"] = await api.get_history("c1")
     await api.add_usage("c1", 7, 3)

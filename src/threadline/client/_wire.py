@@ -144,7 +144,9 @@ def segment(value: str) -> str:
     """One URL path segment (ids may hold any character, ``/`` included)."""
     if not isinstance(value, str):
         raise InvalidArgumentError(f"an id must be a string, got {type(value).__name__}")
-    return quote(value, safe="")
+    quoted = quote(value, safe="")
+    # "." and ".." would be dot-segments, removed from the path by URL normalisation.
+    return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
 
 
 def body_without(values: Mapping[str, Any]) -> dict[str, Any]:

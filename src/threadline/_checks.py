@@ -81,13 +81,13 @@ RULES: dict[str, Callable[[str, Any], Any]] = {
         (
             "app", "session_id", "message_id", "leaf_id",
             "from_message_id", "to_message_id", "before_message_id", "parent_session_id",
-            "label", "key",
+            "label", "key", "key_id",
         ),
         check_id,
     ),
     **dict.fromkeys(
         ("name", "model", "source", "end_reason", "summary", "content", "description",
-         "cursor"),
+         "cursor", "key_hash"),
         _text,
     ),
     "prompt": lambda what, value: value is None or check_text(what, value),  # None: forget it
@@ -104,8 +104,10 @@ RULES: dict[str, Callable[[str, Any], Any]] = {
     "ids": check_ids,
     "before": _datetime,
     "without_user": _flag,
+    "replace": _flag,
     "limit": functools.partial(check_int, minimum=1),
     "max_bytes": functools.partial(check_int, minimum=0),
+    "after_seq": functools.partial(check_int, minimum=0),
     "count": functools.partial(check_int, minimum=1),
     "min_messages": functools.partial(check_int, minimum=0),
     "input_tokens": functools.partial(check_int, minimum=0),

@@ -272,7 +272,7 @@ class Client:
     search = Blocking(_manager.search)
     get_state = Blocking(_manager.get_state)
     update_state = Blocking(_manager.update_state)
-    export = Blocking(_manager.export)
+    export_sessions = Blocking(_manager.export_sessions)
     import_sessions = Blocking(_manager.import_sessions)
 
 
@@ -484,5 +484,5 @@ class AsyncClient:
     search = Awaiting(_manager.search)
     get_state = Awaiting(_manager.get_state)
     update_state = Awaiting(_manager.update_state)
-    export = Awaiting(_manager.export)
+    export_sessions = Awaiting(_manager.export_sessions)
     import_sessions = Awaiting(_manager.import_sessions)

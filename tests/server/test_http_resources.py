@@ -198,3 +198,37 @@ def httpx_quote(value: str) -> str:
     from urllib.parse import quote
 
     return quote(value, safe="")
+
+
+def test_export_then_import_into_another_app_gives_the_same_sessions(server: Server) -> None:
+    source, target = f"ex-{uuid.uuid4().hex[:8]}", f"im-{uuid.uuid4().hex[:8]}"
+    with server.client(server.key(source)) as http:
+        http.post("/v1/sessions", json={"session_id": "e1", "user_id": "ana", "name": "Trip"})
+        http.post("/v1/sessions/e1/messages", json=user("hello", "m1"))
+        http.post("/v1/sessions/e1/messages", json=user("branch", "m2"), params={"parent_id": "m1"})
+        http.patch("/v1/sessions/e1/state", json={"k": "v"})
+        exported = http.get("/v1/export")
+        assert exported.status_code == 200
+        assert exported.headers["content-type"].startswith("application/x-ndjson")
+        lines = exported.text.splitlines()
+        assert len(lines) == 1
+        assert http.get("/v1/export", params={"session_id": "nope"}).status_code == 404
+        original = http.get("/v1/sessions/e1/tree").json()
+    with server.client(server.key(target)) as http:
+        ndjson = {"content-type": "application/x-ndjson"}
+        done = http.post("/v1/import", content=exported.content, headers=ndjson)
+        assert done.status_code == 201 and done.json() == {"session_ids": ["e1"]}
+        again = http.post("/v1/import", content=exported.content, headers=ndjson)
+        assert again.status_code == 409
+        replaced = http.post(
+            "/v1/import", content=exported.content, headers=ndjson, params={"replace": True}
+        )
+        assert replaced.status_code == 201
+        assert http.get("/v1/sessions/e1/tree").json() == original
+        assert http.get("/v1/sessions/e1/state").json()["state"] == {"k": "v"}
+        assert http.post("/v1/import", content=b"[1]\n", headers=ndjson).status_code == 400
+        assert http.post("/v1/import", content=b"\xff", headers=ndjson).status_code == 400
+    with server.client(server.key(target, user="ana")) as bound:
+        refused = bound.post("/v1/import", content=exported.content, headers=ndjson)
+        assert refused.status_code == 400
+        assert len(bound.get("/v1/export").text.splitlines()) == 1  # ana's own session

@@ -218,3 +218,25 @@ def test_a_store_written_remotely_reads_the_same_in_process(served: Served) -> N
         remote = client.get_history("s1")
     with threadline.connect(served.store_url) as store:
         assert SessionManager(store, APP).get_history("s1") == remote
+
+
+def test_export_over_http_equals_the_library_export_and_imports_back(served: Served) -> None:
+    from threadline.export import export_sessions
+
+    with Client(served.url, served.key) as client:
+        client.create("Trip", session_id="s1", user_id="ana", state={"topic": "tea"})
+        client.append_all("s1", [_message("m1", "user", "hi", 1), _message("m2", "user", "yo", 2)])
+        client.append("s1", _message("m3", "user", "other branch", 3), parent_id="m1")
+        client.get_session("s1").replace_context_block("memory", "Likes tea.")
+        client.create(session_id="s2", user_id="bob")
+        records = client.export_sessions()
+        with threadline.connect(served.store_url) as store:
+            assert records == list(export_sessions(store, APP))
+        assert [r["session"]["id"] for r in client.export_sessions(user_id="ana")] == ["s1"]
+        before = client.get_history("s1", "m3"), client.get_state("s1")
+        client.delete("s1")
+        assert client.import_sessions([r for r in records if r["session"]["id"] == "s1"]) == ["s1"]
+        assert (client.get_history("s1", "m3"), client.get_state("s1")) == before
+        with pytest.raises(threadline.errors.SessionExistsError):
+            client.import_sessions(records)
+        assert sorted(client.import_sessions(records, replace=True)) == ["s1", "s2"]

@@ -320,10 +320,13 @@ class SessionCalls:
         *,
         limit: int | None = None,
         max_tokens: int | None = None,
-        after: datetime | str | None = None,
+        after: datetime | str | float | None = None,
+        runs: int | None = None,
+        branch: str | None = None,
         attachments: Literal["inline", "ref"] = "inline",
     ) -> Plan[_Messages]:
-        """Root→leaf path with overlays applied, then ``after``, ``limit``, ``max_tokens``.
+        """Root→leaf path with overlays applied, then windowed (``after``, ``branch``,
+        ``runs``, ``limit``, ``max_tokens``) by the server, as ``Session.get_history``.
 
         >>> s = client.get_session("chat-1")
         >>> _ = s.append_messages([{"role": "user", "content": c} for c in "abc"])
@@ -335,6 +338,8 @@ class SessionCalls:
             "limit": limit,
             "max_tokens": max_tokens,
             "after": after,
+            "runs": runs,
+            "branch": branch,
             "attachments": None if attachments == "inline" else attachments,
         }
         return (
@@ -822,7 +827,12 @@ class ManagerCalls:
         yield from _ask(w.Call("POST", _session_path(session_id, "usage"), w.nothing, None, body))
 
     def rewind(
-        self, session_id: str, before_message_id: str, *, user_id: str | None = None
+        self,
+        session_id: str,
+        before_message_id: str | None = None,
+        *,
+        before_invocation_id: str | None = None,
+        user_id: str | None = None,
     ) -> Plan[None]:
         """Move the head before a message and undo its session-state changes (nothing deleted).
 
@@ -834,7 +844,9 @@ class ManagerCalls:
         ('m2', 2)
         """
         yield from SessionCalls(session_id, user_id)._check_owner(create=False)
-        body = {"before_message_id": before_message_id}
+        body = w.body_without(
+            {"before_message_id": before_message_id, "before_invocation_id": before_invocation_id}
+        )
         yield from _ask(w.Call("POST", _session_path(session_id, "rewind"), w.nothing, None, body))
 
     # -- search and state --------------------------------------------------------------------------

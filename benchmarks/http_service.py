@@ -192,6 +192,7 @@ def _timed_rounds(ops: dict[str, Op], rounds: int) -> dict[str, list[float]]:
 
 def _http_ops(http: httpx.Client, sid: str, texts: list[str]) -> tuple[Op, Op]:
     http.post("/v1/sessions", json={"session_id": sid})
+
     def append(r: int) -> None:
         body = {"role": "user", "content": texts[r % len(texts)]}
         answer = http.post(f"/v1/sessions/{sid}/messages", json=body)

@@ -223,6 +223,10 @@ class SQLBase(ABC):
     #: already excludes every other writer (SQLite's ``BEGIN IMMEDIATE``).
     _FOR_UPDATE = ""
 
+    #: Aggregate of ``tl_state`` rows aliased ``t`` into ONE JSON object text (key -> the
+    #: stored JSON value), ``'{}'`` or NULL for no rows; PostgreSQL spells it its own way.
+    _STATE_OBJECT = "json_group_object(t.key, json(t.value))"
+
     #: What "now" is for this store (``updated_at``, overlay and block times, purge cutoffs):
     #: ``None`` is the system clock; tests inject one (``clock=`` of the backends).
     _clock: Callable[[], datetime] | None = None

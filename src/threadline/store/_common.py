@@ -137,6 +137,35 @@ def row_to_session_info(row: Sequence[Any]) -> SessionInfo:
     )
 
 
+# --------------------------------------------------------------------------- path reads
+
+
+def chained_tail(rows: Sequence[Sequence[Any]]) -> list[tuple[str, str, int]] | None:
+    """The path tail in ``rows`` — newest-first ``(id, data, depth, parent_id, head_id)`` by
+    ``seq`` — as ``(id, data, depth)`` root side first, when they chain from the head (each
+    row the parent of the one before, the first the head); ``None`` when they do not (a
+    branch or a moved head: the caller walks the tree instead). Rows after the root are
+    dropped.
+
+    >>> rows = [("m3", "{}", 3, "m2", "m3"), ("m2", "{}", 2, "m1", "m3")]
+    >>> chained_tail(rows)
+    [('m2', '{}', 2), ('m3', '{}', 3)]
+    >>> chained_tail([("m3", "{}", 3, "m2", "m9")]) is None  # the head is elsewhere
+    True
+    """
+    expected = rows[0][4] if rows else None
+    out: list[tuple[str, str, int]] = []
+    for message_id, data, depth, parent_id, _ in rows:
+        if message_id != expected:
+            return None
+        out.append((message_id, data, int(depth)))
+        expected = parent_id
+        if expected is None:
+            break
+    out.reverse()
+    return out
+
+
 # --------------------------------------------------------------------------- scoped state
 
 
@@ -223,6 +252,7 @@ def merge_undo(records: Iterable[str | None]) -> dict[str, tuple[bool, Any]]:
 
 __all__ = [
     "SESSION_COLUMNS",
+    "chained_tail",
     "datetime_to_us",
     "decode_cursor",
     "dumps",

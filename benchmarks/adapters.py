@@ -49,7 +49,9 @@ TL = "ThreadlineSession"
 def sdk_backends(tmp: str, sid: str) -> list[tuple[str, Any]]:
     from agents import SQLiteSession
 
-    out: list[tuple[str, Any]] = [("SQLiteSession", SQLiteSession(sid, os.path.join(tmp, "sdk.db")))]
+    out: list[tuple[str, Any]] = [
+        ("SQLiteSession", SQLiteSession(sid, os.path.join(tmp, "sdk.db")))
+    ]
     try:
         from agents.extensions.memory import AsyncSQLiteSession
 
@@ -60,7 +62,9 @@ def sdk_backends(tmp: str, sid: str) -> list[tuple[str, Any]]:
         from agents.extensions.memory import SQLAlchemySession
 
         url = f"sqlite+aiosqlite:///{os.path.join(tmp, 'sa.db')}"
-        out.append(("SQLAlchemySession", SQLAlchemySession.from_url(sid, url=url, create_tables=True)))
+        out.append(
+            ("SQLAlchemySession", SQLAlchemySession.from_url(sid, url=url, create_tables=True))
+        )
     except Exception as exc:
         print(f"SQLAlchemySession: not available ({exc.__class__.__name__})")
     return out
@@ -155,15 +159,18 @@ async def run(count: int) -> None:
             if drop is not None:
                 drop()
     print(f"OpenAI Agents SDK: {count} items of one session, SQLite at synchronous=FULL")
-    print(f"{'backend':<32}{'add_items µs':>14}{'get_items 50 µs':>17}{'add ratio':>11}{'get ratio':>11}")
+    print(
+        f"{'backend':<32}{'add_items µs':>14}{'get_items 50 µs':>17}"
+        f"{'add ratio':>11}{'get ratio':>11}"
+    )
     ours = results[TL]
     for name, (add, get) in results.items():
         base = results[f"{TL} (PostgreSQL)"] if "PostgreSQL" in name else ours
-        print(
-            f"{name:<32}{add:>14.0f}{get:>17.0f}{add / base[0]:>10.2f}x{get / base[1]:>10.2f}x"
-        )
+        print(f"{name:<32}{add:>14.0f}{get:>17.0f}{add / base[0]:>10.2f}x{get / base[1]:>10.2f}x")
     print(f"{TL}: get_items 50 by a fresh object (cold, converts every item): {cold:.0f} µs")
-    print("ratio = backend / ThreadlineSession on the same database kind (above 1: threadline faster)")
+    print(
+        "ratio = backend / ThreadlineSession on the same database kind (above 1: threadline faster)"
+    )
 
 
 def main() -> None:

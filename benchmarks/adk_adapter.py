@@ -1,12 +1,12 @@
 """ThreadlineSessionService against ADK's own session services, same workloads, same run.
 
 Backends: threadline on a SQLite file at ``synchronous=FULL`` (the durability of ADK's SQLite
-services), threadline on PostgreSQL when ``THREADLINE_BENCH_PG_DSN`` is set (a fresh schema,
-dropped afterwards), ADK ``DatabaseSessionService`` (``sqlite+aiosqlite``; needs
+services) and at its default (WAL, ``synchronous=NORMAL``), threadline on PostgreSQL when
+``THREADLINE_BENCH_PG_DSN`` is set (a fresh schema, dropped afterwards), ADK ``DatabaseSessionService`` (``sqlite+aiosqlite``; needs
 ``sqlalchemy[asyncio]`` and ``aiosqlite``, in the ``dev`` extra), ADK ``SqliteSessionService``
 (stdlib sqlite3) and ADK ``InMemorySessionService`` (no storage: the floor). Median
-microseconds per call, then each ADK service's time divided by threadline-on-SQLite's (above 1:
-threadline is that many times faster):
+microseconds per call, then each ADK service's time divided by threadline-on-SQLite's, for
+each of the two threadline settings (above 1: threadline is that many times faster):
 
     create      create_session with a small state
     append      append_event: a text event with a one-key state delta
@@ -51,6 +51,8 @@ from threadline.integrations.adk import ThreadlineSessionService
 APP = "bench"
 LISTER = "lister"
 COLUMNS = ["create", "append", "get last50", "get all", "list"]
+FULL = "threadline SQLite sync=FULL"
+DEFAULT = "threadline SQLite default"
 
 
 async def median_us(fn: Callable[[], Awaitable[Any]], rounds: int) -> float:
@@ -114,9 +116,8 @@ async def measure(svc: Any, n_events: int, n_sessions: int, file: Path | None) -
 def pg_backend(dsn: str | None) -> tuple[str, Callable[[], Any], Callable[[], None]] | None:
     if not dsn:
         return None
-    from postgres_columns import _with_schema
-
     import psycopg
+    from postgres_columns import _with_schema
 
     schema = f"tl_bench_adk_{os.getpid()}"
     with psycopg.connect(dsn, autocommit=True) as admin:
@@ -135,8 +136,10 @@ async def run(quick: bool, n_sessions: int | None) -> None:
     n_sessions = n_sessions or (1000 if quick else 10_000)
     tmp = Path(tempfile.mkdtemp())
     tl_url = f"sqlite:///{tmp / 'tl.db'}?synchronous=full"
+    tl_default = f"sqlite:///{tmp / 'tl_default.db'}"
     backends: list[tuple[str, Callable[[], Any], Path | None]] = [
-        ("threadline (SQLite file)", lambda: ThreadlineSessionService(tl_url), None),
+        (FULL, lambda: ThreadlineSessionService(tl_url), None),
+        (DEFAULT, lambda: ThreadlineSessionService(tl_default), None),
     ]
     pg = pg_backend(os.environ.get("THREADLINE_BENCH_PG_DSN"))
     if pg is not None:
@@ -152,7 +155,11 @@ async def run(quick: bool, n_sessions: int | None) -> None:
     except Exception:
         print("ADK DatabaseSessionService: not installed (sqlalchemy[asyncio], aiosqlite)")
     backends += [
-        ("ADK SqliteSessionService", lambda: SqliteSessionService(str(tmp / "adk.db")), tmp / "adk.db"),
+        (
+            "ADK SqliteSessionService",
+            lambda: SqliteSessionService(str(tmp / "adk.db")),
+            tmp / "adk.db",
+        ),
         ("ADK InMemorySessionService", InMemorySessionService, None),
     ]
     print(
@@ -171,12 +178,14 @@ async def run(quick: bool, n_sessions: int | None) -> None:
     finally:
         if pg is not None:
             pg[2]()
-    ours = results["threadline (SQLite file)"]
-    print("\nADK service time / threadline (SQLite file) time (above 1: threadline is faster)")
-    print(f"{'backend':<28}" + "".join(f"{h:>12}" for h in COLUMNS))
-    for name, row in results.items():
-        if name.startswith("ADK"):
-            print(f"{name:<28}" + "".join(f"{t / o:>11.1f}x" for t, o in zip(row, ours)))
+    for base in (FULL, DEFAULT):
+        ours = results[base]
+        print(f"\nADK service time / {base} time (above 1: threadline is faster)")
+        print(f"{'backend':<28}" + "".join(f"{h:>12}" for h in COLUMNS))
+        for name, row in results.items():
+            if name.startswith("ADK"):
+                ratios = (f"{t / o:>11.1f}x" for t, o in zip(row, ours, strict=True))
+                print(f"{name:<28}" + "".join(ratios))
     print("targets: DatabaseSessionService append >= 10x, list >= 20x")
 
 

@@ -226,7 +226,8 @@ def _normalize_parts(message: dict[str, Any]) -> list[Any]:
                 raise InvalidMessageError(f"part {i} must be a dict, got {type(part).__name__}")
             if not isinstance(part.get("type"), str):
                 raise InvalidMessageError(f"part {i} has no string 'type'")
-        return _copy_json(parts)
+        copied: list[Any] = _copy_json(parts)
+        return copied
     if "content" not in message:
         raise InvalidMessageError("message has neither 'parts' nor 'content'")
     content = message["content"]

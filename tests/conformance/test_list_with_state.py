@@ -47,7 +47,7 @@ def _populate(store: Store) -> None:
         delta = {"n": i, "nested": {"list": [i, None, "x"]}, "user:lang": "nb", "app:v": 1}
         store.append_messages("app", sid, [message], user_id=user, state_delta=delta)
         if i % 5 == 0:
-            store.update_state("app", sid, user, {"n": None, "quote\"key": "a'b"})
+            store.update_state("app", sid, user, {"n": None, 'quote"key': "a'b"})
     store.touch_session("other", "s00")  # another app: never listed
 
 

@@ -3,8 +3,8 @@
 Backends: threadline on a SQLite file at ``synchronous=FULL`` (the durability of ADK's SQLite
 services) and at its default (WAL, ``synchronous=NORMAL``), threadline on PostgreSQL when
 ``THREADLINE_BENCH_PG_DSN`` is set (a fresh schema, dropped afterwards), ADK
-``DatabaseSessionService`` (``sqlite+aiosqlite``; needs ``sqlalchemy[asyncio]`` and ``aiosqlite``, in the ``dev`` extra), ADK ``SqliteSessionService``
-(stdlib sqlite3) and ADK ``InMemorySessionService`` (no storage: the floor). Median
+``DatabaseSessionService`` (``sqlite+aiosqlite``; needs ``sqlalchemy[asyncio]`` and
+``aiosqlite``, in the ``dev`` extra), ADK ``SqliteSessionService`` (stdlib sqlite3) and ADK ``InMemorySessionService`` (no storage: the floor). Median
 microseconds per call, then each ADK service's time divided by threadline-on-SQLite's, for
 each of the two threadline settings (above 1: threadline is that many times faster):
 

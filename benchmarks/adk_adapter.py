@@ -1,12 +1,13 @@
 """ThreadlineSessionService against ADK's own session services, same workloads, same run.
 
-Backends: threadline on a SQLite file at ``synchronous=FULL`` (the durability of ADK's SQLite
-services) and at its default (WAL, ``synchronous=NORMAL``), threadline on PostgreSQL when
-``THREADLINE_BENCH_PG_DSN`` is set (a fresh schema, dropped afterwards), ADK
-``DatabaseSessionService`` (``sqlite+aiosqlite``; needs ``sqlalchemy[asyncio]`` and
-``aiosqlite``, in the ``dev`` extra), ADK ``SqliteSessionService`` (stdlib sqlite3) and ADK ``InMemorySessionService`` (no storage: the floor). Median
-microseconds per call, then each ADK service's time divided by threadline-on-SQLite's, for
-each of the two threadline settings (above 1: threadline is that many times faster):
+Backends: threadline on a SQLite file at ``synchronous=FULL`` (the durability of ADK's
+SQLite services) and at its default (WAL, ``synchronous=NORMAL``); threadline on PostgreSQL
+when ``THREADLINE_BENCH_PG_DSN`` is set (a fresh schema, dropped afterwards); ADK
+``DatabaseSessionService`` (``sqlite+aiosqlite``: needs ``sqlalchemy[asyncio]`` and
+``aiosqlite``, in the ``dev`` extra); ADK ``SqliteSessionService`` (stdlib sqlite3); ADK
+``InMemorySessionService`` (no storage: the floor). Median microseconds per call, then each
+ADK service's time divided by threadline-on-SQLite's, for each of the two threadline
+settings (above 1: threadline is that many times faster):
 
     create      create_session with a small state
     append      append_event: a text event with a one-key state delta

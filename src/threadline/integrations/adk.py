@@ -25,7 +25,11 @@ How ADK's model maps onto threadline (docs: README "Google ADK"):
   value (it does not delete the key); threadline's ``None`` deletes, so ``None`` is stored as
   ``{"__adk_none__": true}`` and read back as ``None``.
 * ``last_update_time`` is the timestamp of the session's last event (its creation time while it
-  has none). ``list_sessions`` orders by it, then user, then id (ADK's order).
+  has none). ``list_sessions`` orders by it, then user, then id (ADK's order). It reads the
+  sessions with ``Store.list_sessions_with_state`` (one query per 1,000 sessions); the exact
+  float is kept, with the head id it belongs to, under the session-state key
+  ``__adk_last_update__`` (written in each event's transaction, never in ADK state), so no
+  session's last event is read unless messages were written around this service.
 * ``append_event`` raises ``StaleSessionError`` when the session object was read before another
   writer appended (as ``DatabaseSessionService``), and ignores an equal re-delivery of an event
   already stored (as ``InMemorySessionService``).

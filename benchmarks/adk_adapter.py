@@ -7,7 +7,8 @@ when ``THREADLINE_BENCH_PG_DSN`` is set (a fresh schema, dropped afterwards); AD
 ``aiosqlite``, in the ``dev`` extra); ADK ``SqliteSessionService`` (stdlib sqlite3); ADK
 ``InMemorySessionService`` (no storage: the floor). Median microseconds per call, then each
 ADK service's time divided by threadline-on-SQLite's, for each of the two threadline
-settings (above 1: threadline is that many times faster):
+settings (above 1: threadline is that many times faster). Every workload alternates its
+calls between the backends, so load on the machine hits all of them alike:
 
     create      create_session with a small state
     append      append_event: a text event with a one-key state delta
@@ -56,13 +57,18 @@ FULL = "threadline SQLite sync=FULL"
 DEFAULT = "threadline SQLite default"
 
 
-async def median_us(fn: Callable[[], Awaitable[Any]], rounds: int) -> float:
-    times = []
+async def interleaved(
+    calls: dict[str, Callable[[], Awaitable[Any]]], rounds: int
+) -> dict[str, float]:
+    """Median µs per call of each backend, the backends' calls alternating round by round
+    (background load on this machine then hits every backend alike)."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(rounds):
-        start = time.perf_counter()
-        await fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e6
+        for name, call in calls.items():
+            start = time.perf_counter()
+            await call()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) * 1e6 for name, values in times.items()}
 
 
 def event(i: int) -> Event:
@@ -92,26 +98,48 @@ async def fill_lister(svc: Any, count: int, sqlite_file: Path | None) -> None:
     db.close()
 
 
-async def measure(svc: Any, n_events: int, n_sessions: int, file: Path | None) -> list[float]:
-    counter = iter(range(10**9))
-    create = await median_us(
-        lambda: svc.create_session(app_name=APP, user_id="c", state={"k": next(counter)}), 30
-    )
-    session = await svc.create_session(app_name=APP, user_id="u", session_id="main")
-    appended = iter(range(10**9))
-    append = await median_us(lambda: svc.append_event(session, event(next(appended))), n_events)
+async def measure(
+    services: dict[str, Any], files: dict[str, Path | None], n_events: int, n_sessions: int
+) -> dict[str, list[float]]:
+    counters = {name: iter(range(10**9)) for name in services}
+
+    def create(name: str) -> Callable[[], Awaitable[Any]]:
+        svc, counter = services[name], counters[name]
+        return lambda: svc.create_session(app_name=APP, user_id="c", state={"k": next(counter)})
+
+    created = await interleaved({name: create(name) for name in services}, 30)
+    mains = {
+        name: await svc.create_session(app_name=APP, user_id="u", session_id="main")
+        for name, svc in services.items()
+    }
+
+    def append(name: str) -> Callable[[], Awaitable[Any]]:
+        svc, session, counter = services[name], mains[name], iter(range(10**9))
+        return lambda: svc.append_event(session, event(next(counter)))
+
+    appended = await interleaved({name: append(name) for name in services}, n_events)
     recent = GetSessionConfig(num_recent_events=50)
-    get_last = await median_us(
-        lambda: svc.get_session(app_name=APP, user_id="u", session_id="main", config=recent), 30
-    )
-    get_all = await median_us(
-        lambda: svc.get_session(app_name=APP, user_id="u", session_id="main"), 10
-    )
-    await fill_lister(svc, n_sessions, file)
-    listed = await svc.list_sessions(app_name=APP, user_id=LISTER)
-    assert len(listed.sessions) == n_sessions, (len(listed.sessions), n_sessions)
-    listing = await median_us(lambda: svc.list_sessions(app_name=APP, user_id=LISTER), 7)
-    return [create, append, get_last, get_all, listing]
+
+    def get(name: str, config: GetSessionConfig | None) -> Callable[[], Awaitable[Any]]:
+        svc = services[name]
+        return lambda: svc.get_session(app_name=APP, user_id="u", session_id="main", config=config)
+
+    last50 = await interleaved({name: get(name, recent) for name in services}, 30)
+    every = await interleaved({name: get(name, None) for name in services}, 10)
+    for name, svc in services.items():
+        await fill_lister(svc, n_sessions, files[name])
+        listed = await svc.list_sessions(app_name=APP, user_id=LISTER)
+        assert len(listed.sessions) == n_sessions, (name, len(listed.sessions))
+
+    def lister(name: str) -> Callable[[], Awaitable[Any]]:
+        svc = services[name]
+        return lambda: svc.list_sessions(app_name=APP, user_id=LISTER)
+
+    listing = await interleaved({name: lister(name) for name in services}, 7)
+    return {
+        name: [created[name], appended[name], last50[name], every[name], listing[name]]
+        for name in services
+    }
 
 
 def pg_backend(dsn: str | None) -> tuple[str, Callable[[], Any], Callable[[], None]] | None:
@@ -168,17 +196,18 @@ async def run(quick: bool, n_sessions: int | None) -> None:
         "median µs per call\n"
     )
     print(f"{'backend':<28}" + "".join(f"{h:>12}" for h in COLUMNS))
-    results: dict[str, list[float]] = {}
+    services = {name: make() for name, make, _ in backends}
+    files = {name: file for name, _, file in backends}
     try:
-        for name, make, file in backends:
-            svc = make()
-            results[name] = await measure(svc, n_events, n_sessions, file)
-            print(f"{name:<28}" + "".join(f"{value:>12.0f}" for value in results[name]))
+        results = await measure(services, files, n_events, n_sessions)
+    finally:
+        for svc in services.values():
             if hasattr(svc, "close"):
                 await svc.close()
-    finally:
         if pg is not None:
             pg[2]()
+    for name, row in results.items():
+        print(f"{name:<28}" + "".join(f"{value:>12.0f}" for value in row))
     for base in (FULL, DEFAULT):
         ours = results[base]
         print(f"\nADK service time / {base} time (above 1: threadline is faster)")

@@ -624,9 +624,9 @@ class ThreadlineSessionService(BaseSessionService):
         tl_id = threadline_session_id(user_id, session.id)
         if _registry_entry(self.store.get_session(app_name, tl_id), user_id) is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        head = self.store.get_head(app_name, tl_id)
+        tail = self.store.get_path_tail(app_name, tl_id, 1)  # the head's id, nothing decoded
         marker = session._storage_update_marker
-        if marker is not None and marker != ("" if head is None else head["id"]):
+        if marker is not None and marker != (tail[-1][0] if tail else ""):
             raise StaleSessionError(
                 "The session has been modified in storage since it was loaded. "
                 "Please reload the session before appending more events."

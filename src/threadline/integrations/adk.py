@@ -491,7 +491,9 @@ class ThreadlineSessionService(BaseSessionService):
                 if last is None:
                     continue
                 state = listing.state
-                state = {**common, **_decode_state(state)} if state else dict(common)
+                if _NONE in state.values():
+                    state = _decode_state(state)
+                state = {**common, **state} if state else dict(common)
                 found.append((last, owner, listing.id[len(prefix) :], state))
             cursor = page.next_cursor
             if cursor is None:

@@ -13,7 +13,7 @@ import base64
 import binascii
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -65,6 +65,29 @@ def datetime_to_us(value: datetime) -> int:
 
 
 # --------------------------------------------------------------------------- JSON
+
+
+# The decoder's C scanner (an instance attribute, untyped in typeshed), without the wrappers.
+_scan_json: Callable[[str, int], tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]
+
+
+def loads_stored(text: str) -> Any:
+    """Decode JSON text the database produced (no surrounding whitespace), at a third of
+    ``json.loads``' cost on small documents (it skips the decoder's whitespace passes):
+    listings decode one state object per session.
+
+    >>> loads_stored('{"a":[1,null]}')
+    {'a': [1, None]}
+    >>> loads_stored(' {"a":1}')  # anything else still decodes (through json.loads)
+    {'a': 1}
+    """
+    try:
+        value, end = _scan_json(text, 0)
+    except StopIteration:
+        end = -1
+    if end != len(text):
+        return json.loads(text)
+    return value
 
 
 # --------------------------------------------------------------------------- list cursors
@@ -274,6 +297,7 @@ __all__ = [
     "dumps",
     "encode_cursor",
     "is_session_key",
+    "loads_stored",
     "merge_undo",
     "now_us",
     "row_to_session_info",

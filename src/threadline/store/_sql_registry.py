@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -18,6 +17,7 @@ from threadline.store._common import (
     decode_cursor,
     dumps,
     encode_cursor,
+    loads_stored,
     row_to_session_info,
 )
 from threadline.store._sql_attach import AttachmentMixin
@@ -139,7 +139,7 @@ class RegistryMixin(AttachmentMixin):
             f"WHERE {where} ORDER BY s.updated_at DESC, s.id DESC LIMIT ?"
         )
         rows = self._read("list_sessions", lambda tx: tx.all(sql, (*params, limit + 1)))
-        loads = json.loads
+        loads = loads_stored
         listings = [
             SessionListing(row, loads(row[15]) if row[15] and row[15] != "{}" else {}, *row[16:])
             for row in rows[:limit]

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from threadline.errors import InvalidArgumentError
@@ -93,8 +93,8 @@ class ThreadlineSession:
             self._session.on_compaction(compaction)
         self._compaction = compaction
         self._parent: str | AutoType | None = AUTO
-        # stored message JSON -> its items (flat dicts to copy, or JSON text to decode)
-        self._items_memo: dict[str, str | tuple[dict[str, Any], ...]] = {}
+        # message id -> (its stored JSON, its items: flat dicts to copy, or JSON text)
+        self._items_memo: dict[str, tuple[str, str | tuple[dict[str, Any], ...]]] = {}
 
     # -- plumbing ----------------------------------------------------------------------------
     @staticmethod
@@ -140,36 +140,35 @@ class ThreadlineSession:
             # Summaries take the place of what they cover: threadline's overlay read.
             items = to_openai_responses(self._session.get_history(limit=limit))
         else:
+            rows: Sequence[Sequence[Any]]
             if limit is None:
                 rows = store.get_path_encoded(app, self.session_id)
             else:
-                rows = [
-                    (row[0], row[1]) for row in store.get_path_tail(app, self.session_id, limit)
-                ]
+                rows = store.get_path_tail(app, self.session_id, limit)
             items = []
-            for _, data in rows:
-                items.extend(self._items_of(data))
+            for row in rows:
+                items.extend(self._items_of(row[0], row[1]))
         return items if limit is None else items[-limit:]
 
-    def _items_of(self, data: str) -> list[Any]:
+    def _items_of(self, message_id: str, data: str) -> list[Any]:
         """The items of one stored message, fresh objects each call. The conversion's result
-        is kept, keyed by the stored JSON itself (a message changed in the store is converted
-        again): a turn re-reads mostly items an earlier turn converted. Flat items (every
-        value a string, number, bool or None) are kept as dicts and copied; others as JSON
-        text and decoded."""
+        is kept with the stored JSON it came from (a message changed in the store no longer
+        matches and is converted again): a turn re-reads mostly items an earlier turn
+        converted. Flat items (every value a string, number, bool or None) are kept as dicts
+        and copied; others as JSON text and decoded."""
         memo = self._items_memo
-        kept = memo.get(data)
-        if kept is not None:
-            if isinstance(kept, str):
-                decoded: list[Any] = json.loads(kept)
+        kept = memo.get(message_id)
+        if kept is not None and kept[0] == data:
+            if isinstance(kept[1], str):
+                decoded: list[Any] = json.loads(kept[1])
                 return decoded
-            return [dict(item) for item in kept]
+            return [dict(item) for item in kept[1]]
         items = to_openai_responses([decode_message(data)])
         if len(data) <= _MEMO_MAX_ROW:
             if len(memo) >= _MEMO_ENTRIES:
                 del memo[next(iter(memo))]  # the oldest entry
             flat = all(type(i) is dict and all(map(_is_scalar, i.values())) for i in items)
-            memo[data] = tuple(dict(i) for i in items) if flat else json.dumps(items)
+            memo[message_id] = (data, tuple(dict(i) for i in items) if flat else json.dumps(items))
         return items
 
     async def add_items(self, items: list[Any]) -> None:

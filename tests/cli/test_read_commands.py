@@ -150,7 +150,9 @@ def test_show_draws_tool_calls_and_overlays(run: Run, demo_db: str) -> None:
     assert "← head" in trip
     chat = run("show", demo_db, "long-chat", "--app", "demo", "--width", "200").out
     assert "(applied to the head's history)" in chat
-    assert "[summarised]" in chat  # the messages under the summary are still drawn
+    summarised = [line for line in chat.splitlines() if "[summarised]" in line]
+    assert len(summarised) == 10  # the messages under the summary are still drawn...
+    assert all(line.startswith("● ") for line in summarised)  # ...on the head's path
 
 
 def test_search_text_and_json(run: Run, demo_db: str) -> None:

@@ -219,3 +219,11 @@ def test_any_tree_round_trips(
     assert list(export_sessions(target, "a")) == records
     for message_id in ids:
         assert target.get_path("a", "s", message_id) == source.get_path("a", "s", message_id)
+
+
+def test_list_apps_counts_sessions_per_app(store: Any) -> None:
+    assert store.list_apps() == {}
+    fill(store)
+    assert store.list_apps() == {"other": 1, APP: 3}
+    store.delete_session("other", "elsewhere")
+    assert store.list_apps() == {APP: 3}

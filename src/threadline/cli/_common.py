@@ -115,13 +115,14 @@ def _sqlite_file(url: str) -> Path | None:
     return Path(url)
 
 
-def open_store(url: str, *, write: bool = False) -> Store:
-    """Open ``url``; for reading, SQLite read-only (never written, never created)."""
+def open_store(url: str, *, write: bool = False, create: bool = False) -> Store:
+    """Open ``url``: for reading, SQLite read-only (never written, never created); for
+    writing, an existing store unless ``create`` (``import``, ``keys create``)."""
+    path = _sqlite_file(url)
+    if path is not None and not create and not path.exists():
+        raise CliError(f"no store at {url!r}: {path} does not exist (nothing was created)")
     if write or _POSTGRES_URL.match(url) or url == ":memory:":
         return threadline.connect(url)
-    path = _sqlite_file(url)
-    if path is not None and not path.exists():
-        raise CliError(f"no store at {url!r}: {path} does not exist (nothing was created)")
     try:
         return threadline.connect(url, read_only=True)
     except StoreError as exc:

@@ -90,7 +90,7 @@ def create_key(
     """Create an API key for an app. Optionally bound to one user; it is shown once."""
     url, _ = positionals(ctx.args, [], db)
     server = _server()
-    with open_store(url, write=True) as store:
+    with open_store(url, write=True, create=True) as store:
         key = server.create_key(store, app, user=user)
     key_id = server.key_id_of(key)
     if as_json:

@@ -120,7 +120,7 @@ def draw_tree(dump: SessionDump, console: Console, *, full: bool) -> Iterator[Te
             text = _overlay_text(
                 compaction, overlays.status[compaction.id], overlays.covered[compaction.id]
             )
-            yield from prefixed(first, rest, clip(text, console, width - len(first), max_lines))
+            yield from prefixed(first, rest, clip(text, console, width - len(rest), max_lines))
             first = _prefixes(row.level, False, cap)[0]
         text = _message_text(
             by_id[row.message_id],
@@ -129,7 +129,7 @@ def draw_tree(dump: SessionDump, console: Console, *, full: bool) -> Iterator[Te
             summarised=row.message_id in overlays.summarised,
             depth=row.level if row.level > level else None,
         )
-        yield from prefixed(first, rest, clip(text, console, width - len(first), max_lines))
+        yield from prefixed(first, rest, clip(text, console, width - len(rest), max_lines))
 
 
 def draw_history(messages: Sequence[Message]) -> Iterator[Text]:

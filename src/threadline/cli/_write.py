@@ -59,7 +59,7 @@ def import_(
             records = list(load_jsonl(fp))
     if user is not None:
         records = [r for r in records if (r.get("session") or {}).get("user_id") == user]
-    with open_store(url, write=True) as store:
+    with open_store(url, write=True, create=True) as store:
         ids = import_sessions(store, records, replace=replace, app=app)
     if as_json:
         emit_json({"imported": ids})

@@ -207,6 +207,16 @@ def test_read_commands_never_write(run: Run, demo_db: str) -> None:
     assert _files(directory) == before  # same files, same bytes, same mtimes
 
 
+def test_read_commands_leave_a_wal_file_unwritten(run: Run, demo_db: str) -> None:
+    # On WAL SQLite may create the -wal/-shm files it reads through; the database is not written.
+    before = _files(Path(demo_db).parent)["demo.db"]
+    for name, *rest in READ_COMMANDS:
+        assert run(name, demo_db, *rest).code == 0, name
+    after = _files(Path(demo_db).parent)
+    assert after["demo.db"] == before
+    assert after.get("demo.db-wal", (0, b""))[1] == b""  # nothing logged to commit later
+
+
 def test_help_is_clean_text(run: Run) -> None:
     commands = ["sessions", "show", "history", "search", "export", "import", "fork",
                 "checkout", "delete", "compact", "serve", "demo", "keys"]  # fmt: skip

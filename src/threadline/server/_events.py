@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,9 +122,14 @@ class EventHub:
             self._outbox.put_nowait(key)
 
     async def subscribe(
-        self, app: str, session_id: str, keepalive: float = 15.0
+        self,
+        app: str,
+        session_id: str,
+        gone: Callable[[], Awaitable[bool]],
+        keepalive: float = 15.0,
     ) -> AsyncIterator[str]:
-        """The session's events as SSE text, from now on, until the client goes away."""
+        """The session's events as SSE text, from now on, until ``gone()`` (checked every
+        second: a closed stream is noticed without waiting for the next write)."""
         key = (app, session_id)
         queue: asyncio.Queue[str] = asyncio.Queue()
         watch = self._watches.get(key)
@@ -134,11 +139,18 @@ class EventHub:
         watch.queues.add(queue)
         try:
             yield ": subscribed\n\n"
+            quiet = 0.0
             while True:
                 try:
-                    yield await asyncio.wait_for(queue.get(), keepalive)
+                    yield await asyncio.wait_for(queue.get(), 1.0)
+                    quiet = 0.0
                 except TimeoutError:
-                    yield ": keepalive\n\n"
+                    if await gone():
+                        return
+                    quiet += 1.0
+                    if quiet >= keepalive:
+                        quiet = 0.0
+                        yield ": keepalive\n\n"
         finally:
             watch.queues.discard(queue)
             if not watch.queues and self._watches.get(key) is watch:

@@ -4,6 +4,7 @@ browsers, whose ``EventSource`` cannot send headers)."""
 from __future__ import annotations
 
 import asyncio
+import os
 
 from fastapi import Depends, Header, Query, Request, Security
 from fastapi.responses import StreamingResponse
@@ -41,6 +42,10 @@ async def events(
     ``parent_id``), ``head`` (moved) and ``compaction`` (an overlay stored); comments keep the
     connection alive."""
     await asyncio.to_thread(tenant.require, session_id)
-    stream = hub(request).subscribe(tenant.app, session_id)
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    stream = hub(request).subscribe(tenant.app, session_id, request.is_disconnected)
+    headers = {
+        "Cache-Control": "no-cache",
+        "X-Accel-Buffering": "no",
+        "X-Threadline-Worker": str(os.getpid()),  # which process serves the stream
+    }
     return StreamingResponse(stream, media_type="text/event-stream", headers=headers)

@@ -142,9 +142,7 @@ def update_message(
     return updated
 
 
-@routes.delete(
-    "/sessions/{session_id}/messages/{message_id}", status_code=204, tags=["messages"]
-)
+@routes.delete("/sessions/{session_id}/messages/{message_id}", status_code=204, tags=["messages"])
 def delete_message(
     session_id: str, message_id: str, request: Request, tenant: Tenant = TenantDep
 ) -> Response:

@@ -83,4 +83,6 @@ def serve(
         port=port,
         workers=workers,
         log_level="info",
+        # Event streams never end on their own: give them this long, then close them.
+        timeout_graceful_shutdown=3,
     )

@@ -129,6 +129,11 @@ def import_sessions(
             parsed.append(_dump_of(record, app))
         except (InvalidArgumentError, KeyError, TypeError, ValueError) as exc:
             raise InvalidArgumentError(f"export record {index}: {_reason(exc)}") from None
+    seen: set[tuple[str, str]] = set()
+    for target, dump in parsed:
+        if (target, dump.info.id) in seen:
+            raise InvalidArgumentError(f"session {dump.info.id!r} appears twice in the records")
+        seen.add((target, dump.info.id))
     if not replace:
         for target, dump in parsed:
             if store.get_session(target, dump.info.id) is not None:

@@ -162,6 +162,7 @@ def test_search_text_and_json(run: Run, demo_db: str) -> None:
     assert hits["hits"] == []
     one = run("search", demo_db, "tapas", "--app", "demo", "--session", "madrid", "--json")
     assert [h["session_id"] for h in one.json()["hits"]] == ["madrid"]
+    assert one.json()["hits"][0]["created_at"].endswith("Z")
     none = run("search", demo_db, "zzzz", "--app", "demo")
     assert none.code == 0 and "No messages match 'zzzz'" in none.out
 

@@ -162,6 +162,8 @@ def test_a_bad_record_imports_nothing(store: Any) -> None:
         import_sessions(store, [good[1], {"format": "nope"}])
     with pytest.raises(InvalidArgumentError, match="must come before"):
         import_sessions(store, [bad])
+    with pytest.raises(InvalidArgumentError, match="appears twice"):
+        import_sessions(store, [good[0], good[1], good[0]])
     assert store.count_sessions(APP) == 0
     with pytest.raises(SessionNotFoundError):
         list(export_sessions(store, APP, session_ids=["missing"]))

@@ -209,7 +209,11 @@ def search(
             require_app(store, app)
         hits = store.search_messages(app, query, session_id=session, user_id=user, limit=limit)
     if as_json:
-        emit_json({"app": app, "query": query, "hits": [hit.to_dict() for hit in hits]})
+        found = [
+            {**hit.to_dict(), "created_at": hit.created_at and isoformat_utc(hit.created_at)}
+            for hit in hits
+        ]
+        emit_json({"app": app, "query": query, "hits": found})
         return
     out = console(width)
     for hit in hits:

@@ -231,3 +231,13 @@ def test_help_is_clean_text(run: Run) -> None:
         assert "--json" in text or command == "keys"
     assert "Usage: threadline show [OPTIONS] [DB] SESSION_ID" in run("show", "--help").out
     assert run().code == 2  # no command: the help, as a usage error
+
+
+def test_an_empty_session_says_so(run: Run, tmp_path: Path) -> None:
+    db = str(tmp_path / "empty.db")
+    with threadline.connect(db) as store:
+        store.create_session("default", "new", name="Nothing yet")
+    for command in ("show", "history"):
+        result = run(command, db, "new")
+        assert result.code == 0 and "(no messages)" in result.out
+    assert run("show", db, "new", "--json").json()["messages"] == []

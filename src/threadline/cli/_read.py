@@ -145,6 +145,8 @@ def show(
         title.append(f" · {info.name}", style="dim")
     out.print(title)
     _print_lines(out, draw_tree(dump, out, full=full))
+    if not dump.messages:
+        out.print("(no messages)", style="dim")
 
 
 def _print_lines(out: Any, lines: Any, batch: int = 500) -> None:
@@ -185,6 +187,8 @@ def history(
     out = console(width)
     for item in draw_history(messages):
         out.print(item)
+    if not messages:
+        out.print("(no messages)", style="dim")
 
 
 def search(

@@ -30,11 +30,15 @@ def _json(value: Any) -> str:
 
 
 def _size(count: int) -> str:
-    for unit in ("bytes", "kB", "MB", "GB"):
-        if count < 1000 or unit == "GB":
-            return f"{count} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
-        count /= 1000  # type: ignore[assignment]
-    raise AssertionError("unreachable")
+    """``count`` bytes for people: ``512 bytes``, ``600.0 kB``, ``1.2 MB``."""
+    if count < 1000:
+        return f"{count} bytes"
+    value = float(count)
+    for unit in ("kB", "MB", "GB"):
+        value /= 1000
+        if value < 1000 or unit == "GB":
+            break
+    return f"{value:.1f} {unit}"
 
 
 def _file(part: dict[str, Any]) -> Text:

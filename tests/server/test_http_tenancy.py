@@ -138,3 +138,5 @@ def test_the_events_route_takes_the_key_as_access_token(server: Server) -> None:
     ):
         assert stream.status_code == 200
         assert stream.headers["content-type"].startswith("text/event-stream")
+    log = server.log.read_text(errors="replace")
+    assert "access_token=***" in log and key not in log  # the access log hides the key

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,32 @@ NO_AUTH_WARNING = (
     "threadline: AUTHENTICATION IS OFF (--no-auth): anyone who reaches this server reads and "
     "writes every app (named by the X-Threadline-App header). Never expose it beyond localhost."
 )
+
+
+_TOKEN = re.compile(r"(access_token=)[^&\s]+")
+
+
+class RedactKeys(logging.Filter):
+    """Hides ``?access_token=`` values in access-log lines (uvicorn logs the full path).
+
+    >>> path = ("/e?access_token=tl_x",)
+    >>> record = logging.LogRecord("uvicorn.access", 20, "", 0, "%s", path, None)
+    >>> RedactKeys().filter(record), record.args
+    (True, ('/e?access_token=***',))
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                _TOKEN.sub(r"\1***", arg) if isinstance(arg, str) else arg for arg in record.args
+            )
+        return True
+
+
+def _redact_access_log() -> None:
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, RedactKeys) for f in access.filters):
+        access.addFilter(RedactKeys())
 
 
 def _error(status: int, kind: str, message: str, **headers: str) -> JSONResponse:
@@ -105,6 +132,7 @@ def create_app(
     hub = EventHub(opened, pg_dsn, poll_interval)
     if not auth:
         _log.warning(NO_AUTH_WARNING)
+    _redact_access_log()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -62,6 +62,8 @@ def serve(
 
     ``config`` names the ``configure`` hook as ``module:function``; ``workers`` > 1 starts
     that many processes (each with its own store connection; events reach every worker).
+
+    >>> serve("agent.db", port=8000, workers=4)  # doctest: +SKIP
     """
     import uvicorn
 

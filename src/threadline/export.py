@@ -42,11 +42,12 @@ Datetimes are ISO 8601 UTC with ``Z`` and microseconds.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from threadline._validate import check_id, check_optional_id
+from threadline._validate import INT64_MAX, check_id, check_optional_id
 from threadline.errors import InvalidArgumentError, SessionExistsError, SessionNotFoundError
 from threadline.store.base import SessionDump, Store, TreeNode
 from threadline.types import Compaction, SessionInfo
@@ -326,8 +327,8 @@ def _strings(value: Any, what: str) -> dict[str, str]:
 
 
 def _int(value: Any, what: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise InvalidArgumentError(f"{what} must be a non-negative integer")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= INT64_MAX:
+        raise InvalidArgumentError(f"{what} must be a non-negative 64-bit integer")
     return value
 
 
@@ -341,7 +342,7 @@ def _dump_of(record: Mapping[str, Any], app: str | None) -> tuple[str, SessionDu
     target = app if app is not None else check_id("app", record["app"])
     session, usage = _object(record["session"], "session"), _object(record["usage"], "usage")
     cost = usage["estimated_cost"]
-    if not isinstance(cost, (int, float)) or isinstance(cost, bool) or cost < 0:
+    if not isinstance(cost, (int, float)) or isinstance(cost, bool) or not 0 <= cost < math.inf:
         raise InvalidArgumentError("usage.estimated_cost must be a non-negative number")
     info = SessionInfo(
         id=check_id("session.id", session["id"]),

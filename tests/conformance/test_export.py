@@ -162,6 +162,11 @@ def test_a_bad_record_imports_nothing(store: Any) -> None:
         import_sessions(store, [good[1], {"format": "nope"}])
     with pytest.raises(InvalidArgumentError, match="must come before"):
         import_sessions(store, [bad])
+    for field, value in (("estimated_cost", float("inf")), ("input_tokens", 2**63)):
+        huge = json.loads(json.dumps(good[0]))
+        huge["usage"][field] = value
+        with pytest.raises(InvalidArgumentError, match=field):
+            import_sessions(store, [huge])
     with pytest.raises(InvalidArgumentError, match="appears twice"):
         import_sessions(store, [good[0], good[1], good[0]])
     assert store.count_sessions(APP) == 0

@@ -238,6 +238,12 @@ class RegistryMixin(AttachmentMixin):
         row = self._read("count_sessions", lambda tx: tx.one(sql, (app, *params)))
         return int(row[0]) if row else 0
 
+    def list_apps(self) -> dict[str, int]:
+        """Every app with sessions and its session count, by name (``Store.list_apps``)."""
+        sql = "SELECT app, COUNT(*) FROM tl_sessions GROUP BY app ORDER BY app"
+        rows = self._read("list_apps", lambda tx: tx.all(sql))
+        return {str(app): int(count) for app, count in rows}
+
     def forget_user(self, app: str, user_id: str) -> int:
         """Delete everything of ``user_id`` in ``app`` in one transaction: their sessions
         (with all that hangs off them), user-scoped blocks and ``user:`` state. Returns the

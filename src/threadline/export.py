@@ -42,16 +42,26 @@ Datetimes are ISO 8601 UTC with ``Z`` and microseconds.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from threadline._validate import check_id, check_optional_id
+from threadline._validate import INT64_MAX, check_id, check_optional_id
 from threadline.errors import InvalidArgumentError, SessionExistsError, SessionNotFoundError
 from threadline.store.base import SessionDump, Store, TreeNode
 from threadline.types import Compaction, SessionInfo
 
-__all__ = ["FORMAT", "dump_jsonl", "export_sessions", "import_sessions", "load_jsonl"]
+__all__ = [
+    "FORMAT",
+    "dump_jsonl",
+    "export_sessions",
+    "import_sessions",
+    "isoformat_utc",
+    "load_jsonl",
+    "session_json",
+    "usage_json",
+]
 
 FORMAT = "threadline.export/1"
 """The ``format`` field of every record this version writes and reads."""
@@ -106,9 +116,9 @@ def import_sessions(
     >>> store = threadline.connect(":memory:")
     >>> _ = store.append_messages("app", "s1", [{"id": "m1", "role": "user", "parts": []}])
     >>> records = list(export_sessions(store, "app"))
-    >>> import_sessions(store, records)
+    >>> import_sessions(store, records)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    threadline.errors.SessionExistsError: session 's1' already exists in app 'app' (use replace)
+    threadline.errors.SessionExistsError: session 's1' already exists in app 'app' ...
     >>> import_sessions(store, records, replace=True)
     ['s1']
     """
@@ -120,11 +130,17 @@ def import_sessions(
             parsed.append(_dump_of(record, app))
         except (InvalidArgumentError, KeyError, TypeError, ValueError) as exc:
             raise InvalidArgumentError(f"export record {index}: {_reason(exc)}") from None
+    seen: set[tuple[str, str]] = set()
+    for target, dump in parsed:
+        if (target, dump.info.id) in seen:
+            raise InvalidArgumentError(f"session {dump.info.id!r} appears twice in the records")
+        seen.add((target, dump.info.id))
     if not replace:
         for target, dump in parsed:
             if store.get_session(target, dump.info.id) is not None:
                 raise SessionExistsError(
-                    f"session {dump.info.id!r} already exists in app {target!r} (use replace)"
+                    f"session {dump.info.id!r} already exists in app {target!r} "
+                    "(replace=True, or threadline import --replace, overwrites it)"
                 )
     for target, dump in parsed:
         store.load_session(target, dump, replace=replace)
@@ -192,7 +208,12 @@ def _session_ids(
         cursor = page.next_cursor
 
 
-def _iso(value: datetime) -> str:
+def isoformat_utc(value: datetime) -> str:
+    """An aware datetime as the format writes it: ISO 8601, UTC, microseconds, ``Z``.
+
+    >>> isoformat_utc(datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC))
+    '2026-01-02T03:04:05.000006Z'
+    """
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -206,6 +227,44 @@ def _parse_time(value: Any, what: str) -> datetime:
     if parsed.tzinfo is None:
         raise InvalidArgumentError(f"{what} needs a time zone: {value!r}")
     return parsed.astimezone(UTC)
+
+
+def session_json(info: SessionInfo) -> dict[str, Any]:
+    """The registry fields of a session as the format writes them (the ``session`` object of
+    a record; ``threadline sessions --json`` prints the same).
+
+    >>> import threadline
+    >>> info = threadline.SessionManager(":memory:").create("Trip", session_id="s1")
+    >>> sorted(session_json(info))  # doctest: +NORMALIZE_WHITESPACE
+    ['created_at', 'end_reason', 'id', 'metadata', 'model', 'name', 'parent_session_id',
+     'source', 'updated_at', 'user_id']
+    """
+    return {
+        "id": info.id,
+        "user_id": info.user_id,
+        "name": info.name,
+        "parent_session_id": info.parent_session_id,
+        "model": info.model,
+        "source": info.source,
+        "end_reason": info.end_reason,
+        "metadata": info.metadata,
+        "created_at": isoformat_utc(info.created_at),
+        "updated_at": isoformat_utc(info.updated_at),
+    }
+
+
+def usage_json(info: SessionInfo) -> dict[str, Any]:
+    """The usage counters of a session (the ``usage`` object of a record).
+
+    >>> import threadline
+    >>> usage_json(threadline.SessionManager(":memory:").create(session_id="s1"))
+    {'input_tokens': 0, 'output_tokens': 0, 'estimated_cost': 0.0}
+    """
+    return {
+        "input_tokens": info.input_tokens,
+        "output_tokens": info.output_tokens,
+        "estimated_cost": info.estimated_cost,
+    }
 
 
 def _record(app: str, dump: SessionDump) -> dict[str, Any]:
@@ -224,23 +283,8 @@ def _record(app: str, dump: SessionDump) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "app": app,
-        "session": {
-            "id": info.id,
-            "user_id": info.user_id,
-            "name": info.name,
-            "parent_session_id": info.parent_session_id,
-            "model": info.model,
-            "source": info.source,
-            "end_reason": info.end_reason,
-            "metadata": info.metadata,
-            "created_at": _iso(info.created_at),
-            "updated_at": _iso(info.updated_at),
-        },
-        "usage": {
-            "input_tokens": info.input_tokens,
-            "output_tokens": info.output_tokens,
-            "estimated_cost": info.estimated_cost,
-        },
+        "session": session_json(info),
+        "usage": usage_json(info),
         "head": dump.head_id,
         "last_seq": dump.last_seq,
         "messages": messages,
@@ -250,7 +294,7 @@ def _record(app: str, dump: SessionDump) -> dict[str, Any]:
                 "summary": c.summary,
                 "from_message_id": c.from_message_id,
                 "to_message_id": c.to_message_id,
-                "created_at": _iso(c.created_at),
+                "created_at": isoformat_utc(c.created_at),
             }
             for c in dump.compactions
         ],
@@ -283,8 +327,8 @@ def _strings(value: Any, what: str) -> dict[str, str]:
 
 
 def _int(value: Any, what: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise InvalidArgumentError(f"{what} must be a non-negative integer")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= INT64_MAX:
+        raise InvalidArgumentError(f"{what} must be a non-negative 64-bit integer")
     return value
 
 
@@ -298,7 +342,7 @@ def _dump_of(record: Mapping[str, Any], app: str | None) -> tuple[str, SessionDu
     target = app if app is not None else check_id("app", record["app"])
     session, usage = _object(record["session"], "session"), _object(record["usage"], "usage")
     cost = usage["estimated_cost"]
-    if not isinstance(cost, (int, float)) or isinstance(cost, bool) or cost < 0:
+    if not isinstance(cost, (int, float)) or isinstance(cost, bool) or not 0 <= cost < math.inf:
         raise InvalidArgumentError("usage.estimated_cost must be a non-negative number")
     info = SessionInfo(
         id=check_id("session.id", session["id"]),

@@ -10,7 +10,6 @@ and no function mutates the dict it is given.
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import re
@@ -198,6 +197,25 @@ def _check_key(key: object) -> None:
         key.encode("utf-8")
 
 
+def _copy_json(value: Any) -> Any:
+    """A deep copy of the containers of a JSON-like value (dicts and lists; tuples become
+    lists, as JSON has them); leaves are shared: strings and numbers are immutable, and
+    anything else makes the message fail :func:`_check_encodable` anyway. A cycle ends in
+    ``RecursionError`` (reported as "nested too deeply"). Several times faster than
+    ``copy.deepcopy`` on messages.
+
+    >>> parts = [{"type": "text", "text": "hi", "n": (1, 2)}]
+    >>> copied = _copy_json(parts)
+    >>> copied == [{"type": "text", "text": "hi", "n": [1, 2]}], copied[0] is parts[0]
+    (True, False)
+    """
+    if isinstance(value, dict):
+        return {key: _copy_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_copy_json(item) for item in value]
+    return value
+
+
 def _normalize_parts(message: dict[str, Any]) -> list[Any]:
     if "parts" in message and message["parts"] is not None:
         parts = message["parts"]
@@ -208,7 +226,8 @@ def _normalize_parts(message: dict[str, Any]) -> list[Any]:
                 raise InvalidMessageError(f"part {i} must be a dict, got {type(part).__name__}")
             if not isinstance(part.get("type"), str):
                 raise InvalidMessageError(f"part {i} has no string 'type'")
-        return copy.deepcopy(parts)
+        copied: list[Any] = _copy_json(parts)
+        return copied
     if "content" not in message:
         raise InvalidMessageError("message has neither 'parts' nor 'content'")
     content = message["content"]
@@ -286,10 +305,10 @@ def _normalize(message: object, now: str | None) -> Message:
         "createdAt": _normalize_created_at(message, now),
     }
     if metadata is not None:
-        out["metadata"] = copy.deepcopy(metadata)
+        out["metadata"] = _copy_json(metadata)
     for key, value in message.items():
         if key not in _FIRST_KEYS and key != "content":
-            out[key] = copy.deepcopy(value)
+            out[key] = _copy_json(value)
     _check_encodable(out)
     return out
 

@@ -45,6 +45,7 @@ def _to_dict(obj: Any) -> dict[str, Any]:
         elif isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
             value = [_to_dict(v) for v in value]
         elif isinstance(value, list):
+            value = [v.to_dict() if isinstance(v, SessionListing) else v for v in value]
             value = [_to_dict(v) if dataclasses.is_dataclass(v) else v for v in value]
         elif isinstance(value, dict):
             value = dict(value)
@@ -212,6 +213,101 @@ class SessionPage(_DictMixin):
     next_cursor: str | None = None
 
 
+class SessionListing:
+    """One session as ``Store.list_sessions_with_state`` returns it: its id, owner and head,
+    the head message's ``createdAt`` (as stored, ``None`` without messages), its
+    session-scoped state (no ``app:``/``user:`` keys) and its registry row as ``info``.
+
+    ``info`` is decoded from the row when first read, so a caller that needs only the id,
+    owner, head and state (an adapter listing 10,000 sessions) does not pay for it.
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> store.update_state("default", "s1", "u1", {"topic": "tea", "user:lang": "nb"})
+    >>> (listing,) = store.list_sessions_with_state("default").sessions
+    >>> listing.id, listing.user_id, listing.state, listing.info.user_id
+    ('s1', 'u1', {'topic': 'tea'}, 'u1')
+    """
+
+    __slots__ = ("_info", "_row", "head_id", "id", "last_message_at", "state", "user_id")
+
+    def __init__(
+        self,
+        row: tuple[Any, ...],
+        state: dict[str, Any],
+        head_id: str | None,
+        last_message_at: str | None,
+    ) -> None:
+        self._row = row
+        self._info: SessionInfo | None = None
+        self.id: str = row[0]
+        self.user_id: str | None = row[2]
+        self.state = state
+        self.head_id = head_id
+        self.last_message_at = last_message_at
+
+    @property
+    def info(self) -> SessionInfo:
+        """The session's registry row (decoded on first access, then kept).
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> _ = store.create_session("default", "s1", name="Trip")
+        >>> store.list_sessions_with_state("default").sessions[0].info.name
+        'Trip'
+        """
+        if self._info is None:
+            from threadline.store._common import row_to_session_info
+
+            self._info = row_to_session_info(self._row)
+        return self._info
+
+    def to_dict(self) -> dict[str, Any]:
+        """The listing as a plain dict (``info`` as its own ``to_dict()``).
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.touch_session("default", "s1")
+        >>> sorted(store.list_sessions_with_state("default").sessions[0].to_dict())
+        ['head_id', 'info', 'last_message_at', 'state']
+        """
+        return {
+            "info": self.info.to_dict(),
+            "state": dict(self.state),
+            "head_id": self.head_id,
+            "last_message_at": self.last_message_at,
+        }
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionListing):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable state dict: not hashable
+
+    def __repr__(self) -> str:
+        return (
+            f"SessionListing(id={self.id!r}, user_id={self.user_id!r}, head_id={self.head_id!r}, "
+            f"last_message_at={self.last_message_at!r}, state={self.state!r})"
+        )
+
+
+@dataclass(frozen=True)
+class SessionListingPage(_DictMixin):
+    """A page of ``Store.list_sessions_with_state``; ``next_cursor`` is ``None`` on the last.
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> store.touch_session("default", "s1")
+    >>> page = store.list_sessions_with_state("default", limit=10)
+    >>> [entry.id for entry in page.sessions], page.next_cursor
+    (['s1'], None)
+    """
+
+    sessions: list[SessionListing] = field(default_factory=list)
+    next_cursor: str | None = None
+
+
 class AppendResult(list[Message]):
     """What ``SessionManager.append_all`` returns: the stored messages (a list, as before)
     whose ``overflow`` holds the messages this append pushed out of the last ``max_messages``
@@ -252,5 +348,7 @@ __all__ = [
     "Scope",
     "SearchHit",
     "SessionInfo",
+    "SessionListing",
+    "SessionListingPage",
     "SessionPage",
 ]

@@ -162,6 +162,13 @@ def test_a_bad_record_imports_nothing(store: Any) -> None:
         import_sessions(store, [good[1], {"format": "nope"}])
     with pytest.raises(InvalidArgumentError, match="must come before"):
         import_sessions(store, [bad])
+    for field, value in (("estimated_cost", float("inf")), ("input_tokens", 2**63)):
+        huge = json.loads(json.dumps(good[0]))
+        huge["usage"][field] = value
+        with pytest.raises(InvalidArgumentError, match=field):
+            import_sessions(store, [huge])
+    with pytest.raises(InvalidArgumentError, match="appears twice"):
+        import_sessions(store, [good[0], good[1], good[0]])
     assert store.count_sessions(APP) == 0
     with pytest.raises(SessionNotFoundError):
         list(export_sessions(store, APP, session_ids=["missing"]))
@@ -219,3 +226,11 @@ def test_any_tree_round_trips(
     assert list(export_sessions(target, "a")) == records
     for message_id in ids:
         assert target.get_path("a", "s", message_id) == source.get_path("a", "s", message_id)
+
+
+def test_list_apps_counts_sessions_per_app(store: Any) -> None:
+    assert store.list_apps() == {}
+    fill(store)
+    assert store.list_apps() == {"other": 1, APP: 3}
+    store.delete_session("other", "elsewhere")
+    assert store.list_apps() == {APP: 3}

@@ -133,6 +133,11 @@ class ServerPool:
         # The old pool may still be backing off: close it without holding anyone up.
         threading.Thread(target=old.close, kwargs={"timeout": 1.0}, daemon=True).start()
 
+    def stats(self) -> tuple[int, int, int]:
+        """``(connections held, of which idle, requests waiting)`` of the current pool."""
+        stats = self._pool.get_stats()
+        return stats["pool_size"], stats["pool_available"], stats.get("requests_waiting", 0)
+
     def close(self) -> None:
         """Close the pool (idempotent)."""
         self._pool.close()

@@ -159,7 +159,6 @@ MAX_MESSAGE_BYTES = 64 * 2**20
 """Default hard cap on one message's compact JSON, whatever the policy."""
 
 
-
 class EncodedRow(NamedTuple):
     """A message ready for its row: the message as written (returned to the caller and
     indexed), the row's JSON (long strings replaced by references), the message's full
@@ -222,6 +221,10 @@ class SQLBase(ABC):
     #: Suffix that row-locks what a ``SELECT`` returns; empty where a write transaction
     #: already excludes every other writer (SQLite's ``BEGIN IMMEDIATE``).
     _FOR_UPDATE = ""
+
+    #: Aggregate of ``tl_state`` rows aliased ``t`` into ONE JSON object text (key -> the
+    #: stored JSON value), ``'{}'`` or NULL for no rows; PostgreSQL spells it its own way.
+    _STATE_OBJECT = "json_group_object(t.key, json(t.value))"
 
     #: What "now" is for this store (``updated_at``, overlay and block times, purge cutoffs):
     #: ``None`` is the system clock; tests inject one (``clock=`` of the backends).

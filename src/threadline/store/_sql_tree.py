@@ -16,6 +16,7 @@ from threadline.messages import (
     text_of,
 )
 from threadline.store._common import (
+    chained_tail,
     dumps,
     stored_delta,
 )
@@ -48,6 +49,7 @@ from threadline.store._sql_text import (
     SQL_SKILL_UPSERT,
     SQL_STORED,
     SQL_TAIL,
+    SQL_TAIL_BY_SEQ,
     SQL_TAIL_HEAD,
 )
 from threadline.store.base import RecentPath
@@ -371,12 +373,15 @@ class TreeMixin(AttachmentMixin):
             sql, params = SQL_TAIL_HEAD, (*key, *key, *key, count)
         else:
             sql, params = SQL_TAIL, (*key, leaf_id, *key, count)
-        rows = self._read(
-            "get_path_tail",
-            lambda tx: self._with_attachments(
-                tx, app, tx.all(sql, params), 1, attachments, session_id
-            ),
-        )
+
+        def run(tx: Tx) -> list[Row]:
+            # An unbranched tail (the common case) is the newest rows by seq: one range scan
+            # instead of a primary-key probe per message; the tree walk otherwise.
+            tail = chained_tail(tx.all(SQL_TAIL_BY_SEQ, (*key, count))) if leaf_id is None else None
+            found: list[Row] = list(tail) if tail is not None else tx.all(sql, params)
+            return self._with_attachments(tx, app, found, 1, attachments, session_id)
+
+        rows = self._read("get_path_tail", run)
         if leaf_id is not None and not rows:
             raise MessageNotFoundError(f"message {leaf_id!r} not in session")
         return [(row[0], row[1], int(row[2])) for row in rows]

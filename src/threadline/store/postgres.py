@@ -244,6 +244,7 @@ class PostgresStore(SQLStore):
     """
 
     _FOR_UPDATE = " FOR UPDATE"
+    _STATE_OBJECT = "json_object_agg(t.key, t.value::json)::text"
 
     def __init__(
         self,

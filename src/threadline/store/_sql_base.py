@@ -29,13 +29,11 @@ from threadline.store._common import (
     now_us,
     row_to_session_info,
     state_owner,
-    state_undo,
     us_to_datetime,
 )
 from threadline.store._sql_text import (
     SQL_OWNER,
     SQL_SESSION,
-    SQL_SESSION_STATE,
     SQL_STATE_DELETE,
     SQL_STATE_UPSERT,
     SQL_TOUCH,
@@ -90,6 +88,17 @@ class Tx(Protocol):
 
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """Run a query; return every row."""
+        ...
+
+    def send(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Run a statement whose result nobody reads. A backend may hold it back and send it
+        with the next query or the commit (PostgreSQL's pipeline): its error, if any, is
+        raised there, and the transaction fails whole."""
+        ...
+
+    def many(self, queries: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
+        """Run several queries (and whatever was sent before) in one round trip where the
+        backend can; every row of each, in order."""
         ...
 
 
@@ -223,6 +232,12 @@ class SQLBase(ABC):
     #: already excludes every other writer (SQLite's ``BEGIN IMMEDIATE``).
     _FOR_UPDATE = ""
 
+    #: True where ``Tx.send`` holds statements back and ``Tx.many`` batches reads into one
+    #: round trip (PostgreSQL's pipeline). An append then learns which of its ids are stored
+    #: in its first read, so each insert is sent without waiting for an answer; elsewhere
+    #: (SQLite, in process) the insert's own row count says it.
+    _PIPELINED = False
+
     #: What "now" is for this store (``updated_at``, overlay and block times, purge cutoffs):
     #: ``None`` is the system clock; tests inject one (``clock=`` of the backends).
     _clock: Callable[[], datetime] | None = None
@@ -326,19 +341,12 @@ class SQLBase(ABC):
             row = tx.one(SQL_OWNER, (app, session_id))
             _check_owner(app, session_id, row[0] if row else None, user_id)
         now = self._now_us()
-        tx.execute(SQL_TOUCH, (app, session_id, user_id, now, now))
+        tx.send(SQL_TOUCH, (app, session_id, user_id, now, now))
 
     @staticmethod
     def _session_row(tx: Tx, app: str, session_id: str) -> SessionInfo | None:
         row = tx.one(SQL_SESSION, (app, session_id))
         return row_to_session_info(row) if row is not None else None
-
-    @staticmethod
-    def _undo_record(
-        tx: Tx, app: str, session_id: str, delta: Mapping[str, Any]
-    ) -> dict[str, list[Any]]:
-        current = {row[0]: row[1] for row in tx.all(SQL_SESSION_STATE, (app, session_id))}
-        return state_undo(delta, current)
 
     @staticmethod
     def _apply_state(
@@ -348,6 +356,6 @@ class SQLBase(ABC):
         for key, value in sorted(delta.items()):
             owner, owner_id = state_owner(key, session_id, user_id)
             if value is None:
-                tx.execute(SQL_STATE_DELETE, (app, owner, owner_id, key))
+                tx.send(SQL_STATE_DELETE, (app, owner, owner_id, key))
             else:
-                tx.execute(SQL_STATE_UPSERT, (app, owner, owner_id, key, dumps(value)))
+                tx.send(SQL_STATE_UPSERT, (app, owner, owner_id, key, dumps(value)))

@@ -17,6 +17,7 @@ from threadline.messages import (
 )
 from threadline.store._common import (
     dumps,
+    state_undo,
     stored_delta,
 )
 from threadline.store._sql_attach import AttachmentMixin
@@ -42,11 +43,13 @@ from threadline.store._sql_text import (
     SQL_PATH_IDS_HEAD,
     SQL_RECENT,
     SQL_SESSION_AFTER_APPEND,
+    SQL_SESSION_STATE,
     SQL_SET_HEAD,
     SQL_SHIFT_SUBTREE,
     SQL_SKILL_DELETE_FOR,
     SQL_SKILL_UPSERT,
     SQL_STORED,
+    SQL_STORED_IN,
     SQL_TAIL,
     SQL_TAIL_HEAD,
 )
@@ -56,6 +59,21 @@ from threadline.types import (
     AutoType,
     Message,
 )
+
+
+def _start_parent(
+    parent_id: str | AutoType | None, state: Row | None, node: Row | None
+) -> tuple[str | None, int, int] | None:
+    """``(parent id, depth, path_bytes)`` of an append's first message, from the session's
+    head ``state`` (:data:`SQL_HEAD_STATE`) or the explicit parent's ``node`` row
+    (:data:`SQL_NODE`); None = an explicit parent that is not in the session."""
+    if parent_id is AUTO:
+        if state is None or state[0] is None or state[2] is None:
+            return (None, 0, 0)
+        return (state[0], int(state[2]), int(state[3]))
+    if parent_id is None:
+        return (None, 0, 0)
+    return (parent_id, int(node[0]), int(node[1])) if node else None
 
 
 class TreeMixin(AttachmentMixin):
@@ -98,17 +116,39 @@ class TreeMixin(AttachmentMixin):
         user_id: str | None,
         delta: dict[str, Any],
     ) -> list[Message]:
-        state = tx.one(SQL_HEAD_STATE, (app, session_id))
+        key = (app, session_id)
+        # Everything the append must know before writing, read in one round trip (Tx.many):
+        # the head, the explicit parent, the session state an undo record needs and, where
+        # inserts are pipelined, which of the ids are stored already (exact: the session row
+        # is locked, so no other write to the session runs until this one commits).
+        queries: list[tuple[str, Sequence[Any]]] = [(SQL_HEAD_STATE, key)]
+        explicit = isinstance(parent_id, str)
+        if explicit:
+            queries.append((SQL_NODE, (*key, parent_id)))
+        if delta:
+            queries.append((SQL_SESSION_STATE, key))
+        if self._PIPELINED:
+            ids = list(dict.fromkeys(m.message["id"] for m in encoded))
+            queries += [(SQL_STORED_IN + _in_list(len(c)), (*key, *c)) for c in _chunks(ids)]
+        results = iter(tx.many(queries))
+        head = next(results)
+        state = head[0] if head else None
+        node = next(results) if explicit else []
         _check_owner(app, session_id, state[4] if state else None, user_id)
+        undo = None
+        if delta:
+            undo = dumps(state_undo(delta, {row[0]: row[1] for row in next(results)}))
+        # id -> (data, depth, path_bytes) of the messages known to be stored
+        known: dict[str, Row] = {row[0]: row[1:] for rows in results for row in rows}
         head_id, last_seq = (state[0], state[1]) if state else (None, 0)
-        parent = self._start_parent(tx, app, session_id, parent_id, state)
-        undo = dumps(self._undo_record(tx, app, session_id, delta)) if delta else None
+        parent = _start_parent(parent_id, state, node[0] if node else None)
         out: list[Message] = []
         seq, written = last_seq, 0
         for message, data, size, blobs in encoded:
             message_id = message["id"]
+            stored = known.get(message_id)
             if parent is None:  # explicit parent unknown: fine only if this message exists
-                if tx.one(SQL_MESSAGE, (app, session_id, message_id)) is None:
+                if stored is None and tx.one(SQL_MESSAGE, (*key, message_id)) is None:
                     raise MessageNotFoundError(f"message {parent_id!r} not in session")
                 parent = (None, 0, 0)
             row = MessageRow(
@@ -116,9 +156,10 @@ class TreeMixin(AttachmentMixin):
                 parent[1] + 1, parent[2] + size, message.get("createdAt"), undo, data,
                 text_of(message),
             )  # fmt: skip
-            if self._insert_message(tx, row):
+            if stored is None and self._insert_message(tx, row):
                 seq, written, head_id = seq + 1, written + 1, message_id
                 parent = (message_id, row.depth, row.path_bytes)
+                known[message_id] = (data, row.depth, row.path_bytes)
                 if blobs:
                     self._put_blobs(tx, app, session_id, message_id, blobs)
                 self._index_skill_loads(tx, app, session_id, message)
@@ -126,35 +167,22 @@ class TreeMixin(AttachmentMixin):
                     self._apply_state(tx, app, session_id, user_id, delta)
                 out.append(message)
             else:
-                stored = tx.one(SQL_STORED, (app, session_id, message_id))
+                if stored is None:
+                    stored = tx.one(SQL_STORED, (*key, message_id))
                 assert stored is not None
                 parent = (message_id, stored[1], stored[2])
                 out.append(self._full_message(tx, app, stored[0]))
         now = self._now_us()
-        tx.execute(
+        tx.send(
             SQL_SESSION_AFTER_APPEND,
             (app, session_id, user_id, now, now, head_id, seq, written),
         )
         return out
 
     @staticmethod
-    def _start_parent(
-        tx: Tx, app: str, session_id: str, parent_id: str | AutoType | None, state: Row | None
-    ) -> tuple[str | None, int, int] | None:
-        """``(parent id, depth, path_bytes)`` of the first message; None = unknown id."""
-        if parent_id is AUTO:
-            if state is None or state[0] is None or state[2] is None:
-                return (None, 0, 0)
-            return (state[0], int(state[2]), int(state[3]))
-        if parent_id is None:
-            return (None, 0, 0)
-        node = tx.one(SQL_NODE, (app, session_id, parent_id))
-        return (parent_id, int(node[0]), int(node[1])) if node else None
-
-    @staticmethod
     def _index_skill_loads(tx: Tx, app: str, session_id: str, message: Message) -> None:
         for label, key, call_id in skill_loads_of(message):
-            tx.execute(SQL_SKILL_UPSERT, (app, session_id, label, key, message["id"], call_id))
+            tx.send(SQL_SKILL_UPSERT, (app, session_id, label, key, message["id"], call_id))
 
     # ------------------------------------------------------------------ update / delete
 

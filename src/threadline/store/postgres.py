@@ -31,6 +31,7 @@ psycopg is imported lazily: this module imports without it, and opening a store 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import re
@@ -165,7 +166,7 @@ def _index_long_text(tx: Tx, app: str, session_id: str, message_id: str, text: s
     (each overlapping the previous by a little, so a phrase across a boundary is found)."""
     for idx, start in enumerate(range(TSV_CHARS, len(text), TSV_CHARS), start=1):
         chunk = text[start - _CHUNK_OVERLAP : start + TSV_CHARS]
-        tx.execute(_INSERT_CHUNK, (app, session_id, message_id, idx, chunk, chunk))
+        tx.send(_INSERT_CHUNK, (app, session_id, message_id, idx, chunk, chunk))
 
 
 _CHUNK_OVERLAP = 200
@@ -188,33 +189,79 @@ def _pg_sql(sql: str) -> str:
 
 
 class _PgTx:
-    """:class:`~threadline.store._sql.Tx` over one psycopg connection."""
+    """:class:`~threadline.store._sql.Tx` over one psycopg connection; ``pipelined`` (a write
+    transaction, in pipeline mode) statements are sent without waiting for their answers
+    until a result is needed (``one``, ``all``, ``many``, a row count) or the transaction
+    ends."""
 
-    __slots__ = ("conn",)
+    __slots__ = ("conn", "held", "pipelined")
 
-    def __init__(self, conn: PgConn) -> None:
+    def __init__(self, conn: PgConn, *, pipelined: bool = False) -> None:
         self.conn = conn
+        self.pipelined = pipelined
+        self.held: tuple[str, list[Any]] | None = None
+
+    def hold(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Send a statement with the next one sent, as a data-modifying CTE of it: one
+        statement fewer for psycopg and the server. For a statement whose rows nothing
+        sent after it reads (it is not visible to the statement it rides on); before a
+        read, or a statement that has its own ``WITH``, it goes alone."""
+        self.release()
+        self.held = (sql, _encode_params(params))
+
+    def release(self) -> None:
+        """Send the held statement alone, if there is one."""
+        if self.held is not None:
+            (sql, params), self.held = self.held, None
+            self.conn.execute(_pg_sql(sql), params)
+
+    def send(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Run a statement; in a pipeline, its answer is not waited for."""
+        values = _encode_params(params)
+        if self.held is not None and not sql.startswith("WITH"):
+            (first, before), self.held = self.held, None
+            sql, values = f"WITH held AS ({first}) {sql}", [*before, *values]
+        else:
+            self.release()
+        self.conn.execute(_pg_sql(sql), values)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run a statement; the number of rows it changed."""
-        return self.conn.execute(_pg_sql(sql), _encode_params(params)).rowcount
+        self.release()
+        cursor = self.conn.execute(_pg_sql(sql), _encode_params(params))
+        if self.pipelined:
+            # The answers come in order: waiting for this one brings the row count above.
+            # (A pipeline Sync would end the implicit transaction: see _transaction.)
+            self.conn.execute("SELECT 1").fetchone()
+        return cursor.rowcount
+
+    def many(self, queries: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
+        """Every row of each query; in a pipeline, all sent in one round trip."""
+        self.release()
+        execute = self.conn.execute
+        cursors = [execute(_pg_sql(sql), _encode_params(params)) for sql, params in queries]
+        return [[_decode_row(row) for row in cursor.fetchall()] for cursor in cursors]
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         """First row of a query, or None."""
+        self.release()
         row = self.conn.execute(_pg_sql(sql), _encode_params(params)).fetchone()
         return None if row is None else _decode_row(row)
 
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """Every row of a query."""
+        self.release()
         rows = self.conn.execute(_pg_sql(sql), _encode_params(params)).fetchall()
         return [_decode_row(row) for row in rows]
 
 
 # --------------------------------------------------------------------------- the store
 
+# No ON CONFLICT: the append read which ids are stored before (_PIPELINED), under the
+# session's lock, so a conflict here is a bug and fails the transaction loudly.
 _INSERT_MESSAGE = (
     f"INSERT INTO tl_messages ({MESSAGE_COLUMNS}, search_text) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, session_id, id) DO NOTHING"
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # Registers the session if missing and row-locks it, in one statement: "ON CONFLICT DO
 # UPDATE ... WHERE false" locks the existing row without writing a new version of it (the
@@ -244,6 +291,7 @@ class PostgresStore(SQLStore):
     """
 
     _FOR_UPDATE = " FOR UPDATE"
+    _PIPELINED = True
 
     def __init__(
         self,
@@ -318,35 +366,58 @@ class PostgresStore(SQLStore):
         driver = self._driver
         for attempt in range(1, _WRITE_ATTEMPTS + 1):
             try:
-                with self._pool.connection() as conn, conn.transaction():
-                    tx = _PgTx(conn)
-                    if lock is not None:
-                        self._lock_session(tx, lock)
-                    return fn(tx)
+                with self._pool.connection() as conn:
+                    return self._transaction(conn, fn, lock)
             except driver.Error as exc:
                 if getattr(exc, "sqlstate", None) in _RETRY_SQLSTATES and attempt < _WRITE_ATTEMPTS:
                     continue
                 raise StoreError(operation, exc) from exc
         raise AssertionError("unreachable")
 
-    def _lock_session(self, tx: _PgTx, key: SessionKey) -> bool:
-        """Lock the registry row, inserting it if missing; True if it already existed."""
+    def _transaction(self, conn: PgConn, fn: Callable[[Tx], T], lock: SessionKey | None) -> T:
+        """``fn`` in one transaction on ``conn``, in pipeline mode: the lock and whatever
+        ``fn`` sends go out with its first read, the rest with the pipeline's closing Sync
+        (an append: two round trips).
+
+        The transaction is the pipeline's implicit one: PostgreSQL runs everything between
+        two Syncs as one transaction, committed at the Sync unless a statement failed, so no
+        ``BEGIN``/``COMMIT`` statements are needed. If ``fn`` raises, a ``ROLLBACK`` goes
+        before the Sync (inside an implicit transaction it rolls it back, with a warning
+        notice); if a statement failed, the server discarded the rest anyway.
+        """
+        with conn.pipeline():
+            tx = _PgTx(conn, pipelined=True)
+            try:
+                if lock is not None:
+                    tx.send(_LOCK_SESSION, self._lock_params(lock))
+                result = fn(tx)
+                tx.release()
+                return result
+            except BaseException:
+                if not conn.broken:
+                    with contextlib.suppress(self._driver.Error):
+                        conn.execute("ROLLBACK")
+                raise
+
+    def _lock_params(self, key: SessionKey) -> tuple[Any, ...]:
         app, session_id, user_id = key
         now = self._now_us()
-        return tx.execute(_LOCK_SESSION, (app, session_id, user_id, now, now)) == 0
+        return (app, session_id, user_id, now, now)
 
     def _claim_session_row(self, tx: Tx, app: str, session_id: str) -> bool:
-        # A plain SELECT ... FOR UPDATE would miss a row that a concurrent append is
-        # inserting (or re-inserting after another delete): the upsert waits for it instead.
-        assert isinstance(tx, _PgTx)
-        return self._lock_session(tx, (app, session_id, None))
+        # Locks the registry row, inserting it if missing; True if it already existed. A
+        # plain SELECT ... FOR UPDATE would miss a row that a concurrent append is inserting
+        # (or re-inserting after another delete): the upsert waits for it instead.
+        return tx.execute(_LOCK_SESSION, self._lock_params((app, session_id, None))) == 0
 
     # ------------------------------------------------------------------ dialect: search index
 
     def _insert_message(self, tx: Tx, row: MessageRow) -> bool:
+        # Called only for ids the append found missing (_PIPELINED): not waited for, and
+        # sent with the next statement (the session's new head, for a plain append).
+        assert isinstance(tx, _PgTx)
         text = _search_text(row.text)
-        if tx.execute(_INSERT_MESSAGE, (*row.values(), text)) == 0:
-            return False
+        tx.hold(_INSERT_MESSAGE, (*row.values(), text))
         _index_long_text(tx, row.app, row.session_id, row.id, text)
         return True
 

@@ -32,6 +32,7 @@ from threadline.store._common import (
     us_to_datetime,
 )
 from threadline.store._sql_text import (
+    SQL_HEAD_STATE,
     SQL_OWNER,
     SQL_SESSION,
     SQL_STATE_DELETE,
@@ -232,11 +233,6 @@ class SQLBase(ABC):
     #: already excludes every other writer (SQLite's ``BEGIN IMMEDIATE``).
     _FOR_UPDATE = ""
 
-    #: True where ``Tx.send`` holds statements back and ``Tx.many`` batches reads into one
-    #: round trip (PostgreSQL's pipeline). An append then learns which of its ids are stored
-    #: in its first read, so each insert is sent without waiting for an answer; elsewhere
-    #: (SQLite, in process) the insert's own row count says it.
-    _PIPELINED = False
 
     #: What "now" is for this store (``updated_at``, overlay and block times, purge cutoffs):
     #: ``None`` is the system clock; tests inject one (``clock=`` of the backends).
@@ -325,6 +321,16 @@ class SQLBase(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release connections. Idempotent."""
+
+    def _head_state_query(
+        self, app: str, session_id: str, ids: Sequence[str]
+    ) -> tuple[str, Sequence[Any]]:
+        """The first read of an append: :data:`SQL_HEAD_STATE`. A backend whose inserts get
+        no answer before the commit (PostgreSQL's pipeline) adds a sixth column, which of
+        ``ids`` are stored already as 1-based positions in ``ids`` (exact: the session row
+        is locked), and its
+        ``_insert_message`` is then only called for the others."""
+        return SQL_HEAD_STATE, (app, session_id)
 
     # ------------------------------------------------------------------ lifecycle
 

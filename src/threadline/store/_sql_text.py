@@ -43,10 +43,6 @@ SQL_NODE = (
 SQL_STORED = (
     "SELECT data, depth, path_bytes FROM tl_messages WHERE app = ? AND session_id = ? AND id = ?"
 )
-SQL_STORED_IN = (
-    "SELECT id, data, depth, path_bytes FROM tl_messages WHERE app = ? AND session_id = ? "
-    "AND id IN "
-)  # + _in_list(n)
 SQL_MESSAGE = "SELECT data FROM tl_messages WHERE app = ? AND session_id = ? AND id = ?"
 SQL_HEAD_MESSAGE = (
     "SELECT m.data FROM tl_sessions s JOIN tl_messages m "

@@ -33,7 +33,6 @@ from threadline.store._sql_base import (
 from threadline.store._sql_text import (
     SQL_HEAD_DEPTH,
     SQL_HEAD_MESSAGE,
-    SQL_HEAD_STATE,
     SQL_MESSAGE,
     SQL_NEWEST_LEAF,
     SQL_NODE,
@@ -49,7 +48,6 @@ from threadline.store._sql_text import (
     SQL_SKILL_DELETE_FOR,
     SQL_SKILL_UPSERT,
     SQL_STORED,
-    SQL_STORED_IN,
     SQL_TAIL,
     SQL_TAIL_HEAD,
 )
@@ -118,28 +116,29 @@ class TreeMixin(AttachmentMixin):
     ) -> list[Message]:
         key = (app, session_id)
         # Everything the append must know before writing, read in one round trip (Tx.many):
-        # the head, the explicit parent, the session state an undo record needs and, where
-        # inserts are pipelined, which of the ids are stored already (exact: the session row
-        # is locked, so no other write to the session runs until this one commits).
-        queries: list[tuple[str, Sequence[Any]]] = [(SQL_HEAD_STATE, key)]
+        # the head (and, from a backend that pipelines, which of the ids are stored), the
+        # explicit parent, the session state an undo record needs.
+        ids = [m.message["id"] for m in encoded]
+        queries: list[tuple[str, Sequence[Any]]] = [self._head_state_query(app, session_id, ids)]
         explicit = isinstance(parent_id, str)
         if explicit:
             queries.append((SQL_NODE, (*key, parent_id)))
         if delta:
             queries.append((SQL_SESSION_STATE, key))
-        if self._PIPELINED:
-            ids = list(dict.fromkeys(m.message["id"] for m in encoded))
-            queries += [(SQL_STORED_IN + _in_list(len(c)), (*key, *c)) for c in _chunks(ids)]
-        results = iter(tx.many(queries))
-        head = next(results)
-        state = head[0] if head else None
-        node = next(results) if explicit else []
+        results = tx.many(queries)
+        state = results[0][0] if results[0] else None
+        node = results[1] if explicit else []
         _check_owner(app, session_id, state[4] if state else None, user_id)
         undo = None
         if delta:
-            undo = dumps(state_undo(delta, {row[0]: row[1] for row in next(results)}))
+            undo = dumps(state_undo(delta, {row[0]: row[1] for row in results[-1]}))
         # id -> (data, depth, path_bytes) of the messages known to be stored
-        known: dict[str, Row] = {row[0]: row[1:] for rows in results for row in rows}
+        stored_at = state[5] if state is not None and len(state) > 5 else None
+        known: dict[str, Row] = {}
+        if stored_at:  # a repeated id (rare): read what is stored
+            stored_ids = list(dict.fromkeys(ids[n - 1] for n in stored_at))
+            rows = tx.many([(SQL_STORED, (*key, i)) for i in stored_ids])
+            known = {i: found[0] for i, found in zip(stored_ids, rows, strict=True)}
         head_id, last_seq = (state[0], state[1]) if state else (None, 0)
         parent = _start_parent(parent_id, state, node[0] if node else None)
         out: list[Message] = []

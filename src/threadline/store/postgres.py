@@ -56,6 +56,7 @@ from threadline.store._sql import (
     _chunks,
     _in_list,
 )
+from threadline.store._sql_text import SQL_HEAD_STATE
 
 if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
     from psycopg import Connection
@@ -257,7 +258,7 @@ class _PgTx:
 
 # --------------------------------------------------------------------------- the store
 
-# No ON CONFLICT: the append read which ids are stored before (_PIPELINED), under the
+# No ON CONFLICT: the append read which ids are stored before (_HEAD_STATE), under the
 # session's lock, so a conflict here is a bug and fails the transaction loudly.
 _INSERT_MESSAGE = (
     f"INSERT INTO tl_messages ({MESSAGE_COLUMNS}, search_text) "
@@ -271,6 +272,14 @@ _LOCK_SESSION = (
     "INSERT INTO tl_sessions (app, id, user_id, metadata, created_at, updated_at) "
     "VALUES (?, ?, ?, '{}', ?, ?) ON CONFLICT (app, id) DO UPDATE SET id = excluded.id "
     "WHERE false"
+)
+# SQL_HEAD_STATE and which of the append's ids (an array) are stored already, as positions
+# in that array (numbers: nothing to decode).
+_HEAD_STATE = SQL_HEAD_STATE.replace(
+    " FROM tl_sessions s ",
+    ", ARRAY(SELECT u.n FROM unnest(CAST(? AS TEXT[])) WITH ORDINALITY u(id, n) "
+    "JOIN tl_messages i ON i.app = s.app AND i.session_id = s.id AND i.id = u.id) "
+    "FROM tl_sessions s ",
 )
 _UPSERT_ENTRY = (
     "INSERT INTO tl_entries (app, label, key, content, description, updated_at, search_text) "
@@ -291,7 +300,6 @@ class PostgresStore(SQLStore):
     """
 
     _FOR_UPDATE = " FOR UPDATE"
-    _PIPELINED = True
 
     def __init__(
         self,
@@ -404,6 +412,11 @@ class PostgresStore(SQLStore):
         now = self._now_us()
         return (app, session_id, user_id, now, now)
 
+    def _head_state_query(
+        self, app: str, session_id: str, ids: Sequence[str]
+    ) -> tuple[str, Sequence[Any]]:
+        return _HEAD_STATE, (_encode_params(ids), app, session_id)
+
     def _claim_session_row(self, tx: Tx, app: str, session_id: str) -> bool:
         # Locks the registry row, inserting it if missing; True if it already existed. A
         # plain SELECT ... FOR UPDATE would miss a row that a concurrent append is inserting
@@ -413,7 +426,7 @@ class PostgresStore(SQLStore):
     # ------------------------------------------------------------------ dialect: search index
 
     def _insert_message(self, tx: Tx, row: MessageRow) -> bool:
-        # Called only for ids the append found missing (_PIPELINED): not waited for, and
+        # Called only for ids the append found missing (_HEAD_STATE): not waited for, and
         # sent with the next statement (the session's new head, for a plain append).
         assert isinstance(tx, _PgTx)
         text = _search_text(row.text)

@@ -88,21 +88,29 @@ class AttachmentMixin(SQLBase):
             raise InvalidArgumentError(f"app {app!r} has no attachment sha256:{sha[:12]}…")
         return b"".join(bytes(row[0]) for row in rows)
 
-    def _with_attachments(
+    def _session_rows(
         self,
         tx: Tx,
         app: str,
-        rows: list[Row],
+        session_id: str,
+        query: tuple[str, Sequence[Any]],
         column: int,
         mode: str,
-        session_id: str | None = None,
+    ) -> list[Row]:
+        """Rows of a query over one session's messages, made whole as by
+        :meth:`_with_attachments`. The query and a probe for the session's attachments go
+        in one round trip (``Tx.many``): a session without any costs no scan of the rows."""
+        if mode == "ref":
+            return tx.all(*query)
+        rows, refs = tx.many([query, (_SQL_SESSION_HAS_REFS, (app, session_id))])
+        return self._with_attachments(tx, app, rows, column, mode) if refs else rows
+
+    def _with_attachments(
+        self, tx: Tx, app: str, rows: list[Row], column: int, mode: str
     ) -> list[Row]:
         """``rows`` with the JSON at ``column`` made whole (``mode`` ``"inline"``) or left
-        holding references (``"ref"``). With ``session_id`` (rows of that one session), a
-        session without attachments costs one index probe instead of a scan of every row."""
+        holding references (``"ref"``)."""
         if mode == "ref" or not rows:
-            return rows
-        if session_id is not None and tx.one(_SQL_SESSION_HAS_REFS, (app, session_id)) is None:
             return rows
         if not any(map(_HAS_REFS, map(itemgetter(column), rows))):  # C-level test per row
             return rows

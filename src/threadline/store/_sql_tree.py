@@ -400,9 +400,7 @@ class TreeMixin(AttachmentMixin):
             sql, params = SQL_TAIL, (*key, leaf_id, *key, count)
         rows = self._read(
             "get_path_tail",
-            lambda tx: self._with_attachments(
-                tx, app, tx.all(sql, params), 1, attachments, session_id
-            ),
+            lambda tx: self._session_rows(tx, app, session_id, (sql, params), 1, attachments),
         )
         if leaf_id is not None and not rows:
             raise MessageNotFoundError(f"message {leaf_id!r} not in session")
@@ -435,10 +433,9 @@ class TreeMixin(AttachmentMixin):
             sql, params = sql_leaf, (*key, leaf_id, *key)
 
         def run(tx: Tx) -> list[Row]:
-            rows = tx.all(sql, params)
-            if bodies is not None:
-                rows = self._with_attachments(tx, app, rows, bodies[0], bodies[1], session_id)
-            return rows
+            if bodies is None:
+                return tx.all(sql, params)
+            return self._session_rows(tx, app, session_id, (sql, params), *bodies)
 
         rows = self._read(operation, run)
         if leaf_id is None:
@@ -455,9 +452,7 @@ class TreeMixin(AttachmentMixin):
         params = (*key, *key, max(int(min_messages), 1), int(max_bytes), *key)
         rows = self._read(
             "get_recent_path",
-            lambda tx: self._with_attachments(
-                tx, app, tx.all(SQL_RECENT, params), 0, "inline", session_id
-            ),
+            lambda tx: self._session_rows(tx, app, session_id, (SQL_RECENT, params), 0, "inline"),
         )
         if not rows:
             return RecentPath(messages=[], truncated=False, total_content_bytes=0)
@@ -487,8 +482,6 @@ class TreeMixin(AttachmentMixin):
         params = (app, session_id, message_id)
         rows = self._read(
             "get_children",
-            lambda tx: self._with_attachments(
-                tx, app, tx.all(sql, params), 0, "inline", session_id
-            ),
+            lambda tx: self._session_rows(tx, app, session_id, (sql, params), 0, "inline"),
         )
         return [decode_message(row[0]) for row in rows]

@@ -237,10 +237,12 @@ class _PgTx:
         return cursor.rowcount
 
     def many(self, queries: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
-        """Every row of each query; in a pipeline, all sent in one round trip."""
+        """Every row of each query, all sent in one round trip (in pipeline mode: a read
+        enters it for these queries only)."""
         self.release()
         execute = self.conn.execute
-        cursors = [execute(_pg_sql(sql), _encode_params(params)) for sql, params in queries]
+        with contextlib.nullcontext() if self.pipelined else self.conn.pipeline():
+            cursors = [execute(_pg_sql(sql), _encode_params(params)) for sql, params in queries]
         return [[_decode_row(row) for row in cursor.fetchall()] for cursor in cursors]
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:

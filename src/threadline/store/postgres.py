@@ -260,7 +260,7 @@ class _PgTx:
 
 # --------------------------------------------------------------------------- the store
 
-# No ON CONFLICT: the append read which ids are stored before (_HEAD_STATE), under the
+# No ON CONFLICT: the append read which ids are stored before (_head_state_sql), under the
 # session's lock, so a conflict here is a bug and fails the transaction loudly.
 _INSERT_MESSAGE = (
     f"INSERT INTO tl_messages ({MESSAGE_COLUMNS}, search_text) "
@@ -275,14 +275,24 @@ _LOCK_SESSION = (
     "VALUES (?, ?, ?, '{}', ?, ?) ON CONFLICT (app, id) DO UPDATE SET id = excluded.id "
     "WHERE false"
 )
-# SQL_HEAD_STATE and which of the append's ids (an array) are stored already, as positions
-# in that array (numbers: nothing to decode).
-_HEAD_STATE = SQL_HEAD_STATE.replace(
-    " FROM tl_sessions s ",
-    ", ARRAY(SELECT u.n FROM unnest(CAST(? AS TEXT[])) WITH ORDINALITY u(id, n) "
-    "JOIN tl_messages i ON i.app = s.app AND i.session_id = s.id AND i.id = u.id) "
-    "FROM tl_sessions s ",
-)
+
+
+@functools.lru_cache(maxsize=64)
+def _head_state_sql(count: int) -> str:
+    """SQL_HEAD_STATE and which of the append's ``count`` ids (an array, then each id) are
+    stored already, as positions in that array (numbers: nothing to decode). The ids are
+    listed one by one (``IN (?, ...)``): a prepared statement's generic plan then probes the
+    primary key per id, where an array parameter of unknown length may be planned as a scan
+    of the session's messages."""
+    ids = _in_list(count) if count <= _IN_LIST_MAX else "(SELECT unnest(CAST(? AS TEXT[])))"
+    return SQL_HEAD_STATE.replace(
+        " FROM tl_sessions s ",
+        ", ARRAY(SELECT array_position(CAST(? AS TEXT[]), i.id) FROM tl_messages i "
+        f"WHERE i.app = s.app AND i.session_id = s.id AND i.id IN {ids}) FROM tl_sessions s ",
+    )
+
+
+_IN_LIST_MAX = 400
 _UPSERT_ENTRY = (
     "INSERT INTO tl_entries (app, label, key, content, description, updated_at, search_text) "
     "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, label, key) DO UPDATE SET "
@@ -417,7 +427,10 @@ class PostgresStore(SQLStore):
     def _head_state_query(
         self, app: str, session_id: str, ids: Sequence[str]
     ) -> tuple[str, Sequence[Any]]:
-        return _HEAD_STATE, (_encode_params(ids), app, session_id)
+        # Strings are encoded by the Tx; lists (arrays) are passed as they are: encode them.
+        encoded = _encode_params(ids)
+        listed = ids if len(ids) <= _IN_LIST_MAX else [encoded]
+        return _head_state_sql(len(ids)), (encoded, *listed, app, session_id)
 
     def _claim_session_row(self, tx: Tx, app: str, session_id: str) -> bool:
         # Locks the registry row, inserting it if missing; True if it already existed. A
@@ -428,7 +441,7 @@ class PostgresStore(SQLStore):
     # ------------------------------------------------------------------ dialect: search index
 
     def _insert_message(self, tx: Tx, row: MessageRow) -> bool:
-        # Called only for ids the append found missing (_HEAD_STATE): not waited for, and
+        # Called only for ids the append found missing (_head_state_sql): not waited for, and
         # sent with the next statement (the session's new head, for a plain append).
         assert isinstance(tx, _PgTx)
         text = _search_text(row.text)

@@ -121,3 +121,14 @@ def test_an_idle_connection_dropped_by_the_server_is_replaced_before_a_write(
                 time.sleep(0.05)
         store.append_messages(APP, "s", [_message("m1")])  # a write: never retried
         assert store.get_path_ids(APP, "s") == ["m0", "m1"]
+
+
+def test_a_large_batch_with_a_repeated_id(store: Store) -> None:
+    # Over 400 ids the PostgreSQL head read passes them as one array instead of a list.
+    first = store.append_messages(APP, "s", [_message("m0", "first")])[0]
+    batch = [_message(f"n{i}") for i in range(450)]
+    batch[200] = _message("m0", "again")
+    stored = store.append_messages(APP, "s", batch)
+    assert stored[200] == first
+    assert store.get_session(APP, "s").message_count == 450  # type: ignore[union-attr]
+    assert store.get_path_ids(APP, "s") == ["m0", *[f"n{i}" for i in range(201, 450)]]

@@ -156,6 +156,16 @@ def _encode_params(params: Sequence[Any]) -> list[Any]:
     return [_encode_text(p) if isinstance(p, str) else p for p in params]
 
 
+def _decode_rows(rows: list[Row]) -> list[Row]:
+    """``rows`` with escaped strings decoded; the same list when none holds the escape
+    character (one loop over the values, no call per row: a read of a long history)."""
+    for row in rows:
+        for value in row:
+            if value.__class__ is str and _ESC in value:
+                return [_decode_row(row) for row in rows]
+    return rows
+
+
 def _decode_row(row: Row) -> Row:
     if any(isinstance(v, str) and _ESC in v for v in row):
         return tuple(_decode_text(v) if isinstance(v, str) else v for v in row)
@@ -243,7 +253,7 @@ class _PgTx:
         execute = self.conn.execute
         with contextlib.nullcontext() if self.pipelined else self.conn.pipeline():
             cursors = [execute(_pg_sql(sql), _encode_params(params)) for sql, params in queries]
-        return [[_decode_row(row) for row in cursor.fetchall()] for cursor in cursors]
+        return [_decode_rows(cursor.fetchall()) for cursor in cursors]
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         """First row of a query, or None."""
@@ -254,8 +264,7 @@ class _PgTx:
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """Every row of a query."""
         self.release()
-        rows = self.conn.execute(_pg_sql(sql), _encode_params(params)).fetchall()
-        return [_decode_row(row) for row in rows]
+        return _decode_rows(self.conn.execute(_pg_sql(sql), _encode_params(params)).fetchall())
 
 
 # --------------------------------------------------------------------------- the store

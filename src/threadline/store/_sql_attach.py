@@ -57,8 +57,8 @@ class AttachmentMixin(SQLBase):
             if tx.execute(_SQL_PUT, (app, blob.sha256, blob.kind, len(blob.data), count)):
                 for idx in range(count):
                     chunk = blob.data[idx * CHUNK_BYTES : (idx + 1) * CHUNK_BYTES]
-                    tx.execute(_SQL_PUT_CHUNK, (app, blob.sha256, idx, chunk))
-            tx.execute(_SQL_REF, (app, session_id, message_id, blob.sha256))
+                    tx.send(_SQL_PUT_CHUNK, (app, blob.sha256, idx, chunk))
+            tx.send(_SQL_REF, (app, session_id, message_id, blob.sha256))
 
     def _drop_refs(
         self, tx: Tx, app: str, session_id: str, message_ids: Sequence[str] | None
@@ -75,11 +75,11 @@ class AttachmentMixin(SQLBase):
             rows = tx.all(sql, (*key, *batch))
             if rows:
                 shas.update(row[0] for row in rows)
-                tx.execute(f"DELETE FROM tl_message_refs WHERE {cond}", (*key, *batch))
+                tx.send(f"DELETE FROM tl_message_refs WHERE {cond}", (*key, *batch))
         for sha in sorted(shas):  # sorted: one lock order for concurrent collectors
             if tx.one(_SQL_STILL_USED, (app, sha)) is None:
                 for table in ("tl_attachment_chunks", "tl_attachments"):
-                    tx.execute(f"DELETE FROM {table} WHERE app = ? AND sha256 = ?", (app, sha))
+                    tx.send(f"DELETE FROM {table} WHERE app = ? AND sha256 = ?", (app, sha))
 
     @staticmethod
     def _blob_data(tx: Tx, app: str, sha: str) -> bytes:

@@ -100,7 +100,7 @@ class ContentMixin(AttachmentMixin):
                 (app, session_id),
             )
             overlay_id, now = uuid.uuid4().hex, self._now_us()
-            tx.execute(
+            tx.send(
                 "INSERT INTO tl_compactions (app, session_id, id, summary, from_message_id, "
                 "to_message_id, seq, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (app, session_id, overlay_id, summary, from_message_id, to_message_id,
@@ -164,7 +164,7 @@ class ContentMixin(AttachmentMixin):
         )
 
         def run(tx: Tx) -> None:
-            tx.execute(sql, (app, owner, owner_id, label, content, self._now_us()))
+            tx.send(sql, (app, owner, owner_id, label, content, self._now_us()))
             if owner == "session":
                 self._touch(tx, app, owner_id, user_id)
 
@@ -193,7 +193,7 @@ class ContentMixin(AttachmentMixin):
         def run(tx: Tx) -> None:
             # Like every write to a session it registers the session: a prompt is never left
             # behind by a racing delete_session without its session.
-            tx.execute(sql, params)
+            tx.send(sql, params)
             self._touch(tx, app, session_id)
 
         self._write("set_prompt", run, lock=(app, session_id, None))

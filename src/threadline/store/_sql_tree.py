@@ -218,7 +218,7 @@ class TreeMixin(AttachmentMixin):
                 message = {**message, "createdAt": created}
                 data = encode_message({**decode_message(data), "createdAt": created})
                 size = len(encode_message(message).encode("utf-8"))
-        tx.execute(
+        tx.send(
             "UPDATE tl_messages SET role = ?, data = ?, byte_size = ?, created_at = ? "
             "WHERE app = ? AND session_id = ? AND id = ?",
             (message["role"], data, size, message.get("createdAt"), app, session_id, message_id),
@@ -228,9 +228,9 @@ class TreeMixin(AttachmentMixin):
             self._put_blobs(tx, app, session_id, message_id, blobs)
         if size != old[1]:
             key = (message_id, app, session_id)
-            tx.execute(SQL_SHIFT_SUBTREE, (*key, 0, old[1] - size, app, session_id))
+            tx.send(SQL_SHIFT_SUBTREE, (*key, 0, old[1] - size, app, session_id))
         self._reindex_message(tx, app, session_id, message_id, text_of(message))
-        tx.execute(SQL_SKILL_DELETE_FOR, (app, session_id, message_id))
+        tx.send(SQL_SKILL_DELETE_FOR, (app, session_id, message_id))
         self._index_skill_loads(tx, app, session_id, message)
         self._touch(tx, app, session_id)
         return message
@@ -271,12 +271,12 @@ class TreeMixin(AttachmentMixin):
         self._drop_refs(tx, app, session_id, found)
         for chunk in _chunks(found):
             marks = _in_list(len(chunk))
-            tx.execute(
+            tx.send(
                 "DELETE FROM tl_skill_loads WHERE app = ? AND session_id = ? "
                 f"AND message_id IN {marks}",
                 (*key, *chunk),
             )
-            tx.execute(
+            tx.send(
                 f"DELETE FROM tl_messages WHERE app = ? AND session_id = ? AND id IN {marks}",
                 (*key, *chunk),
             )
@@ -291,11 +291,11 @@ class TreeMixin(AttachmentMixin):
         tx: Tx, app: str, session_id: str, node_id: str, depth: int, path_bytes: int, size: int
     ) -> None:
         """Detach a message whose parent was deleted and renumber its subtree."""
-        tx.execute(
+        tx.send(
             "UPDATE tl_messages SET parent_id = NULL WHERE app = ? AND session_id = ? AND id = ?",
             (app, session_id, node_id),
         )
-        tx.execute(
+        tx.send(
             SQL_SHIFT_SUBTREE,
             (node_id, app, session_id, depth - 1, path_bytes - size, app, session_id),
         )
@@ -307,7 +307,7 @@ class TreeMixin(AttachmentMixin):
         if head_id in gone:
             leaf = tx.one(SQL_NEWEST_LEAF, (app, session_id))
             head_id = leaf[0] if leaf else None
-        tx.execute(
+        tx.send(
             "UPDATE tl_sessions SET head_id = ?, message_count = message_count - ? "
             "WHERE app = ? AND id = ?",
             (head_id, len(gone), app, session_id),
@@ -321,9 +321,9 @@ class TreeMixin(AttachmentMixin):
             self._unindex_messages(tx, app, session_id, None)
             self._drop_refs(tx, app, session_id, None)
             for table in ("tl_messages", "tl_compactions", "tl_skill_loads"):
-                tx.execute(f"DELETE FROM {table} WHERE app = ? AND session_id = ?", key)
+                tx.send(f"DELETE FROM {table} WHERE app = ? AND session_id = ?", key)
             self._touch(tx, app, session_id)
-            tx.execute(
+            tx.send(
                 "UPDATE tl_sessions SET head_id = NULL, message_count = 0 WHERE app = ? AND id = ?",
                 key,
             )
@@ -351,7 +351,7 @@ class TreeMixin(AttachmentMixin):
             if tx.one(SQL_MESSAGE, (app, session_id, message_id)) is None:
                 raise MessageNotFoundError(f"message {message_id!r} not in session")
             self._touch(tx, app, session_id)
-            tx.execute(SQL_SET_HEAD, (message_id, app, session_id))
+            tx.send(SQL_SET_HEAD, (message_id, app, session_id))
 
         self._write("set_head", run, lock=(app, session_id, None))
 

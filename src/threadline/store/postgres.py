@@ -462,7 +462,7 @@ class PostgresStore(SQLStore):
         self, tx: Tx, app: str, session_id: str, message_id: str, text: str
     ) -> None:
         text = _search_text(text)
-        tx.execute(
+        tx.send(
             "UPDATE tl_messages SET search_text = ? WHERE app = ? AND session_id = ? AND id = ?",
             (text, app, session_id, message_id),
         )
@@ -475,10 +475,10 @@ class PostgresStore(SQLStore):
         """Drop the word chunks of long texts (the other search columns live in the row)."""
         where = "app = ? AND session_id = ?"
         if message_ids is None:
-            tx.execute(f"DELETE FROM tl_message_chunks WHERE {where}", (app, session_id))
+            tx.send(f"DELETE FROM tl_message_chunks WHERE {where}", (app, session_id))
             return
         for batch in _chunks(message_ids):
-            tx.execute(
+            tx.send(
                 f"DELETE FROM tl_message_chunks WHERE {where} "
                 f"AND message_id IN {_in_list(len(batch))}",
                 (app, session_id, *batch),
@@ -495,7 +495,7 @@ class PostgresStore(SQLStore):
         now: int,
     ) -> None:
         params = (app, label, key, content, description, now, _search_text(content))
-        tx.execute(_UPSERT_ENTRY, params)
+        tx.send(_UPSERT_ENTRY, params)
 
     def _unindex_entry(self, tx: Tx, app: str, label: str, key: str) -> None:
         """Nothing to do: the search columns live in the entry row."""

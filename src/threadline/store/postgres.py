@@ -4,9 +4,11 @@ The tree, registry and state logic is shared with SQLite (:class:`~threadline.st
 this module holds what is PostgreSQL's own: the connection pool and its failure handling,
 the DDL, the search SQL (``tsvector`` + ``pg_trgm``), and the ``?`` → ``%s`` translation.
 
-* Connections are ``autocommit``; every public write is one explicit transaction. A write
-  to a session first inserts its registry row if missing and row-locks it, so concurrent
-  appends (threads or processes) never fork or lose a message.
+* Connections are ``autocommit``; every public write is one transaction: the implicit
+  transaction of a psycopg pipeline, committed by its closing Sync (docs/postgres.md). A
+  write to a session first inserts its registry row if missing and row-locks it, so
+  concurrent appends (threads or processes) never fork or lose a message. Statements whose
+  result is not read go out without waiting: an append is two round trips.
 * Driver errors become ``StoreError(operation, cause)``. A read that loses its connection
   (server restart, network) is retried once; a write is not (its COMMIT may have landed: the
   caller decides), only deadlocks and serialisation failures are rerun. The pool follows the

@@ -290,15 +290,21 @@ _LOCK_SESSION = (
 
 @functools.lru_cache(maxsize=64)
 def _head_state_sql(count: int) -> str:
-    """SQL_HEAD_STATE and which of the append's ``count`` ids (an array, then each id) are
-    stored already, as positions in that array (numbers: nothing to decode). The ids are
-    listed one by one (``IN (?, ...)``): a prepared statement's generic plan then probes the
-    primary key per id, where an array parameter of unknown length may be planned as a scan
-    of the session's messages."""
-    ids = _in_list(count) if count <= _IN_LIST_MAX else "(SELECT unnest(CAST(? AS TEXT[])))"
+    """SQL_HEAD_STATE and which of the append's ``count`` ids are stored already, as their
+    positions in the batch (numbers: nothing to decode). The ids are listed one by one
+    (``CASE``/``IN (?, ...)``, each id twice): a prepared statement's generic plan then probes
+    the primary key per id, where an array parameter of unknown length may be planned as a
+    scan of the session's messages (and an array costs psycopg more to send). Past
+    :data:`_IN_LIST_MAX` ids they go as one array (each array twice)."""
+    if count <= _IN_LIST_MAX:
+        position = "CASE i.id " + " ".join(f"WHEN ? THEN {n}" for n in range(1, count + 1))
+        position, ids = position + " END", _in_list(count)
+    else:
+        position = "array_position(CAST(? AS TEXT[]), i.id)"
+        ids = "(SELECT unnest(CAST(? AS TEXT[])))"
     return SQL_HEAD_STATE.replace(
         " FROM tl_sessions s ",
-        ", ARRAY(SELECT array_position(CAST(? AS TEXT[]), i.id) FROM tl_messages i "
+        f", ARRAY(SELECT {position} FROM tl_messages i "
         f"WHERE i.app = s.app AND i.session_id = s.id AND i.id IN {ids}) FROM tl_sessions s ",
     )
 
@@ -439,9 +445,8 @@ class PostgresStore(SQLStore):
         self, app: str, session_id: str, ids: Sequence[str]
     ) -> tuple[str, Sequence[Any]]:
         # Strings are encoded by the Tx; lists (arrays) are passed as they are: encode them.
-        encoded = _encode_params(ids)
-        listed = ids if len(ids) <= _IN_LIST_MAX else [encoded]
-        return _head_state_sql(len(ids)), (encoded, *listed, app, session_id)
+        listed = ids if len(ids) <= _IN_LIST_MAX else [_encode_params(ids)]
+        return _head_state_sql(len(ids)), (*listed, *listed, app, session_id)
 
     def _claim_session_row(self, tx: Tx, app: str, session_id: str) -> bool:
         # Locks the registry row, inserting it if missing; True if it already existed. A

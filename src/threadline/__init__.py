@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from threadline import messages
 from threadline._provider import SessionProvider
+from threadline._state import StateView
 from threadline.aio import AsyncSession, AsyncSessionManager
 from threadline.compaction import (
     create_compact_function,
@@ -46,6 +47,7 @@ from threadline.tokens import estimate_message_tokens, estimate_tokens
 from threadline.tools import Tool, Toolset
 from threadline.types import (
     AUTO,
+    AppendResult,
     CompactContext,
     Compaction,
     CompactResult,
@@ -60,6 +62,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AUTO",
+    "AppendResult",
     "AsyncSession",
     "AsyncSessionManager",
     "BlockNotFoundError",
@@ -89,6 +92,7 @@ __all__ = [
     "SessionNotFoundError",
     "SessionPage",
     "SessionProvider",
+    "StateView",
     "StaticContext",
     "Store",
     "StoreContextProvider",

@@ -66,6 +66,15 @@ def _datetime(what: str, value: Any) -> None:
         raise InvalidArgumentError(f"{what} must be a datetime, got {type(value).__name__}")
 
 
+def _after(what: str, value: Any) -> None:
+    # The value itself (range, ISO syntax) is checked where it is converted (_windows.cutoff_of).
+    if isinstance(value, bool) or not isinstance(value, (datetime, str, int, float)):
+        raise InvalidArgumentError(
+            f"{what} must be a datetime, an ISO 8601 string or epoch seconds, "
+            f"got {type(value).__name__}"
+        )
+
+
 def _flag(what: str, value: Any) -> None:
     if not isinstance(value, bool):
         raise InvalidArgumentError(f"{what} must be True or False, got {type(value).__name__}")
@@ -81,6 +90,7 @@ RULES: dict[str, Callable[[str, Any], Any]] = {
         (
             "app", "session_id", "message_id", "leaf_id",
             "from_message_id", "to_message_id", "before_message_id", "parent_session_id",
+            "before_invocation_id",
             "label", "key",
         ),
         check_id,
@@ -133,6 +143,10 @@ API_RULES: dict[str, Callable[[str, Any], Any]] = {
     "scope": _scope,
     "max_tokens": functools.partial(check_int, minimum=0),
     "min_recent_messages": functools.partial(check_int, minimum=0),
+    "after": _after,
+    "runs": functools.partial(check_int, minimum=0),
+    "keep": functools.partial(check_int, minimum=0),
+    "branch": check_id,
 }
 
 

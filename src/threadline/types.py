@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal
@@ -125,6 +125,10 @@ class CompactResult(_DictMixin):
 class CompactContext(_DictMixin):
     """Passed to compaction functions; ``token_counter`` is the session's counter or ``None``.
 
+    ``summarize_all`` is ``True`` when the caller has already chosen the range (``compact_when``
+    offers everything but the messages it keeps): the function should then summarise all of
+    the messages it is given, as ``create_compact_function`` does, rather than plan a range.
+
     >>> from threadline.tokens import default_token_counter
     >>> ctx = CompactContext(token_counter=default_token_counter)
     >>> ctx.token_counter(messages=[], system_prompt="Hello world", blocks=[])
@@ -132,14 +136,15 @@ class CompactContext(_DictMixin):
     """
 
     token_counter: Callable[..., int] | None = None
+    summarize_all: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a dict; the counter is kept as the callable itself.
 
         >>> CompactContext().to_dict()
-        {'token_counter': None}
+        {'token_counter': None, 'summarize_all': False}
         """
-        return {"token_counter": self.token_counter}
+        return {"token_counter": self.token_counter, "summarize_all": self.summarize_all}
 
 
 @dataclass(frozen=True)
@@ -207,8 +212,36 @@ class SessionPage(_DictMixin):
     next_cursor: str | None = None
 
 
+class AppendResult(list[Message]):
+    """What ``SessionManager.append_all`` returns: the stored messages (a list, as before)
+    whose ``overflow`` holds the messages this append pushed out of the last ``max_messages``
+    of the active path — those of the window before and those just appended that are no
+    longer in it, oldest first (RadarOS ``appendMessages``; empty without ``max_messages`` or
+    while under it). Nothing is deleted: they stay stored, searchable and forkable.
+
+    >>> from threadline import SessionManager
+    >>> manager = SessionManager(":memory:", max_messages=2)
+    >>> result = manager.append_all("s1", [{"role": "user", "content": c} for c in "abc"])
+    >>> len(result), [m["parts"][0]["text"] for m in result.overflow]
+    (3, ['a'])
+    >>> result = manager.append_all("s1", [{"role": "user", "content": "d"}])
+    >>> [m["parts"][0]["text"] for m in result.overflow], len(manager.get_history("s1"))
+    (['b'], 2)
+    """
+
+    overflow: list[Message]
+
+    def __init__(self, messages: Iterable[Message] = (), overflow: Iterable[Message] = ()):
+        super().__init__(messages)
+        self.overflow = list(overflow)
+
+    def __repr__(self) -> str:
+        return f"AppendResult({list(self)!r}, overflow={self.overflow!r})"
+
+
 __all__ = [
     "AUTO",
+    "AppendResult",
     "AutoType",
     "CompactContext",
     "CompactResult",

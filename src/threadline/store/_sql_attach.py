@@ -39,7 +39,7 @@ _SQL_REF = (
 )
 _SQL_CHUNKS = "SELECT data FROM tl_attachment_chunks WHERE app = ? AND sha256 = ? ORDER BY idx"
 _SQL_KIND = "SELECT kind FROM tl_attachments WHERE app = ? AND sha256 = ?"
-_SQL_SESSION_HAS_REFS = "SELECT 1 FROM tl_message_refs WHERE app = ? AND session_id = ? LIMIT 1"
+SQL_SESSION_HAS_REFS = "SELECT 1 FROM tl_message_refs WHERE app = ? AND session_id = ? LIMIT 1"
 _SQL_STILL_USED = "SELECT 1 FROM tl_message_refs WHERE app = ? AND sha256 = ? LIMIT 1"
 
 
@@ -102,7 +102,7 @@ class AttachmentMixin(SQLBase):
         in one round trip (``Tx.many``): a session without any costs no scan of the rows."""
         if mode == "ref":
             return tx.all(*query)
-        rows, refs = tx.many([query, (_SQL_SESSION_HAS_REFS, (app, session_id))])
+        rows, refs = tx.many([query, (SQL_SESSION_HAS_REFS, (app, session_id))])
         return self._with_attachments(tx, app, rows, column, mode) if refs else rows
 
     def _with_attachments(

@@ -40,6 +40,7 @@ from threadline.store._sql_text import (
     SQL_TOUCH,
 )
 from threadline.types import (
+    Compaction,
     Message,
     SessionInfo,
 )
@@ -149,6 +150,11 @@ def _in_list(count: int) -> str:
 
 def _chunks(items: Sequence[str]) -> list[Sequence[str]]:
     return [items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK)]
+
+
+def compactions_of(rows: Sequence[Row]) -> list[Compaction]:
+    """:class:`Compaction` values of :data:`SQL_COMPACTIONS` rows."""
+    return [Compaction(r[0], r[1], r[2], r[3], us_to_datetime(r[4])) for r in rows]
 
 
 def _hit_time(message: Message) -> datetime | None:

@@ -23,8 +23,10 @@ from threadline.store._sql_base import (
     Tx,
     _hit_time,
     _owner_filter,
+    compactions_of,
 )
 from threadline.store._sql_text import (
+    SQL_COMPACTIONS,
     SQL_IS_ANCESTOR,
     SQL_NODE,
 )
@@ -115,12 +117,8 @@ class ContentMixin(AttachmentMixin):
 
     def get_compactions(self, app: str, session_id: str) -> list[Compaction]:
         """Every overlay of the session, oldest first."""
-        sql = (
-            "SELECT id, summary, from_message_id, to_message_id, created_at FROM tl_compactions "
-            "WHERE app = ? AND session_id = ? ORDER BY seq"
-        )
-        rows = self._read("get_compactions", lambda tx: tx.all(sql, (app, session_id)))
-        return [Compaction(r[0], r[1], r[2], r[3], us_to_datetime(r[4])) for r in rows]
+        sql, key = SQL_COMPACTIONS, (app, session_id)
+        return compactions_of(self._read("get_compactions", lambda tx: tx.all(sql, key)))
 
     def get_skill_loads(self, app: str, session_id: str) -> list[SkillLoad]:
         """Indexed skill loads, oldest message first."""

@@ -20,7 +20,7 @@ from threadline.store._common import (
     state_undo,
     stored_delta,
 )
-from threadline.store._sql_attach import AttachmentMixin
+from threadline.store._sql_attach import SQL_SESSION_HAS_REFS, AttachmentMixin
 from threadline.store._sql_base import (
     EncodedRow,
     MessageRow,
@@ -29,8 +29,10 @@ from threadline.store._sql_base import (
     _check_owner,
     _chunks,
     _in_list,
+    compactions_of,
 )
 from threadline.store._sql_text import (
+    SQL_COMPACTIONS,
     SQL_HEAD_DEPTH,
     SQL_HEAD_MESSAGE,
     SQL_MESSAGE,
@@ -55,6 +57,7 @@ from threadline.store.base import RecentPath
 from threadline.types import (
     AUTO,
     AutoType,
+    Compaction,
     Message,
 )
 
@@ -380,6 +383,36 @@ class TreeMixin(AttachmentMixin):
             "get_path", SQL_PATH, SQL_PATH_HEAD, app, session_id, leaf_id, (1, attachments)
         )
         return [(row[0], row[1]) for row in rows]
+
+    def get_history_encoded(
+        self,
+        app: str,
+        session_id: str,
+        leaf_id: str | None = None,
+        *,
+        attachments: str = "inline",
+    ) -> tuple[list[tuple[str, str]], list[Compaction]]:
+        """:meth:`get_path_encoded` and the session's overlays, in one read."""
+        key = (app, session_id)
+        path: tuple[str, tuple[Any, ...]]
+        if leaf_id is None:
+            path = (SQL_PATH_HEAD, (*key, *key, *key))
+        else:
+            path = (SQL_PATH, (*key, leaf_id, *key))
+
+        def run(tx: Tx) -> tuple[list[Row], list[Row]]:
+            queries = [path, (SQL_COMPACTIONS, key)]
+            if attachments != "ref":
+                queries.append((SQL_SESSION_HAS_REFS, key))
+            rows, overlays, *refs = tx.many(queries)
+            if refs and refs[0]:
+                rows = self._with_attachments(tx, app, rows, 1, attachments)
+            return rows, overlays
+
+        rows, overlays = self._read("get_history_encoded", run)
+        if leaf_id is not None and not rows:
+            raise MessageNotFoundError(f"message {leaf_id!r} not in session")
+        return [(row[0], row[1]) for row in rows], compactions_of(overlays)
 
     def get_path_tail(
         self,

@@ -27,6 +27,7 @@ from threadline.context import (
     StoreSkillProvider,
 )
 from threadline.errors import (
+    AttachmentNotFoundError,
     BlockNotFoundError,
     BlockTooLargeError,
     CompactionError,
@@ -65,6 +66,7 @@ __all__ = [
     "AppendResult",
     "AsyncSession",
     "AsyncSessionManager",
+    "AttachmentNotFoundError",
     "BlockNotFoundError",
     "BlockTooLargeError",
     "CompactContext",

@@ -12,12 +12,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from threadline._state import scope_of
+from threadline._validate import INT64_MAX
 from threadline.errors import InvalidArgumentError
 from threadline.messages import dumps
 from threadline.types import SessionInfo
@@ -236,3 +238,19 @@ __all__ = [
     "stored_delta",
     "us_to_datetime",
 ]
+
+
+def check_usage_sums(current: Sequence[Any], added: Sequence[Any]) -> None:
+    """Raise ``InvalidArgumentError`` if adding usage would overflow a counter (tokens past
+    the largest signed 64-bit integer, cost past the largest finite float).
+
+    >>> check_usage_sums((1, 2, 0.5), (10, 20, 0.25))
+    >>> check_usage_sums((2**63 - 1, 0, 0.0), (1, 0, 0.0))
+    Traceback (most recent call last):
+    threadline.errors.InvalidArgumentError: usage counters would overflow: input_tokens
+    """
+    names = ("input_tokens", "output_tokens", "estimated_cost")
+    for name, old, new in zip(names, current, added, strict=True):
+        total = old + new
+        if (isinstance(total, int) and total > INT64_MAX) or not math.isfinite(float(total)):
+            raise InvalidArgumentError(f"usage counters would overflow: {name}")

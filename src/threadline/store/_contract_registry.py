@@ -164,6 +164,17 @@ class RegistryContract(Protocol):
         (1, 0)
         """
 
+    def list_apps(self) -> dict[str, int]:
+        """Every app that has sessions in the store, with its number of sessions, by name.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> for app, sid in (("travel", "s1"), ("travel", "s2"), ("demo", "s1")):
+        ...     store.touch_session(app, sid)
+        >>> store.list_apps()
+        {'demo': 1, 'travel': 2}
+        """
+
     def forget_user(self, app: str, user_id: str) -> int:
         """Delete, in one transaction, every session of ``user_id`` in ``app`` (with all that
         hangs off it), the user's user-scoped blocks and ``user:`` state. Returns the number of

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from threadline.store._values import RecentPath
+from threadline.store._values import RecentPath, TreeNode
 from threadline.types import (
     AUTO,
     AutoType,
@@ -158,6 +158,31 @@ class TreeContract(Protocol):
         >>> _ = store.append_messages("default", "s1", msgs)
         >>> [m["id"] for m in store.get_path("default", "s1")], store.get_path("default", "s2")
         (['m1', 'm2'], [])
+        """
+
+    def get_tree(
+        self,
+        app: str,
+        session_id: str,
+        *,
+        after_seq: int = 0,
+        limit: int = 1000,
+        attachments: str = "inline",
+    ) -> list[TreeNode]:
+        """Every message of the session (all branches), in ``seq`` order, with its parent:
+        the first ``limit`` with ``seq > after_seq`` (page on with the last ``seq`` seen).
+        ``[]`` for an unknown session.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> msgs = [{"id": f"m{i}", "role": "user", "parts": []} for i in (1, 2)]
+        >>> _ = store.append_messages("default", "s1", msgs)
+        >>> branch = {"id": "b", "role": "user", "parts": []}
+        >>> _ = store.append_messages("default", "s1", [branch], "m1")
+        >>> [(n.seq, n.message["id"], n.parent_id) for n in store.get_tree("default", "s1")]
+        [(1, 'm1', None), (2, 'm2', 'm1'), (3, 'b', 'm1')]
+        >>> [n.message["id"] for n in store.get_tree("default", "s1", after_seq=2)]
+        ['b']
         """
 
     def get_path_encoded(

@@ -151,7 +151,7 @@ class SessionStore:
         >>> h = threadline.connect(":memory:").session("default", "s1")
         >>> h.read_attachment("sha256:" + "0" * 64)
         Traceback (most recent call last):
-        threadline.errors.InvalidArgumentError: app 'default' has no attachment sha256:000000000000…
+        threadline.errors.AttachmentNotFoundError: app 'default' has no attachment ...
         """
         return self.store.read_attachment(self.app, ref)
 

@@ -88,14 +88,27 @@ from threadline.store._sql_base import (
     owner_clause,
 )
 from threadline.store._sql_content import ContentMixin
+from threadline.store._sql_keys import KeysMixin
+from threadline.store._sql_nodes import NodesMixin
 from threadline.store._sql_registry import RegistryMixin
 from threadline.store._sql_state import StateMixin
+from threadline.store._sql_transfer import TransferMixin
 from threadline.store._sql_tree import TreeMixin
 
 
-class SQLStore(RegistryMixin, TreeMixin, ContentMixin, StateMixin, AttachmentMixin):
+class SQLStore(
+    TransferMixin,
+    RegistryMixin,
+    TreeMixin,
+    NodesMixin,
+    ContentMixin,
+    StateMixin,
+    AttachmentMixin,
+    KeysMixin,
+):
     """Shared implementation of the Store protocol, room by room (registry, tree, content,
-    state); a backend subclass supplies the dialect hooks of :class:`SQLBase`."""
+    state, API keys, transfer); a backend subclass supplies the dialect hooks of
+    :class:`SQLBase`."""
 
     def session(self, app: str, session_id: str, *, user_id: str | None = None) -> SessionStore:
         """One session's view of the store (``Store.session``).

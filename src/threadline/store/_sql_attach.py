@@ -23,7 +23,7 @@ from threadline._attachments import (
     ref_sha,
     restore_json,
 )
-from threadline.errors import InvalidArgumentError
+from threadline.errors import AttachmentNotFoundError
 from threadline.messages import decode_message
 from threadline.store._sql_base import Row, SQLBase, Tx, _chunks, _in_list
 from threadline.types import Message
@@ -85,7 +85,7 @@ class AttachmentMixin(SQLBase):
     def _blob_data(tx: Tx, app: str, sha: str) -> bytes:
         rows = tx.all(_SQL_CHUNKS, (app, sha))
         if not rows:
-            raise InvalidArgumentError(f"app {app!r} has no attachment sha256:{sha[:12]}…")
+            raise AttachmentNotFoundError(f"app {app!r} has no attachment sha256:{sha[:12]}…")
         return b"".join(bytes(row[0]) for row in rows)
 
     def _session_rows(
@@ -139,7 +139,7 @@ class AttachmentMixin(SQLBase):
         """The content of an attachment of ``app``: ``bytes`` for file data, ``str`` for text.
 
         ``ref`` is a reference dict (``get_history(attachments="ref")``) or ``"sha256:<hex>"``.
-        ``InvalidArgumentError`` for an attachment the app does not have.
+        ``AttachmentNotFoundError`` for an attachment the app does not have.
 
         >>> import threadline
         >>> from threadline._attachments import ATTACH_MIN_BYTES

@@ -13,6 +13,7 @@ from threadline.errors import (
 )
 from threadline.store._common import (
     SESSION_COLUMNS,
+    check_usage_sums,
     datetime_to_us,
     decode_cursor,
     dumps,
@@ -212,7 +213,20 @@ class RegistryMixin(AttachmentMixin):
             "estimated_cost = tl_sessions.estimated_cost + excluded.estimated_cost, " + _UPDATED_AT
         )
         params = (app, session_id, now, now, int(input_tokens), int(output_tokens), float(cost))
-        self._write("add_usage", lambda tx: tx.execute(sql, params), lock=(app, session_id, None))
+
+        def run(tx: Tx) -> None:
+            # The session row is locked: check the sums before PostgreSQL raises on an
+            # overflow (or SQLite turns the integer into a float, or the cost into inf).
+            row = tx.one(
+                "SELECT input_tokens, output_tokens, estimated_cost FROM tl_sessions "
+                "WHERE app = ? AND id = ?",
+                (app, session_id),
+            )
+            if row is not None:
+                check_usage_sums(row, params[4:])
+            tx.execute(sql, params)
+
+        self._write("add_usage", run, lock=(app, session_id, None))
 
     def count_sessions(
         self, app: str, *, user_id: str | None = None, without_user: bool = False
@@ -223,6 +237,12 @@ class RegistryMixin(AttachmentMixin):
         sql = f"SELECT COUNT(*) FROM tl_sessions WHERE app = ?{where}"
         row = self._read("count_sessions", lambda tx: tx.one(sql, (app, *params)))
         return int(row[0]) if row else 0
+
+    def list_apps(self) -> dict[str, int]:
+        """Every app with sessions and its session count, by name (``Store.list_apps``)."""
+        sql = "SELECT app, COUNT(*) FROM tl_sessions GROUP BY app ORDER BY app"
+        rows = self._read("list_apps", lambda tx: tx.all(sql))
+        return {str(app): int(count) for app, count in rows}
 
     def forget_user(self, app: str, user_id: str) -> int:
         """Delete everything of ``user_id`` in ``app`` in one transaction: their sessions

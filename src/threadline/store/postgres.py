@@ -344,6 +344,7 @@ class PostgresStore(SQLStore):
         # Waiting for the pool already took its timeout: retrying would only double the wait.
         self._no_retry = (pool_module.PoolTimeout, pool_module.PoolClosed)
         dsn, min_size, max_size = split_pool_options(str(url))
+        self._dsn = dsn
         self._closed = False
         self._close_lock = threading.Lock()
         # The schema is set up on a direct connection first: a wrong host or database fails
@@ -354,6 +355,19 @@ class PostgresStore(SQLStore):
         except self._driver.Error as exc:
             raise StoreError("connect", exc) from exc
         self._pool = ServerPool(self._driver, pool_module, dsn, min_size, max_size)
+
+    @property
+    def dsn(self) -> str:
+        """The libpq connection string the store connects with (the URL without the pool
+        options): for a side channel of one's own, e.g. the HTTP server's ``LISTEN``.
+
+        >>> import threadline
+        >>> store = threadline.connect(pg_url + "&pool_max_size=2")
+        >>> "pool_max_size" in store.dsn
+        False
+        >>> store.close()
+        """
+        return self._dsn
 
     def close(self) -> None:
         """Close every pooled connection. Idempotent.

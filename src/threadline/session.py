@@ -596,10 +596,9 @@ class Session:
         )
         if window.tail_only:
             return window.apply(self._history_tail(leaf_id, window, attachments))
-        rows = self._backend.get_path_encoded(leaf_id, attachments=attachments)
+        rows, compactions = self._backend.get_history_encoded(leaf_id, attachments=attachments)
         if not rows:
             return []
-        compactions = self._backend.get_compactions()
         return window.apply(apply_overlays_encoded(rows, compactions, decode_message))
 
     def _history_tail(

@@ -112,8 +112,9 @@ def test_compaction_replaces_items_in_get_items_and_keeps_the_originals(store: A
 def test_no_storage_call_runs_on_the_event_loop(store_url: str) -> None:
     store = threadline.connect(store_url)
     seen: list[int] = []
-    for name in ("append_messages", "get_path_encoded", "get_path_tail", "get_compactions",
-                 "delete_messages", "set_head", "clear_messages", "search_messages"):  # fmt: skip
+    for name in ("append_messages", "get_path_encoded", "get_history_encoded", "get_path_tail",
+                 "get_compactions", "delete_messages", "set_head", "clear_messages",
+                 "search_messages"):  # fmt: skip
         method = getattr(store, name)
 
         def recording(*args: Any, _method: Any = method, **kwargs: Any) -> Any:

@@ -9,6 +9,7 @@ from threadline.store._values import RecentPath, TreeNode
 from threadline.types import (
     AUTO,
     AutoType,
+    Compaction,
     Message,
     SearchHit,
 )
@@ -201,6 +202,26 @@ class TreeContract(Protocol):
         >>> _ = store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])
         >>> store.get_path_encoded("default", "s1")
         [('m1', '{"id":"m1","role":"user","parts":[]}')]
+        """
+
+    def get_history_encoded(
+        self,
+        app: str,
+        session_id: str,
+        leaf_id: str | None = None,
+        *,
+        attachments: str = "inline",
+    ) -> tuple[list[tuple[str, str]], list[Compaction]]:
+        """:meth:`get_path_encoded` and :meth:`get_compactions` in one read (what a history
+        needs; one round trip on PostgreSQL).
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> _ = store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])
+        >>> _ = store.add_compaction("default", "s1", "Hello.", "m1", "m1")
+        >>> rows, overlays = store.get_history_encoded("default", "s1")
+        >>> [row[0] for row in rows], [c.summary for c in overlays]
+        (['m1'], ['Hello.'])
         """
 
     def get_path_tail(

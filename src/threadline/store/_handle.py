@@ -89,6 +89,7 @@ class SessionStore:
     set_head = _Bound(Store.set_head)
     get_path = _Bound(Store.get_path)
     get_path_encoded = _Bound(Store.get_path_encoded)
+    get_history_encoded = _Bound(Store.get_history_encoded)
     get_path_tail = _Bound(Store.get_path_tail)
     get_path_ids = _Bound(Store.get_path_ids)
     get_recent_path = _Bound(Store.get_recent_path)

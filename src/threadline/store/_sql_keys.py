@@ -29,7 +29,7 @@ class KeysMixin(SQLBase):
             )
             if taken is not None:
                 raise InvalidArgumentError(f"API key {taken[0]!r} already exists")
-            tx.execute(
+            tx.send(
                 "INSERT INTO tl_api_keys (id, app, user_id, key_hash, created_at) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (key_id, app, user_id, key_hash, self._now_us()),

@@ -28,8 +28,8 @@ class NodesMixin(AttachmentMixin):
         """A page of the session's messages with their parents (``Store.get_tree``)."""
 
         def run(tx: Tx) -> list[TreeNode]:
-            rows = tx.all(_SQL_TREE_PAGE, (app, session_id, after_seq, limit))
-            rows = self._with_attachments(tx, app, rows, 2, attachments, session_id)
+            page = (_SQL_TREE_PAGE, (app, session_id, after_seq, limit))
+            rows = self._session_rows(tx, app, session_id, page, 2, attachments)
             return [TreeNode(int(seq), parent, decode_message(data)) for seq, parent, data in rows]
 
         return self._read("get_tree", run)

@@ -218,7 +218,7 @@ class RegistryMixin(AttachmentMixin):
         changed += tx.execute(
             "DELETE FROM tl_state WHERE app = ? AND owner = 'session' AND owner_id = ?", key
         )
-        tx.execute("DELETE FROM tl_sessions WHERE app = ? AND id = ?", key)
+        tx.send("DELETE FROM tl_sessions WHERE app = ? AND id = ?", key)
         return existed or changed > 0
 
     def purge_sessions(self, app: str, *, before: datetime, user_id: str | None = None) -> int:
@@ -293,7 +293,7 @@ class RegistryMixin(AttachmentMixin):
             for session_id in ids:
                 self._delete_session(tx, app, session_id)
             for table in ("tl_blocks", "tl_state"):
-                tx.execute(
+                tx.send(
                     f"DELETE FROM {table} WHERE app = ? AND owner = 'user' AND owner_id = ?",
                     (app, user_id),
                 )

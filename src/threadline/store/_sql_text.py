@@ -52,6 +52,10 @@ SQL_HEAD_DEPTH = (
     "SELECT m.depth FROM tl_sessions s JOIN tl_messages m "
     "ON m.app = s.app AND m.session_id = s.id AND m.id = s.head_id WHERE s.app = ? AND s.id = ?"
 )
+SQL_COMPACTIONS = (
+    "SELECT id, summary, from_message_id, to_message_id, created_at FROM tl_compactions "
+    "WHERE app = ? AND session_id = ? ORDER BY seq"
+)
 SQL_SET_HEAD = "UPDATE tl_sessions SET head_id = ? WHERE app = ? AND id = ?"
 SQL_SKILL_UPSERT = (
     "INSERT INTO tl_skill_loads (app, session_id, label, skill_key, message_id, tool_call_id) "

@@ -72,7 +72,7 @@ class TransferMixin(RegistryMixin, TreeMixin):
         if info is None or head is None:
             return None
         key = (app, session_id)
-        rows = self._with_attachments(tx, app, tx.all(_SQL_ROWS, key), 4, "inline", session_id)
+        rows = self._session_rows(tx, app, session_id, (_SQL_ROWS, key), 4, "inline")
         messages = [TreeNode(int(row[1]), row[2], decode_message(row[4])) for row in rows]
         undo = {row[0]: json.loads(row[3]) for row in rows if row[3]}
         overlays = [
@@ -107,7 +107,7 @@ class TransferMixin(RegistryMixin, TreeMixin):
         if self._claim_session_row(tx, app, session_id) and not replace:
             raise SessionExistsError(f"session {session_id!r} already exists in app {app!r}")
         self._delete_session(tx, app, session_id)
-        tx.execute(
+        tx.send(
             _SQL_INSERT_SESSION,
             (app, session_id, info.user_id, info.name, info.parent_session_id, info.model,
              info.source, info.input_tokens, info.output_tokens, info.estimated_cost,
@@ -155,14 +155,14 @@ class TransferMixin(RegistryMixin, TreeMixin):
             raise InvalidArgumentError("state_undo names a message that is not in the dump")
         if dump.last_seq < last_seq:
             raise InvalidArgumentError("last_seq is lower than a message's seq")
-        tx.execute(
+        tx.send(
             "UPDATE tl_sessions SET head_id = ? WHERE app = ? AND id = ?",
             (dump.head_id, app, session_id),
         )
         for seq, overlay in enumerate(dump.compactions, start=1):
             if overlay.from_message_id not in nodes or overlay.to_message_id not in nodes:
                 raise InvalidArgumentError(f"overlay {overlay.id!r} names unknown messages")
-            tx.execute(
+            tx.send(
                 _SQL_INSERT_OVERLAY,
                 (app, session_id, overlay.id, overlay.summary, overlay.from_message_id,
                  overlay.to_message_id, seq, datetime_to_us(overlay.created_at)),
@@ -171,7 +171,7 @@ class TransferMixin(RegistryMixin, TreeMixin):
     def _load_content(self, tx: Tx, app: str, dump: SessionDump) -> None:
         session_id, user_id, now = dump.info.id, dump.info.user_id, self._now_us()
         if dump.prompt is not None:
-            tx.execute(_SQL_INSERT_PROMPT, (app, session_id, dump.prompt, now))
+            tx.send(_SQL_INSERT_PROMPT, (app, session_id, dump.prompt, now))
         if user_id is None and (dump.user_state or dump.user_blocks):
             raise InvalidArgumentError("user state or blocks in a dump of a session without user")
         # Lock order (SQLBase): the session's rows, then the shared ones in key order.
@@ -184,6 +184,6 @@ class TransferMixin(RegistryMixin, TreeMixin):
             for key, value in sorted(state.items()):
                 if state_owner(key, session_id, user_id) != (owner, owner_id):
                     raise InvalidArgumentError(f"state key {key!r} is not {owner}-scoped")
-                tx.execute(SQL_STATE_UPSERT, (app, owner, owner_id, key, dumps(value)))
+                tx.send(SQL_STATE_UPSERT, (app, owner, owner_id, key, dumps(value)))
             for label, content in sorted(blocks.items()):
-                tx.execute(_SQL_UPSERT_BLOCK, (app, owner, owner_id, label, content, now))
+                tx.send(_SQL_UPSERT_BLOCK, (app, owner, owner_id, label, content, now))

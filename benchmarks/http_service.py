@@ -10,6 +10,14 @@ the last 20 messages of its history (GET .../messages?limit=20). Afterwards ever
 checked: exactly ``rounds`` messages, in order — a lost or duplicated message fails the run.
 Latencies are per call as the client sees them (the client runs in this process: on a small
 machine it shares the cores with the server, so absolute numbers are pessimistic).
+
+``--latency``: one client, one request at a time (append, then read the last 20), against one
+worker, on a SQLite file and (with the DSN) on PostgreSQL: the service with its per-worker API
+key cache off (``THREADLINE_KEY_CACHE_TTL=0``: a store lookup per request) and on (the
+default), beside the key lookup alone (``store.find_api_key``) and the same calls in-process,
+so the share of a request the key lookup costs is measured in the same run.
+
+Run:  python benchmarks/http_service.py --latency [--rounds 400]
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -43,13 +52,16 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _start(url: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
+def _start(
+    url: str, workers: int, env_extra: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     code = (
         "import sys; from threadline.server import serve; "
         f"serve(sys.argv[1], port={port}, workers={workers})"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "src")}
+    env.update(env_extra or {})
     proc = subprocess.Popen(
         [sys.executable, "-c", code, url],
         env=env,
@@ -158,13 +170,126 @@ def _row(name: str, timings: Timings, errors: int, lost: int, elapsed: float) ->
     return line, rate
 
 
+# -- --latency: one client, one request at a time --------------------------------------------
+Op = Callable[[int], None]
+
+
+def _timed_rounds(ops: dict[str, Op], rounds: int) -> dict[str, list[float]]:
+    """Each op once per round, the order rotating every round (background load on a shared
+    machine then hits every op alike); 20 untimed warm-up rounds first."""
+    times: dict[str, list[float]] = {name: [] for name in ops}
+    names = list(ops)
+    for r in range(-20, rounds):
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
+            start = time.perf_counter()
+            ops[name](r)
+            took = time.perf_counter() - start
+            if r >= 0:
+                times[name].append(took)
+    return times
+
+
+def _http_ops(http: httpx.Client, sid: str, texts: list[str]) -> tuple[Op, Op]:
+    http.post("/v1/sessions", json={"session_id": sid})
+
+    def append(r: int) -> None:
+        body = {"role": "user", "content": texts[r % len(texts)]}
+        answer = http.post(f"/v1/sessions/{sid}/messages", json=body)
+        if answer.status_code != 201:
+            raise SystemExit(f"append failed: {answer.status_code} {answer.text}")
+
+    def read(r: int) -> None:
+        answer = http.get(f"/v1/sessions/{sid}/messages", params={"limit": 20})
+        if answer.status_code != 200:
+            raise SystemExit(f"read failed: {answer.status_code} {answer.text}")
+
+    return append, read
+
+
+def _latency(url: str, label: str, rounds: int, texts: list[str]) -> None:
+    import contextlib
+
+    import threadline
+    from threadline.server._keys import hash_key
+
+    key = create_key(url, "bench")
+    sides = {"HTTP, key cache off": {"THREADLINE_KEY_CACHE_TTL": "0"}, "HTTP, key cache on": {}}
+    with contextlib.ExitStack() as stack:
+        ops: dict[str, Op] = {}
+        for n, (name, env) in enumerate(sides.items()):
+            proc, base = _start(url, 1, env)
+            stack.callback(proc.wait, 30)
+            stack.callback(proc.terminate)
+            http = stack.enter_context(
+                httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60)
+            )
+            ops[f"{name}|append"], ops[f"{name}|read"] = _http_ops(http, f"lat{n}", texts)
+        store = stack.enter_context(threadline.connect(url))
+        session = threadline.SessionManager(store, "bench-local").get_session("local")
+        digest = hash_key(key)
+
+        def local_append(r: int) -> None:
+            session.append_message({"role": "user", "content": texts[r % len(texts)]})
+
+        def local_read(r: int) -> None:
+            session.get_history(limit=20)
+
+        def lookup(r: int) -> None:
+            if store.find_api_key(digest) is None:
+                raise SystemExit("the key was not found")
+
+        ops["in-process (SessionManager)|append"] = local_append
+        ops["in-process (SessionManager)|read"] = local_read
+        ops["key lookup alone|find_api_key"] = lookup
+        times = _timed_rounds(ops, rounds)
+    p50 = {name: statistics.median(values) for name, values in times.items()}
+    print(f"{label}: one client, one request at a time, {rounds} rounds (latencies in ms)")
+    print(f"{'':<30} {'app p50':>8} {'app p99':>8} {'read p50':>8} {'read p99':>8}")
+    for name in [*sides, "in-process (SessionManager)"]:
+        a, r = times[f"{name}|append"], times[f"{name}|read"]
+        print(
+            f"{name:<30} {1000 * p50[f'{name}|append']:>8.3f} {_ms(a, 0.99):>8.3f} "
+            f"{1000 * p50[f'{name}|read']:>8.3f} {_ms(r, 0.99):>8.3f}"
+        )
+    lookup = p50["key lookup alone|find_api_key"]
+    print(f"{'key lookup alone (find_api_key)':<30} {1000 * lookup:>8.3f}")
+    off, on = "HTTP, key cache off", "HTTP, key cache on"
+    print(
+        f"key lookup / request with the cache off: append {lookup / p50[f'{off}|append']:.0%},"
+        f" read {lookup / p50[f'{off}|read']:.0%}; cache on / off: append "
+        f"{p50[f'{on}|append'] / p50[f'{off}|append']:.2f}x, read "
+        f"{p50[f'{on}|read'] / p50[f'{off}|read']:.2f}x\n"
+    )
+
+
+def latency_main(rounds: int, dsn: str) -> None:
+    """The ``--latency`` mode."""
+    import tempfile
+
+    gen = TextGen(seed=13)
+    texts = [gen.message() for _ in range(500)]
+    with tempfile.TemporaryDirectory() as tmp:
+        _latency(f"sqlite:///{Path(tmp, 'lat.db').as_posix()}", "SQLite file", rounds, texts)
+    if dsn:
+        with fresh_schema(dsn) as url:
+            _latency(url, "PostgreSQL", rounds, texts)
+    else:
+        print("(set THREADLINE_BENCH_PG_DSN for PostgreSQL)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--latency", action="store_true", help="one client, one call at a time")
     args = parser.parse_args()
     dsn = os.environ.get("THREADLINE_BENCH_PG_DSN", "")
+    if args.latency:
+        latency_main(args.rounds or 400, dsn)
+        return
+    args.rounds = args.rounds or 40
     if not dsn:
         raise SystemExit("set THREADLINE_BENCH_PG_DSN=postgresql://...")
     gen = TextGen(seed=13)

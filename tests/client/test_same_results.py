@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -76,6 +77,7 @@ def scenario(api: Any) -> dict[str, Any]:
     out["message"] = s.get_message("m2")
     out["missing"] = s.get_message("nope")
     out["count"] = api.get_message_count("trip")
+    out["path_lengths"] = [s.get_path_length(), s.get_path_length("m3b"), s.get_path_length("m1")]
     out["search"] = api.search("hotel")
     out["session_search"] = s.search("river")
     out["app_tool"] = api.tools(user_id="ana").execute("session_search", {"query": "hotel"})
@@ -202,14 +204,32 @@ def test_the_async_client_gives_what_the_async_manager_gives(
     _compare(asyncio.run(local()), asyncio.run(remote()))
 
 
-@pytest.mark.xfail(reason="the server's POST .../messages takes no state_delta yet")
-def test_a_state_delta_appended_with_a_message_is_undone_by_rewind(served: Served) -> None:
+def test_a_state_delta_appended_with_a_message_is_undone_by_rewind(
+    served: Served, tmp_path: Any, request: pytest.FixtureRequest
+) -> None:
+    def steps(api: Any) -> list[Any]:
+        out: list[Any] = [api.append("s1", _message("m1", "user", "hi", 1))]
+        out.append(
+            api.append("s1", _message("m2", "user", "book it", 2), state_delta={"booked": True})
+        )
+        out.append(api.get_state("s1"))
+        s = api.get_session("s1")
+        out.append(s.append_message(_message("m3", "user", "pay", 3), state_delta={"paid": 1}))
+        out.append(api.get_state("s1"))
+        with pytest.raises(threadline.errors.InvalidArgumentError):
+            api.append("s1", _message("m4", "user", "x", 4), state_delta={"bad": float("nan")})
+        out.append(api.get_message_count("s1"))  # nothing stored by the refused append
+        api.rewind("s1", before_message_id="m2")
+        out.append(api.get_state("s1"))
+        return out
+
+    with SessionManager(_local_manager(served, tmp_path, request), APP) as manager:
+        local = steps(manager)
     with Client(served.url, served.key) as client:
-        client.append("s1", _message("m1", "user", "hi", 1))
-        client.append("s1", _message("m2", "user", "book it", 2), state_delta={"booked": True})
-        assert client.get_state("s1") == {"booked": True}
-        client.rewind("s1", before_message_id="m2")
-        assert client.get_state("s1") == {}
+        remote = steps(client)
+    assert remote == local
+    assert remote[2] == {"booked": True} and remote[4] == {"booked": True, "paid": 1}
+    assert remote[1]["metadata"]["stateDelta"] == {"booked": True} and remote[-1] == {}
 
 
 def test_a_store_written_remotely_reads_the_same_in_process(served: Served) -> None:
@@ -242,10 +262,6 @@ def test_export_over_http_equals_the_library_export_and_imports_back(served: Ser
         assert sorted(client.import_sessions(records, replace=True)) == ["s1", "s2"]
 
 
-@pytest.mark.xfail(
-    reason="the server's history route ignores runs/branch; rewind takes no "
-    "before_invocation_id yet"
-)
 def test_history_windows_of_the_turns_api_match(
     served: Served, tmp_path: Any, request: pytest.FixtureRequest
 ) -> None:
@@ -259,9 +275,27 @@ def test_history_windows_of_the_turns_api_match(
                 {**_message("m4", "assistant", "sure", 4), "metadata": {"branch": "root.b"}},
             ],
         )
-        out = [api.get_history("s1", runs=1), api.get_history("s1", branch="root.a")]
+        minute_3 = datetime(2026, 1, 1, 10, 3, tzinfo=UTC)
+        out = [
+            api.get_history("s1", runs=1),
+            api.get_history("s1", branch="root.a"),
+            api.get_history("s1", runs=2, limit=3, branch="root.b"),
+            api.get_history("s1", after=minute_3.timestamp()),  # epoch seconds (float)
+            api.get_history("s1", after=int(minute_3.timestamp())),
+            api.get_history("s1", after=minute_3),
+            api.get_history("s1", after=minute_3.replace(tzinfo=None)),  # naive: UTC
+            api.get_history("s1", after="2026-01-01T11:02:00+01:00"),
+            api.get_history("s1", "m2", runs=1),
+        ]
+        for bad in ({"after": "garbage"}, {"after": float("inf")}, {"runs": -1}):
+            with pytest.raises(threadline.errors.InvalidArgumentError):
+                api.get_history("s1", **bad)
         api.rewind("s1", before_invocation_id="i2")
-        return [*out, api.get_history("s1")]
+        with pytest.raises(threadline.errors.MessageNotFoundError):
+            api.rewind("s1", before_invocation_id="nope")
+        with pytest.raises(threadline.errors.InvalidArgumentError):
+            api.rewind("s1", before_message_id="m1", before_invocation_id="i1")
+        return [*out, api.get_history("s1"), api.get_message_count("s1")]
 
     with SessionManager(_local_manager(served, tmp_path, request), APP) as manager:
         local = windows(manager)

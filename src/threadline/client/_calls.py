@@ -254,8 +254,9 @@ class SessionCalls:
 
     @_reads
     def get_path_length(self, leaf_id: str | None = None) -> Plan[int]:
-        """Number of raw messages on the path to ``leaf_id`` (default: head). The server has
-        no route for it: the client follows parents through the tree (``GET .../tree``).
+        """Number of raw messages on the path to ``leaf_id`` (default: head): one request
+        (``GET .../head`` or ``GET .../messages/{leaf_id}/path_length``), answered from the
+        stored depth.
 
         >>> s = client.get_session("chat-1")
         >>> _ = s.append_messages([{"id": "m1", "role": "user", "content": "hi"},
@@ -263,23 +264,11 @@ class SessionCalls:
         >>> s.get_path_length(), s.get_path_length("m1")
         (2, 1)
         """
-        parents: dict[str, str | None] = {}
-        after = 0
-        while True:
-            query = {"after_seq": after, "limit": 10_000, "attachments": "ref"}
-            page = yield from _ask(w.Call("GET", self._path("tree"), w.json_of_object, query))
-            parents.update((n["message"]["id"], n["parent_id"]) for n in page["nodes"])
-            if page.get("next_after_seq") is None:
-                break
-            after = page["next_after_seq"]
-        node = leaf_id if leaf_id is not None else page.get("head_id")
-        if node is not None and node not in parents:
-            raise MessageNotFoundError(f"message {node!r} is not in this session")
-        length = 0
-        while node is not None:
-            length += 1
-            node = parents.get(node)
-        return length
+        if leaf_id is None:
+            path = self._path("head")
+        else:
+            path = self._path("messages", leaf_id, "path_length")
+        return (yield from _ask(w.Call("GET", path, w.field("path_length", int))))
 
     @_writes
     def checkout(self, leaf_id: str) -> Plan[None]:

@@ -18,11 +18,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from threadline.errors import ThreadlineError
 from threadline.manager import SessionManager
 from threadline.server import _errors
+from threadline.server._auth import Authenticate
 from threadline.server._events import EventHub
 from threadline.server._limits import BodyLimit
 from threadline.server._models import HealthOut
 from threadline.server._paths import RawPaths
-from threadline.server._tenancy import NotFound, Tenants, Unauthorized
+from threadline.server._tenancy import NotFound, Tenants
 from threadline.store import PostgresStore, Store, connect
 
 _log = logging.getLogger("threadline.server")
@@ -61,8 +62,8 @@ def _redact_access_log() -> None:
         access.addFilter(RedactKeys())
 
 
-def _error(status: int, kind: str, message: str, **headers: str) -> JSONResponse:
-    return JSONResponse(_errors.body(kind, message), status_code=status, headers=headers or None)
+def _error(status: int, kind: str, message: str) -> JSONResponse:
+    return JSONResponse(_errors.body(kind, message), status_code=status)
 
 
 def _validation_message(exc: RequestValidationError) -> str:
@@ -80,10 +81,6 @@ def _install_error_handlers(app: FastAPI) -> None:
         if status >= 500:
             _log.warning("threadline: storage error on %s: %s", request.url.path, exc)
         return _error(status, type(exc).__name__, _errors.message_of(exc))
-
-    @app.exception_handler(Unauthorized)
-    async def unauthorized(request: Request, exc: Unauthorized) -> JSONResponse:
-        return _error(401, "Unauthorized", str(exc), **{"WWW-Authenticate": "Bearer"})
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> JSONResponse:
@@ -111,12 +108,15 @@ def create_app(
     max_body_bytes: int = 64 * 2**20,
     cors_origins: tuple[str, ...] | list[str] = (),
     poll_interval: float = 0.5,
+    key_cache_ttl: float = 1.0,
 ) -> FastAPI:
     """The HTTP service over a store (or a store URL, opened here and closed at shutdown).
 
     ``configure`` receives the ``SessionManager`` built for each app and returns it configured
     (blocks, compaction, summariser). With ``auth=False`` the app is named by the
-    ``X-Threadline-App`` header (default ``"default"``) and no key is asked for.
+    ``X-Threadline-App`` header (default ``"default"``) and no key is asked for. A key found
+    live is remembered by the worker for ``key_cache_ttl`` seconds (0: looked up on every
+    request), so a revoked key is refused within that time.
 
     >>> from fastapi.testclient import TestClient
     >>> app = create_app(":memory:", auth=False)
@@ -150,14 +150,18 @@ def create_app(
         version=_version(),
         lifespan=lifespan,
     )
-    app.state.tenants = Tenants(opened, configure, auth)
+    tenants = Tenants(opened, configure, auth, key_cache_ttl)
+    app.state.tenants = tenants
     app.state.hub = hub
     app.state.store = opened
     _install_error_handlers(app)
     _include_routes(app)
     if STATIC.is_dir():
         app.mount("/ui", StaticFiles(directory=STATIC, html=True), name="ui")
-    # Outermost last: paths are fixed first, then the body is capped, then CORS answers.
+    # Outermost last: paths are fixed first, then CORS answers (preflights need no key), then
+    # the key is checked (before the body is read), then the body is capped.
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(Authenticate, tenants=tenants)
     if cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 
@@ -167,7 +171,6 @@ def create_app(
             allow_methods=["*"],
             allow_headers=["*"],
         )
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     app.add_middleware(RawPaths)
     return app
 

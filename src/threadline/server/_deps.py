@@ -10,7 +10,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from threadline.server._events import EventHub
 from threadline.server._models import ErrorOut
 from threadline.server._paths import IdRoute
-from threadline.server._tenancy import Tenant, Tenants
+from threadline.server._tenancy import Tenant
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorOut, "description": text}
@@ -33,12 +33,6 @@ def router() -> APIRouter:
     return APIRouter(prefix="/v1", route_class=IdRoute, responses=ERRORS)
 
 
-def tenants(request: Request) -> Tenants:
-    """The app's :class:`Tenants`."""
-    found: Tenants = request.app.state.tenants
-    return found
-
-
 def hub(request: Request) -> EventHub:
     """The worker's :class:`EventHub`."""
     found: EventHub = request.app.state.hub
@@ -52,10 +46,15 @@ def _tenant(
         default=None, description="The app, when the server runs with --no-auth"
     ),
 ) -> Tenant:
-    registry = tenants(request)
-    if not registry.auth:
-        return registry.from_header(x_threadline_app)
-    return registry.from_key(credentials.credentials if credentials else None)
+    # Settled by the Authenticate middleware before routing (the parameters above only
+    # document the key and the header in the OpenAPI schema).
+    return request_tenant(request)
+
+
+def request_tenant(request: Request) -> Tenant:
+    """The tenant the :class:`~threadline.server._auth.Authenticate` middleware found."""
+    found: Tenant = request.state.tenant
+    return found
 
 
 TenantDep = Depends(_tenant)

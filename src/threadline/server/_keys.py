@@ -97,8 +97,9 @@ def list_keys(store: Store | str) -> list[dict[str, Any]]:
 
 
 def revoke_key(store: Store | str, key_id: str) -> bool:
-    """Revoke a key by id (requests with it get 401 at once, on every worker); ``False`` if
-    there is no such key or it was already revoked.
+    """Revoke a key by id: requests with it get 401 on every worker within the server's
+    ``key_cache_ttl`` (1 s by default); ``False`` if there is no such key or it was already
+    revoked.
 
     >>> import threadline
     >>> store = threadline.connect(":memory:")

@@ -87,9 +87,12 @@ class ForkIn(_In):
 
 
 class RewindIn(_In):
-    """``POST .../rewind``: move the head before this message, undoing its state changes."""
+    """``POST .../rewind``: move the head before a message, undoing the state changes from it
+    on. Give exactly one: ``before_message_id``, or ``before_invocation_id`` (before the first
+    message of the active path whose ``metadata.invocationId`` is that id)."""
 
-    before_message_id: str
+    before_message_id: str | None = None
+    before_invocation_id: str | None = None
 
 
 class UsageIn(_In):
@@ -113,6 +116,18 @@ class MessagesOut(BaseModel):
     messages: list[Message]
 
 
+class AppendIn(_In):
+    """``POST .../messages``, the batch form (the other form is one message object):
+    ``messages`` stored in one transaction, each the parent of the next; ``parent_id`` of the
+    first (absent: the head; ``null``: a new root); ``state_delta`` (only with exactly one
+    message) applied to the session state in the same transaction and undone by a rewind to
+    before that message (``null`` values delete keys)."""
+
+    messages: list[Message] = Field(min_length=1)
+    parent_id: str | None = None
+    state_delta: dict[str, Any] | None = None
+
+
 class HeadIn(_In):
     """``PUT .../head``: check out this message (any message of the session)."""
 
@@ -123,6 +138,20 @@ class HeadOut(BaseModel):
     """The session's head (``null`` when it has no message)."""
 
     head_id: str | None
+
+
+class HeadPathOut(HeadOut):
+    """The head and the number of raw messages on its path (overlays not applied; 0 when the
+    session has no message): the library's ``get_message_count``."""
+
+    path_length: int
+
+
+class PathLengthOut(BaseModel):
+    """The number of raw messages on the path from the root to a message (itself included)."""
+
+    message_id: str
+    path_length: int
 
 
 class TreeNodeOut(BaseModel):

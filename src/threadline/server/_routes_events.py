@@ -10,7 +10,7 @@ from fastapi import Depends, Header, Query, Request, Security
 from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials
 
-from threadline.server._deps import bearer, hub, router, tenants
+from threadline.server._deps import bearer, hub, request_tenant, router
 from threadline.server._tenancy import Tenant
 
 routes = router()
@@ -22,11 +22,7 @@ def _stream_tenant(
     access_token: str | None = Query(default=None, description="The API key, for EventSource"),
     x_threadline_app: str | None = Header(default=None),
 ) -> Tenant:
-    registry = tenants(request)
-    if not registry.auth:
-        return registry.from_header(x_threadline_app)
-    key = credentials.credentials if credentials else access_token
-    return registry.from_key(key)
+    return request_tenant(request)  # settled by the Authenticate middleware
 
 
 @routes.get(

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from fastapi import Body, Query, Request, Response
 
-from threadline.errors import InvalidMessageError, MessageNotFoundError
+from threadline.errors import InvalidArgumentError, InvalidMessageError, MessageNotFoundError
 from threadline.server._deps import TenantDep, changed, router
-from threadline.server._models import HeadIn, HeadOut, Message, MessagesOut, TreeOut
+from threadline.server._models import (
+    AppendIn,
+    HeadIn,
+    HeadOut,
+    HeadPathOut,
+    Message,
+    MessagesOut,
+    PathLengthOut,
+    TreeOut,
+)
 from threadline.server._tenancy import Tenant
 from threadline.types import AUTO
 
@@ -21,20 +32,59 @@ _APPEND_EXAMPLES: dict[str, Any] = {
         "summary": "Several, in one transaction",
         "value": {"messages": [{"role": "user", "content": "Hi"}], "parent_id": None},
     },
+    "state": {
+        "summary": "One message and a state change, in one transaction",
+        "value": {
+            "messages": [{"role": "user", "content": "Book it"}],
+            "state_delta": {"booked": True},
+        },
+    },
+}
+
+# The body is one message (any JSON object the library accepts) or the batch form.
+_APPEND_BODY = {
+    "requestBody": {
+        "content": {
+            "application/json": {
+                "schema": {
+                    "anyOf": [
+                        {"type": "object", "title": "Message", "additionalProperties": True},
+                        AppendIn.model_json_schema(),
+                    ]
+                }
+            }
+        }
+    }
 }
 
 
-def _batch(body: Mapping[str, Any]) -> tuple[list[Any], Any] | None:
-    """``(messages, parent_id)`` of the ``{"messages": [...]}`` form, else None."""
+@dataclass(frozen=True)
+class _Batch:
+    """The ``{"messages": [...]}`` form of an append."""
+
+    messages: list[Any]
+    parent_id: Any  # AUTO (the head), None (a new root) or an id
+    state_delta: dict[str, Any] | None
+
+
+def _batch(body: Mapping[str, Any]) -> _Batch | None:
+    """The ``{"messages": [...], "parent_id"?, "state_delta"?}`` form, else None (the body is
+    one message)."""
     if "messages" not in body or "role" in body:
         return None
-    extra = set(body) - {"messages", "parent_id"}
+    extra = set(body) - set(AppendIn.model_fields)
     if extra:
         raise InvalidMessageError(f"unknown fields beside 'messages': {sorted(extra)}")
     messages = body["messages"]
     if not isinstance(messages, list) or not messages:
         raise InvalidMessageError("'messages' must be a non-empty list of messages")
-    return messages, body.get("parent_id", AUTO)
+    delta = body.get("state_delta")
+    if delta is not None:
+        if not isinstance(delta, dict):
+            raise InvalidArgumentError("'state_delta' must be a JSON object")
+        if len(messages) != 1:
+            raise InvalidArgumentError("'state_delta' needs exactly one message")
+    return _Batch(messages, body.get("parent_id", AUTO), delta)
 
 
 @routes.post(
@@ -42,6 +92,7 @@ def _batch(body: Mapping[str, Any]) -> tuple[list[Any], Any] | None:
     status_code=201,
     response_model=Message | MessagesOut,
     tags=["messages"],
+    openapi_extra=_APPEND_BODY,
 )
 def append_messages(
     session_id: str,
@@ -51,18 +102,36 @@ def append_messages(
     tenant: Tenant = TenantDep,
 ) -> Any:
     """Append one message (answered with the stored message) or ``{"messages": [...]}`` (one
-    transaction; answered with ``{"messages": [...]}``). The session is created if missing."""
+    transaction; answered with ``{"messages": [...]}``), optionally with a ``state_delta``
+    stored atomically with a single message. The session is created if missing."""
     session = tenant.writable(session_id)
     batch = _batch(body)
     if batch is None:
         stored: Any = session.append_message(body, parent_id if parent_id is not None else AUTO)
     else:
-        messages, parent = batch
-        if parent_id is not None:
-            parent = parent_id
-        stored = {"messages": session.append_messages(messages, parent)}
+        parent = parent_id if parent_id is not None else batch.parent_id
+        if batch.state_delta is not None:
+            one = session.append_message(batch.messages[0], parent, state_delta=batch.state_delta)
+            stored = {"messages": [one]}
+        else:
+            stored = {"messages": session.append_messages(batch.messages, parent)}
     changed(request, tenant, session_id)
     return stored
+
+
+_EPOCH = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def cutoff_param(after: str | None) -> str | float | None:
+    """The ``after`` query as ``get_history`` takes it: a number is epoch seconds, anything
+    else an ISO-8601 timestamp (checked by the library: a bad one is a 400).
+
+    >>> cutoff_param("1767261600.5"), cutoff_param("2026-01-01T10:00:00Z"), cutoff_param(None)
+    (1767261600.5, '2026-01-01T10:00:00Z', None)
+    """
+    if after is not None and _EPOCH.fullmatch(after.strip()):
+        return float(after)
+    return after
 
 
 @routes.get("/sessions/{session_id}/messages", response_model=MessagesOut, tags=["messages"])
@@ -70,15 +139,39 @@ def get_history(
     session_id: str,
     tenant: Tenant = TenantDep,
     leaf_id: str | None = None,
-    limit: int | None = Query(default=None, ge=1),
-    max_tokens: int | None = Query(default=None, ge=1),
-    after: str | None = Query(default=None, description="ISO-8601: only messages created later"),
+    limit: int | None = Query(default=None, ge=1, description="The last N messages"),
+    max_tokens: int | None = Query(
+        default=None, ge=1, description="Oldest dropped until the estimate fits (leaf kept)"
+    ),
+    after: str | None = Query(
+        default=None,
+        description="Only messages created at or after it: ISO-8601, or epoch seconds",
+    ),
+    runs: int | None = Query(
+        default=None,
+        ge=0,
+        description="The last N runs (a run starts at a user message, up to the next one)",
+    ),
+    branch: str | None = Query(
+        default=None,
+        min_length=1,
+        description="Only messages whose metadata.branch is unset, equal to or a dot-prefix "
+        "of it (multi-agent branches, e.g. root.agent_a)",
+    ),
     attachments: Literal["inline", "ref"] = "inline",
 ) -> Any:
-    """The history: the root→leaf path (default: the head) with overlays applied."""
+    """The history: the root→leaf path (default: the head) with overlays applied, then
+    windowed as ``Session.get_history``: ``branch``, ``after``, ``runs``, ``limit``,
+    ``max_tokens``, in this order."""
     session = tenant.session(session_id)
     history = session.get_history(
-        leaf_id, limit=limit, max_tokens=max_tokens, after=after, attachments=attachments
+        leaf_id,
+        limit=limit,
+        max_tokens=max_tokens,
+        after=cutoff_param(after),
+        runs=runs,
+        branch=branch,
+        attachments=attachments,
     )
     return {"messages": history}
 
@@ -163,11 +256,28 @@ def get_branches(session_id: str, message_id: str, tenant: Tenant = TenantDep) -
     return {"messages": tenant.session(session_id).get_branches(message_id)}
 
 
-@routes.get("/sessions/{session_id}/head", response_model=HeadOut, tags=["messages"])
+@routes.get(
+    "/sessions/{session_id}/messages/{message_id}/path_length",
+    response_model=PathLengthOut,
+    tags=["messages"],
+)
+def get_path_length(session_id: str, message_id: str, tenant: Tenant = TenantDep) -> Any:
+    """How many raw messages the path from the root to this message holds (one indexed read:
+    the stored depth)."""
+    length = tenant.session(session_id).get_path_length(message_id)
+    return {"message_id": message_id, "path_length": length}
+
+
+@routes.get("/sessions/{session_id}/head", response_model=HeadPathOut, tags=["messages"])
 def get_head(session_id: str, tenant: Tenant = TenantDep) -> Any:
-    """The session's head (active leaf)."""
-    head = tenant.session(session_id).get_latest_leaf()
-    return {"head_id": head["id"] if head else None}
+    """The session's head (active leaf) and the length of its path (``get_message_count``),
+    in one indexed read: the head row and its stored depth, not a walk of the tree."""
+    tenant.require(session_id)
+    tail = tenant.manager.store.get_path_tail(tenant.app, session_id, 1, attachments="ref")
+    if not tail:
+        return {"head_id": None, "path_length": 0}
+    head_id, _, depth = tail[-1]
+    return {"head_id": head_id, "path_length": depth}
 
 
 @routes.put("/sessions/{session_id}/head", response_model=HeadOut, tags=["messages"])

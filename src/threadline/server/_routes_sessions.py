@@ -91,9 +91,13 @@ def fork_session(session_id: str, body: ForkIn, tenant: Tenant = TenantDep) -> A
 def rewind_session(
     session_id: str, body: RewindIn, request: Request, tenant: Tenant = TenantDep
 ) -> Any:
-    """Move the head before a message and undo its session-state changes (nothing deleted)."""
+    """Move the head before a message (``before_message_id``) or before the first message of
+    a run (``before_invocation_id``), undoing the session-state changes from there on (nothing
+    is deleted). Exactly one of the two: else 400."""
     session = tenant.session(session_id)
-    tenant.manager.rewind(session_id, body.before_message_id)
+    tenant.manager.rewind(
+        session_id, body.before_message_id, before_invocation_id=body.before_invocation_id
+    )
     changed(request, tenant, session_id)
     head = session.get_latest_leaf()
     return {"head_id": head["id"] if head else None}

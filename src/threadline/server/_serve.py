@@ -15,6 +15,9 @@ from threadline.manager import SessionManager
 _ENV_DB = "THREADLINE_SERVE_DB"
 _ENV_CONFIG = "THREADLINE_SERVE_CONFIG"
 _ENV_AUTH = "THREADLINE_SERVE_AUTH"
+ENV_KEY_CACHE = "THREADLINE_KEY_CACHE_TTL"
+"""Seconds a worker remembers a key found live (default 1; 0 looks keys up on every
+request): a revoked key is refused within that time."""
 ENV_POLL = "THREADLINE_EVENTS_POLL"
 """Seconds between two event polls of a worker (default 0.5): the only cross-worker path on
 SQLite, a safety net beside LISTEN/NOTIFY on PostgreSQL."""
@@ -50,6 +53,7 @@ def app_from_environment() -> Any:
         configure=load_configure(os.environ.get(_ENV_CONFIG) or None),
         auth=os.environ.get(_ENV_AUTH, "1") == "1",
         poll_interval=float(os.environ.get(ENV_POLL) or 0.5),
+        key_cache_ttl=float(os.environ.get(ENV_KEY_CACHE) or 1.0),
     )
 
 

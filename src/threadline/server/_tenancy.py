@@ -8,6 +8,7 @@ sessions — anything else is reported missing (404), never forbidden, so ids do
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -71,14 +72,40 @@ class Tenant:
 
 
 class Tenants:
-    """Resolves keys to tenants; builds and caches one configured manager per app."""
+    """Resolves keys to tenants; builds and caches one configured manager per app.
 
-    def __init__(self, store: Store, configure: Configure | None, auth: bool) -> None:
+    A key found live in the store is remembered for ``key_cache_ttl`` seconds (0: never), so
+    a request with a recently seen key needs no store lookup; a revoked key is therefore
+    refused within ``key_cache_ttl`` seconds on every worker. Unknown and revoked keys are
+    never remembered, and at most ``KEY_CACHE_SIZE`` keys are.
+
+    >>> import threadline
+    >>> from threadline.server import create_key
+    >>> store = threadline.connect(":memory:")
+    >>> key = create_key(store, "travel")
+    >>> tenants = Tenants(store, None, auth=True, key_cache_ttl=1.0)
+    >>> tenants.cached(key) is None, tenants.from_key(key).app, tenants.cached(key).app
+    (True, 'travel', 'travel')
+    """
+
+    KEY_CACHE_SIZE = 10_000
+
+    def __init__(
+        self,
+        store: Store,
+        configure: Configure | None,
+        auth: bool,
+        key_cache_ttl: float = 0.0,
+    ) -> None:
+        if key_cache_ttl < 0:
+            raise InvalidArgumentError("key_cache_ttl must be >= 0")
         self.store = store
         self.auth = auth
+        self.key_cache_ttl = key_cache_ttl
         self._configure = configure
         self._managers: dict[str, SessionManager] = {}
         self._lock = threading.Lock()
+        self._keys: dict[str, tuple[float, Tenant]] = {}  # key hash -> (expires, tenant)
 
     def manager(self, app: str) -> SessionManager:
         """The app's manager, configured by the hook on first use."""
@@ -91,16 +118,40 @@ class Tenants:
                 self._managers[app] = found
             return found
 
+    def cached(self, key: str) -> Tenant | None:
+        """The tenant of a key found live less than ``key_cache_ttl`` seconds ago, else
+        ``None`` (then ask :meth:`from_key`). No store access."""
+        if not self.key_cache_ttl:
+            return None
+        found = self._keys.get(hash_key(key))
+        if found is None or found[0] <= time.monotonic():
+            return None
+        return found[1]
+
     def from_key(self, key: str | None) -> Tenant:
-        """The tenant of an API key; :class:`Unauthorized` unless it is known and live."""
+        """The tenant of an API key, looked up in the store; :class:`Unauthorized` unless it
+        is known and live."""
         if not key:
             raise Unauthorized("missing API key (Authorization: Bearer <key>)")
-        found = self.store.find_api_key(hash_key(key))
+        digest = hash_key(key)
+        found = self.store.find_api_key(digest)
         if found is None:
             raise Unauthorized("unknown API key")
         if found.revoked:
+            self._keys.pop(digest, None)
             raise Unauthorized("this API key was revoked")
-        return Tenant(found.app, found.user_id, self.manager(found.app))
+        tenant = Tenant(found.app, found.user_id, self.manager(found.app))
+        if self.key_cache_ttl:
+            self._remember(digest, tenant)
+        return tenant
+
+    def _remember(self, digest: str, tenant: Tenant) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if len(self._keys) >= self.KEY_CACHE_SIZE:
+                live = {k: v for k, v in self._keys.items() if v[0] > now}
+                self._keys = live if len(live) < self.KEY_CACHE_SIZE else {}
+            self._keys[digest] = (now + self.key_cache_ttl, tenant)
 
     def from_header(self, app: str | None) -> Tenant:
         """``--no-auth``: the app named by ``X-Threadline-App`` (default ``"default"``)."""

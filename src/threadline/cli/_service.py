@@ -140,7 +140,8 @@ def revoke_key(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Revoke an API key by id. Requests with it get 401 at once."""
+    """Revoke an API key by id. Requests with it get 401 within a second (a worker caches
+    a valid key for up to 1 s; THREADLINE_KEY_CACHE_TTL=0 turns that off)."""
     url, (key_id,) = positionals(ctx.args, ["KEY_ID"], db)
     server = _server()
     with open_store(url, write=True) as store:

@@ -7,7 +7,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from threadline._search_query import MatchMode, Term
 from threadline.store._sql import (
@@ -256,8 +256,46 @@ def _row_satisfies(corpus: _Corpus, term: Term) -> tuple[str, list[Any]]:
     return "(" + " OR ".join(parts) + ")", params
 
 
+class Bound(NamedTuple):
+    """How a large store's search bounds its word matches (None: every match is ranked).
+
+    ``ranked``: score the newest ``candidates`` matches with bm25; otherwise take the newest
+    ``candidates`` matches unscored (:data:`UNRANKED_SCORE`), when every term is common.
+    """
+
+    candidates: int
+    ranked: bool
+
+
+UNRANKED_SCORE = 1e-9
+"""Score of word hits that were not ranked (every term common): above substring-only hits
+(0.0), below any bm25 score (FTS5 floors each term's weight at 1e-6)."""
+
+
+def _word_rows(
+    corpus: _Corpus, match: str, scope: str, scope_params: list[Any], bound: Bound | None
+) -> tuple[str, list[Any]]:
+    """Rows ``(rid, ord, score)`` of messages matching ``match`` as words."""
+    # CROSS JOIN and "+": the FTS query must drive (SQLite would otherwise run the MATCH
+    # once per scope row).
+    score = f"-{corpus.fts}.rank" if bound is None or bound.ranked else repr(UNRANKED_SCORE)
+    sql = (
+        f"SELECT x.rowid AS rid, {corpus.order} AS ord, {score} AS score "
+        f"FROM {corpus.fts} CROSS JOIN {corpus.table} x ON x.rowid = {corpus.fts}.rowid "
+        f"WHERE {corpus.fts} MATCH ? AND {scope.format(p='+')}"
+    )
+    if bound is not None:  # FTS5 walks its doclists newest first and stops (no sort)
+        sql = f"SELECT * FROM ({sql} ORDER BY {corpus.fts}.rowid DESC LIMIT {int(bound.candidates)})"
+    return sql, [match, *scope_params]
+
+
 def _search_sql(
-    corpus: _Corpus, terms: Sequence[Term], mode: MatchMode, scope: str, scope_params: list[Any]
+    corpus: _Corpus,
+    terms: Sequence[Term],
+    mode: MatchMode,
+    scope: str,
+    scope_params: list[Any],
+    bound: Bound | None = None,
 ) -> tuple[str, list[Any]]:
     """One query: word hits ranked by bm25, plus hits owed to substrings, scored 0.
 
@@ -270,20 +308,15 @@ def _search_sql(
     match = _fts_match(terms, mode)
     substring_terms = [t for t in terms if _needs_substring(t)]
     if not substring_terms:
-        return _word_search_sql(corpus, match, scope, scope_params)
+        return _word_search_sql(corpus, match, scope, scope_params, bound)
     branches: list[str] = []
     params: list[Any] = []
     # In "all" mode a term without words (emoji...) can only match through its substring:
     # then no row matches every term as words and branch 1 is left out.
     if match is not None and (mode == "any" or all(fts5_term(t) for t in terms)):
-        branches.append(
-            f"SELECT x.rowid AS rid, {corpus.order} AS ord, -{corpus.fts}.rank AS score "
-            # CROSS JOIN and "+": the FTS query must drive (SQLite would otherwise run the
-            # MATCH once per scope row).
-            f"FROM {corpus.fts} CROSS JOIN {corpus.table} x ON x.rowid = {corpus.fts}.rowid "
-            f"WHERE {corpus.fts} MATCH ? AND {scope.format(p='+')}"
-        )
-        params += [match, *scope_params]
+        words_sql, words_params = _word_rows(corpus, match, scope, scope_params, bound)
+        branches.append(words_sql)
+        params += words_params
     drivers = [_substring_only_rows(corpus, t) for t in substring_terms]
     checks = [_row_satisfies(corpus, t) for t in terms] if mode == "all" and len(terms) > 1 else []
     branches.append(
@@ -313,19 +346,24 @@ def _search_sql(
 
 
 def _word_search_sql(
-    corpus: _Corpus, match: str | None, scope: str, scope_params: list[Any]
+    corpus: _Corpus, match: str | None, scope: str, scope_params: list[Any], bound: Bound | None
 ) -> tuple[str, list[Any]]:
     """Word terms only: rank the porter matches, then load the bodies of the top rows."""
     if match is None:
         return "", []
-    top = (
-        f"SELECT x.rowid AS rid, {corpus.fts}.rank AS r, {corpus.order} AS ord "
-        f"FROM {corpus.fts} CROSS JOIN {corpus.table} x ON x.rowid = {corpus.fts}.rowid "
-        f"WHERE {corpus.fts} MATCH ? AND {scope.format(p='+')} "
-        "ORDER BY r, ord DESC, rid DESC LIMIT ?"
-    )
+    if bound is None:
+        top = (
+            f"SELECT x.rowid AS rid, {corpus.fts}.rank AS r, {corpus.order} AS ord "
+            f"FROM {corpus.fts} CROSS JOIN {corpus.table} x ON x.rowid = {corpus.fts}.rowid "
+            f"WHERE {corpus.fts} MATCH ? AND {scope.format(p='+')} "
+            "ORDER BY r, ord DESC, rid DESC LIMIT ?"
+        )
+        params = [match, *scope_params]
+    else:
+        rows, params = _word_rows(corpus, match, scope, scope_params, bound)
+        top = f"SELECT rid, -score AS r, ord FROM ({rows}) ORDER BY r, ord DESC, rid DESC LIMIT ?"
     sql = (
         f"SELECT {corpus.columns}, -h.r, h.ord FROM ({top}) h "
         f"JOIN {corpus.table} x ON x.rowid = h.rid ORDER BY h.r, h.ord DESC, h.rid DESC"
     )
-    return sql, [match, *scope_params]
+    return sql, params

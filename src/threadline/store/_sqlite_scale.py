@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from threadline import _search_query as rules
 from threadline._search_query import MatchMode, Term
@@ -20,6 +20,7 @@ from threadline.store._sqlite_search import (
     _substring_source,
     fts5_quote,
     fts5_term,
+    single_word_forms,
 )
 
 _SQL_SIZE = "SELECT COALESCE(MAX(rowid), 0) FROM tl_messages"
@@ -52,41 +53,60 @@ def _doc_count(
     return cache[key]
 
 
+class Plan(NamedTuple):
+    """How to search a store: the terms kept, the bound on ranked matches (None: rank every
+    match) and, per single word, the forms of it the index holds (None: all of them)."""
+
+    terms: list[Term]
+    bound: Bound | None = None
+    forms: dict[str, list[str]] | None = None
+
+
 def plan_terms(
     conn: sqlite3.Connection,
     corpus: _Corpus,
     terms: Sequence[Term],
     limit: int,
     cache: dict[str, int],
-) -> tuple[list[Term], Bound | None]:
-    """The terms to search a large store with, and how to bound the matches ranked.
+) -> Plan:
+    """The plan of one search pass of a large store.
 
     Terms of plain words found in more than :data:`~threadline._search_query.COMMON_DOCS`
-    messages (phrases: whose every word is) are left out when another term remains; when every term is that common, the
-    newest ``limit`` matches are returned unranked. Stores of at most
-    :data:`~threadline._search_query.RANKED_CANDIDATES` messages are searched unbounded.
+    messages (phrases: whose every word is) are left out when another term remains; when every
+    term is that common, the newest ``limit`` matches are returned unranked. Forms of a word
+    that no message holds are left out of its expression (same matches, less to score).
+    Stores of at most :data:`~threadline._search_query.RANKED_CANDIDATES` messages are searched
+    as they always were.
     """
     size = store_size(conn)
     if size <= rules.RANKED_CANDIDATES:
-        return list(terms), None
+        return Plan(list(terms))
     bound = Bound(rules.RANKED_CANDIDATES, ranked=True)
-    if size <= rules.COMMON_DOCS:
-        return list(terms), bound
     cap = rules.COMMON_DOCS + 1
     counts: list[int | None] = []
+    forms: dict[str, list[str]] = {}
     for term in terms:
-        words = fts5_term(term)
-        if words is None or _needs_substring(term):
+        if fts5_term(term) is None or _needs_substring(term):
             counts.append(None)
         elif len(term.tokens) > 1:  # a phrase is as common as its rarest word, at most
             # (counting the phrase itself would read the positions of every candidate)
-            counts.append(min(_doc_count(conn, corpus, fts5_quote(t), cap, cache) for t in term.tokens))
+            counts.append(
+                min(_doc_count(conn, corpus, fts5_quote(t), cap, cache) for t in term.tokens)
+            )
         else:
-            counts.append(_doc_count(conn, corpus, words, cap, cache))
+            # The word as written is counted; its other forms are only checked for existence.
+            word = term.tokens[0]
+            variants = single_word_forms(word)
+            counts.append(_doc_count(conn, corpus, fts5_quote(variants[0]), cap, cache))
+            held = [variants[0]] if counts[-1] else []
+            held += [f for f in variants[1:] if _doc_count(conn, corpus, fts5_quote(f), 1, cache)]
+            forms[word] = held or [word]
+    if size <= rules.COMMON_DOCS:
+        return Plan(list(terms), bound, forms)
     kept, common = rules.split_common(counts)
     if not common and all(n is not None and n > rules.COMMON_DOCS for n in counts):
-        return list(terms), Bound(limit, ranked=False)
-    return [terms[i] for i in kept], bound
+        return Plan(list(terms), Bound(limit, ranked=False), forms)
+    return Plan([terms[i] for i in kept], bound, forms)
 
 
 def local_session(conn: sqlite3.Connection, app: str, session_id: str) -> bool:

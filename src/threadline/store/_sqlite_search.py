@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from threadline._search_query import MatchMode, Term
@@ -24,9 +24,10 @@ def fts5_quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def fts5_term(term: Term) -> str | None:
+def fts5_term(term: Term, forms: Mapping[str, Sequence[str]] | None = None) -> str | None:
     """The FTS5 expression for one term, or None without tokens: a quoted phrase of its
-    tokens; a single word ORs its inflections (:func:`word_forms`), one per Porter stem.
+    tokens; a single word ORs its inflections (:func:`word_forms`), one per Porter stem, or
+    those of ``forms[word]`` when given (the forms a large index holds: same matches).
 
     >>> from threadline._search_query import parse_query
     >>> fts5_term(parse_query("bob@example.com")[0])
@@ -37,13 +38,24 @@ def fts5_term(term: Term) -> str | None:
     if not term.tokens:
         return None
     if not term.is_phrase and len(term.tokens) == 1:
-        forms = _STEMMER.distinct(word_forms(term.tokens[0]))
+        word = term.tokens[0]
+        found = forms.get(word) if forms is not None else None
+        chosen = list(found) if found else single_word_forms(word)
         return (
-            "(" + " OR ".join(map(fts5_quote, forms)) + ")"
-            if len(forms) > 1
-            else (fts5_quote(forms[0]))
+            "(" + " OR ".join(map(fts5_quote, chosen)) + ")"
+            if len(chosen) > 1
+            else (fts5_quote(chosen[0]))
         )
     return fts5_quote(" ".join(term.tokens))
+
+
+def single_word_forms(word: str) -> list[str]:
+    """The forms a one-word term matches: :func:`word_forms`, one per Porter stem.
+
+    >>> single_word_forms("deploys")
+    ['deploys', 'deployment']
+    """
+    return _STEMMER.distinct(word_forms(word))
 
 
 _SUFFIXES = ("ments", "ment", "ings", "ing", "ions", "ion", "ers", "er", "ed", "es", "s", "ly")
@@ -156,8 +168,10 @@ class _Stemmer:
 _STEMMER = _Stemmer()
 
 
-def _fts_match(terms: Sequence[Term], mode: MatchMode) -> str | None:
-    parts = [p for p in (fts5_term(t) for t in terms) if p is not None]
+def _fts_match(
+    terms: Sequence[Term], mode: MatchMode, forms: Mapping[str, Sequence[str]] | None = None
+) -> str | None:
+    parts = [p for p in (fts5_term(t, forms) for t in terms) if p is not None]
     return (" AND " if mode == "all" else " OR ").join(parts) if parts else None
 
 
@@ -285,7 +299,9 @@ def _word_rows(
         f"WHERE {corpus.fts} MATCH ? AND {scope.format(p='+')}"
     )
     if bound is not None:  # FTS5 walks its doclists newest first and stops (no sort)
-        sql = f"SELECT * FROM ({sql} ORDER BY {corpus.fts}.rowid DESC LIMIT {int(bound.candidates)})"
+        sql = (
+            f"SELECT * FROM ({sql} ORDER BY {corpus.fts}.rowid DESC LIMIT {int(bound.candidates)})"
+        )
     return sql, [match, *scope_params]
 
 
@@ -296,6 +312,7 @@ def _search_sql(
     scope: str,
     scope_params: list[Any],
     bound: Bound | None = None,
+    forms: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[str, list[Any]]:
     """One query: word hits ranked by bm25, plus hits owed to substrings, scored 0.
 
@@ -305,7 +322,7 @@ def _search_sql(
     candidates being few). In "all" mode the branches are disjoint; in "any" mode a row can
     be in both and ``GROUP BY`` keeps its best score.
     """
-    match = _fts_match(terms, mode)
+    match = _fts_match(terms, mode, forms)
     substring_terms = [t for t in terms if _needs_substring(t)]
     if not substring_terms:
         return _word_search_sql(corpus, match, scope, scope_params, bound)

@@ -47,9 +47,8 @@ from threadline.store._sqlite_schema import (
     SCHEMA_VERSION,
     read_only_schema_problem,
 )
-from threadline.store._sqlite_scale import local_session, plan_terms, session_search
+from threadline.store._sqlite_scale import Plan, local_session, plan_terms, session_search
 from threadline.store._sqlite_search import (
-    Bound,
     _ENTRIES,
     _MESSAGES,
     _PENDING,
@@ -321,10 +320,10 @@ class SQLiteStore(SQLiteIndex):
                 return [row[:-1] for row in rows]
             if mode == "all":  # a new search (the "any" pass reuses the all pass's counts)
                 tx.doc_counts.clear()
-            kept, bound = plan_terms(tx.conn, _MESSAGES, terms, limit, tx.doc_counts)
-            rows = self._search(tx, _MESSAGES, kept, mode, scope, params, limit, bound)
+            plan = plan_terms(tx.conn, _MESSAGES, terms, limit, tx.doc_counts)
+            rows = self._search(tx, _MESSAGES, plan.terms, mode, scope, params, limit, plan)
             if pending:
-                pending_rows = self._search(tx, _PENDING, kept, mode, scope, params, limit)
+                pending_rows = self._search(tx, _PENDING, plan.terms, mode, scope, params, limit)
                 rows = sorted(rows + pending_rows, key=_hit_order)[:limit]
         finally:
             if own:
@@ -346,9 +345,10 @@ class SQLiteStore(SQLiteIndex):
         scope: str,
         scope_params: list[Any],
         limit: int,
-        bound: Bound | None = None,
+        plan: Plan | None = None,
     ) -> list[Row]:
-        sql, params = _search_sql(corpus, terms, mode, scope, scope_params, bound)
+        bound, forms = (plan.bound, plan.forms) if plan is not None else (None, None)
+        sql, params = _search_sql(corpus, terms, mode, scope, scope_params, bound, forms)
         if not sql:
             return []
         rows = tx.conn.execute(sql, (*params, limit)).fetchall()

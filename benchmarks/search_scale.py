@@ -92,6 +92,9 @@ def queries(words: list[str]) -> dict[str, str]:
         "2 mid words": "database error",
         "1 common word": words[0],
         "2 common words": f"{words[0]} {words[1]}",
+        # PostgreSQL drops English stop words ("the", "of"...): common words it keeps.
+        "common non-stop": "one",
+        "2 common non-stop": "one time",
         "question": f"what did we decide about the {words[171]}",
         "rare+common": f"{words[1900]} {words[2]}",
         "5 words (any)": " ".join(words[100:105]),

@@ -241,6 +241,11 @@ RANKED_CANDIDATES = 10_000
 """At most this many matching messages are scored and ranked per search (on SQLite the newest
 ones); the rest are not considered for the top hits."""
 
+UNRANKED_CANDIDATES = 1_000
+"""When every term is common, at most this many matches are considered (SQLite: the newest
+``limit``, unscored; PostgreSQL: this many, scored): none of them carries ranking
+information."""
+
 LOCAL_SEARCH_STORE = 10_000
 """In a store holding more messages than this, a search inside one session (of at most
 :data:`LOCAL_SEARCH_SESSION` messages) works on that session's own rows, so its cost follows
@@ -370,6 +375,7 @@ __all__ = [
     "MAX_TERM_CHARS",
     "SNIPPET_CHARS",
     "RANKED_CANDIDATES",
+    "UNRANKED_CANDIDATES",
     "MatchMode",
     "Term",
     "bound_terms",

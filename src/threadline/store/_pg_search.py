@@ -4,8 +4,9 @@ next to the SQL that runs them."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from threadline import _search_query as rules
 from threadline._search_query import MatchMode, Term
 from threadline.store._sql import (
     OwnerFilter,
@@ -180,12 +181,22 @@ def message_search_sql(
     limit: int,
     *,
     long_texts: bool = False,
+    candidates: int | None = None,
+    scan_session: bool = False,
 ) -> tuple[str, list[Any]] | None:
     """SQL (``?`` placeholders) and parameters of one message-search pass; None if no term.
 
     Rows: ``(session_id, id, role, data, score)``, best first, ties newest ``seq`` first.
     ``long_texts``: only messages whose text is longer than one word index holds, matched
     against all their word chunks (a second, small pass; the first one skips no message).
+    ``candidates``: score only that many matching messages (any ones: PostgreSQL has no
+    store-wide order to pick the newest by). ``scan_session``: read the session's rows and
+    test each (cost in step with the session) instead of the store-wide indexes.
+
+    >>> from threadline._search_query import parse_query
+    >>> sql, _ = message_search_sql("a", parse_query("x"), "all", None, None, 10, candidates=99)
+    >>> "LIMIT 99" in sql
+    True
     """
     compiled = _compile_terms(terms)
     if not compiled:
@@ -198,21 +209,108 @@ def message_search_sql(
             "EXISTS (SELECT 1 FROM tl_message_chunks c0 WHERE c0.app = m.app "
             "AND c0.session_id = m.session_id AND c0.message_id = m.id AND c0.idx = 1)"
         )
-    join = ""
+    source, source_params = "tl_messages m", []
     if session_id is not None:
         scope.append("m.session_id = ?")
         scope_params.append(session_id)
+        if scan_session:  # OFFSET 0: a fence the planner cannot push the text tests through
+            source = "(SELECT * FROM tl_messages WHERE app = ? AND session_id = ? OFFSET 0) m"
+            source_params = [app, session_id]
+    join = ""
     if owner is not None:
         join = " JOIN tl_sessions s ON s.app = m.app AND s.id = m.session_id"
         owner_where, owner_params = owner_clause(owner, "s.user_id")
         scope.append("TRUE" + owner_where)
         scope_params += owner_params
-    sql = (
-        f"SELECT m.session_id, m.id, m.role, m.data, {score} AS score FROM tl_messages m{join} "
-        f"WHERE {' AND '.join(scope)} AND ({where}) "
-        "ORDER BY score DESC, m.seq DESC, m.session_id, m.id LIMIT ?"
-    )
-    return sql, [*score_params, *scope_params, *where_params, limit]
+    order = "ORDER BY score DESC, m.seq DESC, m.session_id, m.id LIMIT ?"
+    if candidates is not None:
+        sql = (
+            f"SELECT m.session_id, m.id, m.role, m.data, {score} AS score FROM ("
+            f"SELECT m.* FROM {source}{join} WHERE {' AND '.join(scope)} AND ({where}) "
+            f"LIMIT {int(candidates)}) m {order}"
+        )
+    else:
+        sql = (
+            f"SELECT m.session_id, m.id, m.role, m.data, {score} AS score FROM {source}{join} "
+            f"WHERE {' AND '.join(scope)} AND ({where}) {order}"
+        )
+    params = [*score_params, *source_params, *scope_params, *where_params, limit]
+    return sql, params
+
+
+_SQL_SESSION_SIZE = "SELECT message_count FROM tl_sessions WHERE app = ? AND id = ?"
+# One round trip: the planner's row count of tl_messages and, per text, its number of
+# lexemes and an estimate of the messages holding all of them, from the frequencies of the
+# most common lexemes that ANALYZE keeps (a lexeme not among them counts as rare).
+_SQL_ESTIMATES = """
+WITH n AS (SELECT GREATEST(reltuples, 0) AS n FROM pg_class WHERE oid = 'tl_messages'::regclass),
+common AS (
+    SELECT unnest(most_common_elems::text::text[]) AS lexeme,
+        unnest(most_common_elem_freqs) AS freq
+    FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'tl_messages'
+    AND attname = 'tsv'),
+terms AS (
+    SELECT i, tsvector_to_array(to_tsvector('english', txt)) AS lexemes
+    FROM unnest(?::text[]) WITH ORDINALITY AS t(txt, i))
+SELECT (SELECT n FROM n)::bigint,
+    ARRAY(SELECT cardinality(lexemes) FROM terms ORDER BY i),
+    ARRAY(SELECT COALESCE((SELECT min(COALESCE(c.freq, 0)) FROM unnest(lexemes) AS l(lexeme)
+        LEFT JOIN common c USING (lexeme)), 0) * (SELECT n FROM n) FROM terms ORDER BY i)
+"""
+
+
+class _Reader(Protocol):
+    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None: ...
+
+
+class Plan(NamedTuple):
+    """How to search a store: the terms kept and how many matches to score (None: all)."""
+
+    terms: list[Term]
+    candidates: int | None = None
+
+
+def plan_terms(tx: _Reader, terms: Sequence[Term]) -> Plan:
+    """The plan of one app- or user-wide search pass (docs/search.md, "Cost").
+
+    In a store of more than :data:`~threadline._search_query.RANKED_CANDIDATES` messages
+    (by the planner's count), at most that many matches are scored. In a store of more than
+    :data:`~threadline._search_query.COMMON_DOCS`, terms of words estimated in more than that
+    many messages are left out when another term remains (when every term is that common,
+    only :data:`~threadline._search_query.UNRANKED_CANDIDATES` matches are scored), and
+    terms of stop words only (which match nothing) are dropped.
+    """
+    compiled = [_compile_terms([term]) for term in terms]
+    plain = [bool(c and c[0].function and not c[0].pattern) for c in compiled]
+    texts = [c[0].text for c, is_plain in zip(compiled, plain, strict=True) if is_plain]
+    row = tx.one(_SQL_ESTIMATES, [texts])
+    size = int(row[0]) if row else 0
+    if size <= rules.RANKED_CANDIDATES:
+        return Plan(list(terms))
+    if size <= rules.COMMON_DOCS or row is None:
+        return Plan(list(terms), rules.RANKED_CANDIDATES)
+    lexemes, estimates = iter(row[1]), iter(row[2])
+    kept_terms: list[Term] = []
+    counts: list[int | None] = []
+    for term, is_plain in zip(terms, plain, strict=True):
+        if is_plain:
+            estimate = next(estimates)
+            if not next(lexemes):
+                continue  # only stop words: matches nothing, ignored by && and || anyway
+            counts.append(int(estimate))
+        else:
+            counts.append(None)
+        kept_terms.append(term)
+    kept, common = rules.split_common(counts)
+    if not common and all(n is not None and n > rules.COMMON_DOCS for n in counts):
+        return Plan(kept_terms, rules.UNRANKED_CANDIDATES)
+    return Plan([kept_terms[i] for i in kept], rules.RANKED_CANDIDATES)
+
+
+def session_scan(tx: _Reader, app: str, session_id: str) -> bool:
+    """True if a search inside this session should test the session's rows one by one."""
+    row = tx.one(_SQL_SESSION_SIZE, [app, session_id])
+    return row is not None and int(row[0]) <= rules.LOCAL_SEARCH_SESSION
 
 
 def entry_search_sql(

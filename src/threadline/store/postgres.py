@@ -67,8 +67,11 @@ from threadline.store._pg_schema import (
     ensure_schema,
 )
 from threadline.store._pg_search import (
+    Plan,
     entry_search_sql,
     message_search_sql,
+    plan_terms,
+    session_scan,
 )
 
 __all__ = ["EXTRA_HINT", "PostgresStore", "split_pool_options"]
@@ -190,10 +193,12 @@ def _pg_sql(sql: str) -> str:
 class _PgTx:
     """:class:`~threadline.store._sql.Tx` over one psycopg connection."""
 
-    __slots__ = ("conn",)
+    __slots__ = ("conn", "search_plan")
 
     def __init__(self, conn: PgConn) -> None:
         self.conn = conn
+        #: The plan of a search's "all" pass, reused by its "any" pass: (key, plan, scan).
+        self.search_plan: tuple[Any, Plan, bool] | None = None
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run a statement; the number of rows it changed."""
@@ -402,15 +407,34 @@ class PostgresStore(SQLStore):
         owner: OwnerFilter,
         limit: int,
     ) -> list[Row]:
-        built = message_search_sql(app, terms, mode, session_id, owner, limit)
+        # In one session, test its own rows (docs/search.md, "Cost"); else bound the work.
+        assert isinstance(tx, _PgTx)
+        key = (tuple(terms), session_id)
+        if mode == "any" and tx.search_plan is not None and tx.search_plan[0] == key:
+            _, plan, scan = tx.search_plan
+        else:
+            scan = session_id is not None and session_scan(tx, app, session_id)
+            plan = Plan(list(terms)) if session_id is not None else plan_terms(tx, terms)
+            tx.search_plan = (key, plan, scan)
+        terms = plan.terms
+        built = message_search_sql(
+            app, terms, mode, session_id, owner, limit,
+            candidates=plan.candidates, scan_session=scan,
+        )  # fmt: skip
         if built is None:
             return []
-        rows = tx.all(*built)
         # Long texts are also matched against every word chunk: a small second pass over
-        # only the messages that have chunks, merged by score.
+        # only the messages that have chunks (in the same round trip), merged by score.
         more = message_search_sql(app, terms, mode, session_id, owner, limit, long_texts=True)
         assert more is not None
-        extra = tx.all(*more)
+        both = tx.all(
+            f"SELECT 0, row_number() OVER (), a.* FROM ({built[0]}) a "
+            f"UNION ALL SELECT 1, row_number() OVER (), b.* FROM ({more[0]}) b",
+            [*built[1], *more[1]],
+        )
+        both.sort(key=lambda row: (row[0], row[1]))
+        rows = [row[2:] for row in both if row[0] == 0]
+        extra = [row[2:] for row in both if row[0] == 1]
         if not extra:
             return rows
         seen = {(row[0], row[1]) for row in rows}

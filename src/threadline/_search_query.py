@@ -71,6 +71,27 @@ _NO_SPACE_RANGES = (
     (0x20000, 0x3FFFF),  # CJK ext. B and later
 )
 
+# A superset of the characters that make a one- or two-character term need a substring
+# search (scripts written without spaces, and symbols such as emoji, Unicode
+# category So). Texts containing none of them cannot match such a term.
+WIDE_RANGES = (
+    (0x00A6, 0x00B0), (0x0482, 0x0482), (0x058D, 0x058E), (0x060E, 0x060F), (0x06DE, 0x06FE),
+    (0x07F6, 0x07F6), (0x09FA, 0x09FA), (0x0B70, 0x0B70), (0x0BF3, 0x0BFA), (0x0C7F, 0x0C7F),
+    (0x0D4F, 0x0D79), (0x0E00, 0x0FFF), (0x1000, 0x11FF), (0x1390, 0x1399), (0x166D, 0x166D),
+    (0x1780, 0x17FF), (0x1940, 0x1940), (0x19DE, 0x19FF), (0x1B61, 0x1B7C), (0x2100, 0x21FF),
+    (0x2300, 0x2BFF), (0x2CE5, 0x2CEA), (0x2E50, 0xA4CF), (0xA828, 0xA839), (0xA960, 0xA97F),
+    (0xAA77, 0xAA79), (0xAC00, 0xD7FF), (0xF900, 0xFAFF), (0xFD40, 0xFD4F), (0xFDCF, 0xFDFF),
+    (0xFF66, 0xFFFD), (0x10137, 0x101FC), (0x10877, 0x10878), (0x10AC8, 0x10AC8),
+    (0x1173F, 0x1173F), (0x11FD5, 0x11FF1), (0x16B3C, 0x16B45), (0x1BC9C, 0x1BC9C),
+    (0x1CF50, 0x1DAFF), (0x1E14F, 0x1E14F), (0x1EC70, 0x1EEFF), (0x1F000, 0x3FFFF),
+)  # fmt: skip
+
+WIDE_CLASS = "[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in WIDE_RANGES) + "]"
+"""A regular-expression class of the characters in :data:`WIDE_RANGES` (the same syntax in
+Python's ``re`` and PostgreSQL's ``~``): texts that can hold a one- or two-character
+substring term, which trigram indexes cannot find."""
+
+
 _SCAN_RE = re.compile(r'"([^"]*)"|([^\s"]+)|"')
 
 
@@ -317,9 +338,7 @@ def coverage_scores(
     if not matched:
         return {}
     rows = set.intersection(*matched) if mode == "all" else set.union(*matched)
-    idf = [
-        math.log(1.0 + (total - len(found) + 0.5) / (len(found) + 0.5)) for found in matched
-    ]
+    idf = [math.log(1.0 + (total - len(found) + 0.5) / (len(found) + 0.5)) for found in matched]
     scores = dict.fromkeys(rows, 0.0)
     for weight, found in zip(idf, words, strict=True):
         for row in found:
@@ -373,9 +392,11 @@ __all__ = [
     "MAX_SUBSTRING_TERMS",
     "MAX_TERMS",
     "MAX_TERM_CHARS",
-    "SNIPPET_CHARS",
     "RANKED_CANDIDATES",
+    "SNIPPET_CHARS",
     "UNRANKED_CANDIDATES",
+    "WIDE_CLASS",
+    "WIDE_RANGES",
     "MatchMode",
     "Term",
     "bound_terms",

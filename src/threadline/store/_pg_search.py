@@ -3,11 +3,13 @@ next to the SQL that runs them."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from threadline import _search_query as rules
-from threadline._search_query import MatchMode, Term
+from threadline._search_query import WIDE_CLASS, MatchMode, Term
+from threadline.store._pg_schema import WIDE_TEXT
 from threadline.store._sql import (
     OwnerFilter,
     owner_clause,
@@ -17,6 +19,9 @@ if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
     from psycopg import Connection
 
     PgConn = Connection[tuple[Any, ...]]
+
+
+_WIDE = re.compile(WIDE_CLASS)
 
 
 def like_pattern(text: str) -> str:
@@ -57,11 +62,14 @@ def pg_tsquery_parts(terms: Iterable[Term]) -> list[tuple[str, str]]:
 
 
 class _TermSQL(NamedTuple):
-    """One search term as SQL pieces: its tsquery function and text, and its LIKE pattern."""
+    """One search term as SQL pieces: its tsquery function and text, and its LIKE pattern
+    (``wide``: a one- or two-character substring, looked for among :data:`WIDE_TEXT` only).
+    """
 
     function: str | None
     text: str
     pattern: str | None
+    wide: bool = False
 
 
 _TSQUERY_FUNCTIONS = frozenset({"plainto_tsquery", "phraseto_tsquery"})
@@ -75,8 +83,11 @@ def _compile_terms(terms: Sequence[Term]) -> list[_TermSQL]:
         if function is not None and function not in _TSQUERY_FUNCTIONS:
             raise AssertionError(f"unexpected tsquery function {function!r}")
         pattern = like_pattern(term.substring) if term.needs_substring and term.substring else None
+        wide = (
+            pattern is not None and len(term.substring) < 3 and bool(_WIDE.search(term.substring))
+        )
         if function is not None or pattern is not None:
-            out.append(_TermSQL(function, text, pattern))
+            out.append(_TermSQL(function, text, pattern, wide))
     return out
 
 
@@ -85,8 +96,11 @@ def _tsquery(terms: Sequence[_TermSQL], joiner: str) -> tuple[str, list[Any]]:
     return f"({sql})", [t.text for t in terms]
 
 
-def _like(text_col: str) -> str:
-    return f"{text_col} LIKE ? ESCAPE '\\'"
+def _like(text_col: str, wide: bool = False) -> str:
+    like = f"{text_col} LIKE ? ESCAPE '\\'"
+    # Trigrams cannot find a substring under three characters: the partial index of the
+    # texts holding CJK or symbols can (the planner needs the index's exact condition).
+    return f"({WIDE_TEXT} AND {like})" if wide else like
 
 
 _IN_CHUNKS = (
@@ -122,7 +136,7 @@ def _condition(
             clauses.append(clause)
         for t in terms:
             if t.pattern:
-                clauses.append(_like(text_col))
+                clauses.append(_like(text_col, t.wide))
                 params.append(t.pattern)
         return " OR ".join(clauses), params
     words_only = [t for t in terms if t.function and not t.pattern]
@@ -142,10 +156,10 @@ def _condition(
     for t in terms:
         if t.pattern and t.function:
             clause, term_params = _matches(tsv, f"{t.function}('english', ?)", [t.text], chunks)
-            clauses.append(f"({clause} OR {_like(text_col)})")
+            clauses.append(f"({clause} OR {_like(text_col, t.wide)})")
             params += [*term_params, t.pattern]
         elif t.pattern:
-            clauses.append(_like(text_col))
+            clauses.append(_like(text_col, t.wide))
             params.append(t.pattern)
     return " AND ".join(clauses), params
 

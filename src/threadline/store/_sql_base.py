@@ -159,7 +159,6 @@ MAX_MESSAGE_BYTES = 64 * 2**20
 """Default hard cap on one message's compact JSON, whatever the policy."""
 
 
-
 class EncodedRow(NamedTuple):
     """A message ready for its row: the message as written (returned to the caller and
     indexed), the row's JSON (long strings replaced by references), the message's full

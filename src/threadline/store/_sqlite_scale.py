@@ -173,7 +173,7 @@ def session_search(
     loaded: dict[int, Row] = {}
     for start in range(0, len(top), 500):
         batch = top[start : start + 500]
-        sql = f"SELECT rowid, session_id, id, role, data FROM tl_messages WHERE rowid IN "
+        sql = "SELECT rowid, session_id, id, role, data FROM tl_messages WHERE rowid IN "
         for row in conn.execute(sql + _in_list(len(batch)), batch):
             loaded[int(row[0])] = row[1:]
     return [(*loaded[r], scores[r], seqs[r]) for r in top if r in loaded]

@@ -41,13 +41,13 @@ from threadline.store._sql import (
 )
 from threadline.store._sqlite_index import SQLiteIndex, _Tx
 from threadline.store._sqlite_paths import is_memory, opens_read_only, read_only_path
+from threadline.store._sqlite_scale import Plan, local_session, plan_terms, session_search
 from threadline.store._sqlite_schema import (
     _SQL_VERSION,
     MIGRATIONS,
     SCHEMA_VERSION,
     read_only_schema_problem,
 )
-from threadline.store._sqlite_scale import Plan, local_session, plan_terms, session_search
 from threadline.store._sqlite_search import (
     _ENTRIES,
     _MESSAGES,

@@ -81,7 +81,7 @@ def plan_terms(
     size = store_size(conn)
     if size <= rules.RANKED_CANDIDATES:
         return Plan(list(terms))
-    bound = Bound(rules.RANKED_CANDIDATES, ranked=True)
+    bound = Bound(max(rules.RANKED_CANDIDATES, limit), ranked=True)
     cap = rules.COMMON_DOCS + 1
     counts: list[int | None] = []
     forms: dict[str, list[str]] = {}

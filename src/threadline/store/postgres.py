@@ -419,7 +419,8 @@ class PostgresStore(SQLStore):
         terms = plan.terms
         built = message_search_sql(
             app, terms, mode, session_id, owner, limit,
-            candidates=plan.candidates, scan_session=scan,
+            candidates=None if plan.candidates is None else max(plan.candidates, limit),
+            scan_session=scan,
         )  # fmt: skip
         if built is None:
             return []

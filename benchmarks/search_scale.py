@@ -147,7 +147,9 @@ def sqlite_ready(path: str, sessions: int, per: int) -> bool:
     return row == (sessions, per)
 
 
-def _copy_table(src: sqlite3.Connection, pg: Any, table: str, extra: Callable[..., Any] | None) -> int:
+def _copy_table(
+    src: sqlite3.Connection, pg: Any, table: str, extra: Callable[..., Any] | None
+) -> int:
     columns = [r[1] for r in src.execute(f"PRAGMA table_info({table})")]
     names = columns + (["search_text"] if extra else [])
     n = 0
@@ -238,7 +240,9 @@ def fts5_floor(path: str, query: str, runs: int) -> float | None:
         conn.close()
 
 
-def table(name: str, store: Any, qs: dict[str, str], session: str, runs: int, floor: str | None) -> None:
+def table(
+    name: str, store: Any, qs: dict[str, str], session: str, runs: int, floor: str | None
+) -> None:
     print(f"\n## {name}\n")
     head = "| query (top 10) | app-wide ms | /goal | one session ms | /goal |"
     sep = "|---|---|---|---|---|"
@@ -247,8 +251,8 @@ def table(name: str, store: Any, qs: dict[str, str], session: str, runs: int, fl
     print(head + "\n" + sep)
     worst_app = worst_one = 0.0
     for label, q in qs.items():
-        a = median_ms(lambda: store.search_messages(APP, q, limit=10), runs)
-        o = median_ms(lambda: store.search_messages(APP, q, session_id=session, limit=10), runs)
+        a = median_ms(lambda q=q: store.search_messages(APP, q, limit=10), runs)
+        o = median_ms(lambda q=q: store.search_messages(APP, q, session_id=session, limit=10), runs)
         worst_app, worst_one = max(worst_app, a), max(worst_one, o)
         line = f"| {label} | {a:.1f} | {a / GOAL_APP_MS:.2f} | {o:.1f} | {o / GOAL_ONE_MS:.2f} |"
         if floor:
@@ -289,7 +293,8 @@ def main() -> None:
     if args.only != "postgres":
         store = threadline.connect(path)
         try:
-            table(f"SQLite, {os.path.getsize(path) / 1e6:.0f} MB", store, qs, session, args.runs, path)
+            name = f"SQLite, {os.path.getsize(path) / 1e6:.0f} MB"
+            table(name, store, qs, session, args.runs, path)
         finally:
             store.close()
     if args.pg and args.only != "sqlite":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,7 +17,7 @@ def test_windows_cover_every_rowid_in_few_disjoint_ranges(rowids: set[int], most
     windows = rowid_windows(ordered, max_windows=most)
     assert len(windows) <= most
     assert all(low <= high for low, high in windows)
-    assert all(a[1] < b[0] for a, b in zip(windows, windows[1:]))
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(windows))
     assert all(any(low <= r <= high for low, high in windows) for r in ordered)
     assert all(low in rowids and high in rowids for low, high in windows)
 

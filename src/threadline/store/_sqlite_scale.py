@@ -141,28 +141,32 @@ def session_search(
 
     The index is read only inside the windows that cover the session's rowids
     (:func:`~threadline._search_query.rowid_windows`), so the cost follows the session's
-    size, whatever the size of the store.
+    size, plus the messages other sessions wrote in between, whatever the size of the store.
+    ``corpora[0]`` is the store's index, the others the small in-memory one of pending rows.
     """
     seqs = {int(r): int(s) for r, s in conn.execute(_SQL_SESSION_ROWS, (app, session_id))}
     if not seqs:
         return []
-    windows = rules.rowid_windows(sorted(seqs))
+    ordered = sorted(seqs)
+    windows = rules.rowid_windows(ordered)
+    whole = [(ordered[0], ordered[-1])]  # the in-memory index of pending rows is tiny
     words: list[set[int]] = []
     substrings: list[set[int]] = []
     for term in terms:
         matched, by_substring = set(), set()
         for corpus in corpora:
+            spans = windows if corpus is corpora[0] else whole
             expression = fts5_term(term)
             if expression is not None:
                 sql = (
                     f"SELECT rowid FROM {corpus.fts} WHERE {corpus.fts} MATCH ? "
                     "AND rowid BETWEEN ? AND ?"
                 )
-                matched |= _window_rows(conn, sql, [expression], windows)
+                matched |= _window_rows(conn, sql, [expression], spans)
             if _needs_substring(term):
                 source, test, params = _substring_source(corpus, term)
                 sql = f"SELECT rowid FROM {source} WHERE {test} AND rowid BETWEEN ? AND ?"
-                by_substring |= _window_rows(conn, sql, params, windows)
+                by_substring |= _window_rows(conn, sql, params, spans)
         matched &= seqs.keys()
         words.append(matched)
         substrings.append((by_substring & seqs.keys()) - matched)

@@ -52,3 +52,38 @@ def _postgres_for_doctests(
                 [schema],
             )
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def _client_example(item: pytest.Item) -> bool:
+    test = getattr(item, "dtest", None)
+    return test is not None and str(test.globs.get("__name__", "")).startswith("threadline.client")
+
+
+@pytest.fixture(autouse=True)
+def _server_for_client_doctests(
+    request: pytest.FixtureRequest, doctest_namespace: dict[str, Any]
+) -> Iterator[None]:
+    """Examples of ``threadline.client`` get ``client`` (a ``Client``), ``key`` and
+    ``aio_http`` (an ``httpx.AsyncClient`` for ``AsyncClient``) talking to a fresh app served
+    in-process, as the module docstring of ``threadline.client`` builds them."""
+    if not _client_example(request.node):
+        yield
+        return
+    import httpx
+    from starlette.testclient import TestClient
+
+    import threadline
+    from threadline.client import Client
+    from threadline.server import create_app, create_key
+
+    store = threadline.connect(":memory:")
+    app = create_app(store)
+    key = create_key(store, "travel")
+    with TestClient(app) as http:
+        doctest_namespace["key"] = key
+        doctest_namespace["client"] = Client("http://testserver", key, http_client=http)
+        doctest_namespace["aio_http"] = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
+        try:
+            yield
+        finally:
+            store.close()

@@ -1,15 +1,25 @@
 """ThreadlineSessionService against ADK's own session services, same workloads, same run.
 
-Backends: threadline on a SQLite file, ADK ``SqliteSessionService`` (stdlib sqlite3, always
-there with google-adk), ADK ``InMemorySessionService`` (no storage: the floor), and ADK
-``DatabaseSessionService`` (``sqlite+aiosqlite``) when ``sqlalchemy[asyncio]`` and
-``aiosqlite`` are installed. Median microseconds per call:
+Backends: threadline on a SQLite file at ``synchronous=FULL`` (the durability of ADK's
+SQLite services) and at its default (WAL, ``synchronous=NORMAL``); threadline on PostgreSQL
+when ``THREADLINE_BENCH_PG_DSN`` is set (a fresh schema, dropped afterwards); ADK
+``DatabaseSessionService`` (``sqlite+aiosqlite``: needs ``sqlalchemy[asyncio]`` and
+``aiosqlite``, in the ``dev`` extra); ADK ``SqliteSessionService`` (stdlib sqlite3); ADK
+``InMemorySessionService`` (no storage: the floor). Median microseconds per call, then each
+ADK service's time divided by threadline-on-SQLite's, for each of the two threadline
+settings (above 1: threadline is that many times faster). Every workload alternates its
+calls between the backends, so load on the machine hits all of them alike:
 
     create      create_session with a small state
     append      append_event: a text event with a one-key state delta
-    get all     get_session of a session with N events
-    get last10  get_session(num_recent_events=10) of the same session
-    list        list_sessions of one user with S sessions
+    get last50  get_session(num_recent_events=50) of a session with N events
+    get all     get_session of the same session (every event)
+    list        list_sessions of one user with S sessions (default 10,000)
+
+The listed user's sessions are created through each service's ``create_session`` for
+threadline and the in-memory service; ADK's two SQLite services take 2-6 ms per create, so
+their S rows are copies of one session made by the service, inserted with SQL into the
+service's own table (the same rows the service would have written, apart from the id).
 
     python benchmarks/adk_adapter.py [--quick]
 """
@@ -18,6 +28,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -26,6 +38,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from google.adk.events.event import Event
@@ -38,15 +51,24 @@ from google.genai import types
 from threadline.integrations.adk import ThreadlineSessionService
 
 APP = "bench"
+LISTER = "lister"
+COLUMNS = ["create", "append", "get last50", "get all", "list"]
+FULL = "threadline SQLite sync=FULL"
+DEFAULT = "threadline SQLite default"
 
 
-async def median_us(fn: Callable[[], Awaitable[Any]], rounds: int) -> float:
-    times = []
+async def interleaved(
+    calls: dict[str, Callable[[], Awaitable[Any]]], rounds: int
+) -> dict[str, float]:
+    """Median µs per call of each backend, the backends' calls alternating round by round
+    (background load on this machine then hits every backend alike)."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(rounds):
-        start = time.perf_counter()
-        await fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e6
+        for name, call in calls.items():
+            start = time.perf_counter()
+            await call()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) * 1e6 for name, values in times.items()}
 
 
 def event(i: int) -> Event:
@@ -55,61 +77,154 @@ def event(i: int) -> Event:
     return Event(author="user", content=content, actions=EventActions(state_delta={"turn": i}))
 
 
-async def measure(svc: Any, n_events: int, n_sessions: int) -> list[float]:
-    counter = iter(range(10**9))
-    create = await median_us(
-        lambda: svc.create_session(app_name=APP, user_id="c", state={"k": next(counter)}), 50
-    )
-    session = await svc.create_session(app_name=APP, user_id="u", session_id="main")
-    appended = iter(range(10**9))
-    append = await median_us(lambda: svc.append_event(session, event(next(appended))), n_events)
-    get_all = await median_us(
-        lambda: svc.get_session(app_name=APP, user_id="u", session_id="main"), 20
-    )
-    recent = GetSessionConfig(num_recent_events=10)
-    get_last = await median_us(
-        lambda: svc.get_session(app_name=APP, user_id="u", session_id="main", config=recent), 50
-    )
-    for i in range(n_sessions):
-        await svc.create_session(app_name=APP, user_id="lister", session_id=f"s{i}")
-    listing = await median_us(lambda: svc.list_sessions(app_name=APP, user_id="lister"), 10)
-    return [create, append, get_all, get_last, listing]
+async def fill_lister(svc: Any, count: int, sqlite_file: Path | None) -> None:
+    """``count`` sessions of LISTER: through the service, or (ADK's SQLite services) one made
+    by the service and copied with SQL into its own ``sessions`` table."""
+    if sqlite_file is None:
+        for i in range(count):
+            await svc.create_session(
+                app_name=APP, user_id=LISTER, session_id=f"s{i:05d}", state={"k": i}
+            )
+        return
+    await svc.create_session(app_name=APP, user_id=LISTER, session_id="s00000", state={"k": 0})
+    db = sqlite3.connect(sqlite_file)
+    with db:
+        db.executemany(
+            "INSERT INTO sessions (app_name, user_id, id, state, create_time, update_time) "
+            "SELECT app_name, user_id, ?, state, create_time, update_time FROM sessions "
+            "WHERE app_name = ? AND user_id = ? AND id = 's00000'",
+            [(f"s{i:05d}", APP, LISTER) for i in range(1, count)],
+        )
+    db.close()
 
 
-async def run(quick: bool) -> None:
-    n_events, n_sessions = (50, 50) if quick else (300, 300)
+async def measure(
+    services: dict[str, Any], files: dict[str, Path | None], n_events: int, n_sessions: int
+) -> dict[str, list[float]]:
+    counters = {name: iter(range(10**9)) for name in services}
+
+    def create(name: str) -> Callable[[], Awaitable[Any]]:
+        svc, counter = services[name], counters[name]
+        return lambda: svc.create_session(app_name=APP, user_id="c", state={"k": next(counter)})
+
+    created = await interleaved({name: create(name) for name in services}, 30)
+    mains = {
+        name: await svc.create_session(app_name=APP, user_id="u", session_id="main")
+        for name, svc in services.items()
+    }
+
+    def append(name: str) -> Callable[[], Awaitable[Any]]:
+        svc, session, counter = services[name], mains[name], iter(range(10**9))
+        return lambda: svc.append_event(session, event(next(counter)))
+
+    appended = await interleaved({name: append(name) for name in services}, n_events)
+    recent = GetSessionConfig(num_recent_events=50)
+
+    def get(name: str, config: GetSessionConfig | None) -> Callable[[], Awaitable[Any]]:
+        svc = services[name]
+        return lambda: svc.get_session(app_name=APP, user_id="u", session_id="main", config=config)
+
+    last50 = await interleaved({name: get(name, recent) for name in services}, 30)
+    every = await interleaved({name: get(name, None) for name in services}, 10)
+    for name, svc in services.items():
+        await fill_lister(svc, n_sessions, files[name])
+        listed = await svc.list_sessions(app_name=APP, user_id=LISTER)
+        assert len(listed.sessions) == n_sessions, (name, len(listed.sessions))
+
+    def lister(name: str) -> Callable[[], Awaitable[Any]]:
+        svc = services[name]
+        return lambda: svc.list_sessions(app_name=APP, user_id=LISTER)
+
+    listing = await interleaved({name: lister(name) for name in services}, 7)
+    return {
+        name: [created[name], appended[name], last50[name], every[name], listing[name]]
+        for name in services
+    }
+
+
+def pg_backend(dsn: str | None) -> tuple[str, Callable[[], Any], Callable[[], None]] | None:
+    if not dsn:
+        return None
+    import psycopg
+    from postgres_columns import _with_schema
+
+    schema = f"tl_bench_adk_{os.getpid()}"
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+
+    def drop() -> None:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+    url = _with_schema(dsn, schema)
+    return "threadline (PostgreSQL)", lambda: ThreadlineSessionService(url), drop
+
+
+async def run(quick: bool, n_sessions: int | None) -> None:
+    n_events = 60 if quick else 300
+    n_sessions = n_sessions or (1000 if quick else 10_000)
     tmp = Path(tempfile.mkdtemp())
-    backends: list[tuple[str, Callable[[], Any]]] = [
-        (
-            "threadline (SQLite file)",
-            lambda: ThreadlineSessionService(f"sqlite:///{tmp / 'tl.db'}"),
-        ),
-        ("ADK SqliteSessionService", lambda: SqliteSessionService(str(tmp / "adk.db"))),
-        ("ADK InMemorySessionService", InMemorySessionService),
+    tl_url = f"sqlite:///{tmp / 'tl.db'}?synchronous=full"
+    tl_default = f"sqlite:///{tmp / 'tl_default.db'}"
+    backends: list[tuple[str, Callable[[], Any], Path | None]] = [
+        (FULL, lambda: ThreadlineSessionService(tl_url), None),
+        (DEFAULT, lambda: ThreadlineSessionService(tl_default), None),
     ]
+    pg = pg_backend(os.environ.get("THREADLINE_BENCH_PG_DSN"))
+    if pg is not None:
+        backends.append((pg[0], pg[1], None))
     try:
         from google.adk.sessions.database_session_service import DatabaseSessionService
 
         url = f"sqlite+aiosqlite:///{tmp / 'adk_db.db'}"
         DatabaseSessionService(url)  # raises without sqlalchemy[asyncio] / aiosqlite
-        backends.append(("ADK DatabaseSessionService", lambda: DatabaseSessionService(url)))
+        backends.append(
+            ("ADK DatabaseSessionService", lambda: DatabaseSessionService(url), tmp / "adk_db.db")
+        )
     except Exception:
         print("ADK DatabaseSessionService: not installed (sqlalchemy[asyncio], aiosqlite)")
-    print(f"{n_events} events in one session, {n_sessions} sessions listed; median µs per call\n")
-    header = ["backend", "create", "append", "get all", "get last10", "list"]
-    print(f"{header[0]:<28}" + "".join(f"{h:>12}" for h in header[1:]))
-    for name, make in backends:
-        svc = make()
-        row = await measure(svc, n_events, n_sessions)
+    backends += [
+        (
+            "ADK SqliteSessionService",
+            lambda: SqliteSessionService(str(tmp / "adk.db")),
+            tmp / "adk.db",
+        ),
+        ("ADK InMemorySessionService", InMemorySessionService, None),
+    ]
+    print(
+        f"{n_events} events in one session, {n_sessions:,} sessions of one user listed; "
+        "median µs per call\n"
+    )
+    print(f"{'backend':<28}" + "".join(f"{h:>12}" for h in COLUMNS))
+    services = {name: make() for name, make, _ in backends}
+    files = {name: file for name, _, file in backends}
+    try:
+        results = await measure(services, files, n_events, n_sessions)
+    finally:
+        for svc in services.values():
+            if hasattr(svc, "close"):
+                await svc.close()
+        if pg is not None:
+            pg[2]()
+    for name, row in results.items():
         print(f"{name:<28}" + "".join(f"{value:>12.0f}" for value in row))
-        if hasattr(svc, "close"):
-            await svc.close()
+    for base in (FULL, DEFAULT):
+        ours = results[base]
+        print(f"\nADK service time / {base} time (above 1: threadline is faster)")
+        print(f"{'backend':<28}" + "".join(f"{h:>12}" for h in COLUMNS))
+        for name, row in results.items():
+            if name.startswith("ADK"):
+                ratios = (f"{t / o:>11.1f}x" for t, o in zip(row, ours, strict=True))
+                print(f"{name:<28}" + "".join(ratios))
+    print("targets: DatabaseSessionService append >= 10x, list >= 20x")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
-    asyncio.run(run(parser.parse_args().quick))
+    parser.add_argument("--sessions", type=int, default=None, help="sessions listed")
+    args = parser.parse_args()
+    asyncio.run(run(args.quick, args.sessions))
 
 
 if __name__ == "__main__":

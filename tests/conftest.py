@@ -169,6 +169,12 @@ def pg_dsn() -> Iterator[str]:
     yield from _fresh_schema("t")
 
 
+@pytest.fixture
+def other_pg_dsn() -> Iterator[str]:
+    """A second fresh schema, for tests that compare two stores side by side."""
+    yield from _fresh_schema("t")
+
+
 # --------------------------------------------------------------------------------------------
 # PostgreSQL: server control for fault tests
 # --------------------------------------------------------------------------------------------

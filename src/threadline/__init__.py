@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from threadline import messages
 from threadline._provider import SessionProvider
+from threadline._state import StateView
 from threadline.aio import AsyncSession, AsyncSessionManager
 from threadline.compaction import (
     create_compact_function,
@@ -26,6 +27,7 @@ from threadline.context import (
     StoreSkillProvider,
 )
 from threadline.errors import (
+    AttachmentNotFoundError,
     BlockNotFoundError,
     BlockTooLargeError,
     CompactionError,
@@ -46,6 +48,7 @@ from threadline.tokens import estimate_message_tokens, estimate_tokens
 from threadline.tools import Tool, Toolset
 from threadline.types import (
     AUTO,
+    AppendResult,
     CompactContext,
     Compaction,
     CompactResult,
@@ -60,8 +63,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AUTO",
+    "AppendResult",
     "AsyncSession",
     "AsyncSessionManager",
+    "AttachmentNotFoundError",
     "BlockNotFoundError",
     "BlockTooLargeError",
     "CompactContext",
@@ -89,6 +94,7 @@ __all__ = [
     "SessionNotFoundError",
     "SessionPage",
     "SessionProvider",
+    "StateView",
     "StaticContext",
     "Store",
     "StoreContextProvider",

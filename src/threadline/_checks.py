@@ -66,6 +66,15 @@ def _datetime(what: str, value: Any) -> None:
         raise InvalidArgumentError(f"{what} must be a datetime, got {type(value).__name__}")
 
 
+def _after(what: str, value: Any) -> None:
+    # The value itself (range, ISO syntax) is checked where it is converted (_windows.cutoff_of).
+    if isinstance(value, bool) or not isinstance(value, (datetime, str, int, float)):
+        raise InvalidArgumentError(
+            f"{what} must be a datetime, an ISO 8601 string or epoch seconds, "
+            f"got {type(value).__name__}"
+        )
+
+
 def _flag(what: str, value: Any) -> None:
     if not isinstance(value, bool):
         raise InvalidArgumentError(f"{what} must be True or False, got {type(value).__name__}")
@@ -81,13 +90,14 @@ RULES: dict[str, Callable[[str, Any], Any]] = {
         (
             "app", "session_id", "message_id", "leaf_id",
             "from_message_id", "to_message_id", "before_message_id", "parent_session_id",
-            "label", "key",
+            "before_invocation_id",
+            "label", "key", "key_id",
         ),
         check_id,
     ),
     **dict.fromkeys(
         ("name", "model", "source", "end_reason", "summary", "content", "description",
-         "cursor"),
+         "cursor", "key_hash"),
         _text,
     ),
     "prompt": lambda what, value: value is None or check_text(what, value),  # None: forget it
@@ -104,8 +114,10 @@ RULES: dict[str, Callable[[str, Any], Any]] = {
     "ids": check_ids,
     "before": _datetime,
     "without_user": _flag,
+    "replace": _flag,
     "limit": functools.partial(check_int, minimum=1),
     "max_bytes": functools.partial(check_int, minimum=0),
+    "after_seq": functools.partial(check_int, minimum=0),
     "count": functools.partial(check_int, minimum=1),
     "min_messages": functools.partial(check_int, minimum=0),
     "input_tokens": functools.partial(check_int, minimum=0),
@@ -133,6 +145,10 @@ API_RULES: dict[str, Callable[[str, Any], Any]] = {
     "scope": _scope,
     "max_tokens": functools.partial(check_int, minimum=0),
     "min_recent_messages": functools.partial(check_int, minimum=0),
+    "after": _after,
+    "runs": functools.partial(check_int, minimum=0),
+    "keep": functools.partial(check_int, minimum=0),
+    "branch": check_id,
 }
 
 

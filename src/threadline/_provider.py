@@ -142,6 +142,14 @@ class ProviderBackend:
     ) -> list[tuple[str, str]]:
         return [(m["id"], encode_message(m)) for m in self.get_path(leaf_id)]
 
+    def get_history_encoded(
+        self, leaf_id: str | None = None, *, attachments: str = "inline"
+    ) -> tuple[list[tuple[str, str]], list[Compaction]]:
+        return self.get_path_encoded(leaf_id), self.get_compactions()
+
+    def get_path_ids(self, leaf_id: str | None = None) -> list[str]:
+        return [m["id"] for m in self.get_path(leaf_id)]
+
     def get_path_tail(
         self, count: int, leaf_id: str | None = None, *, attachments: str = "inline"
     ) -> list[tuple[str, str, int]]:

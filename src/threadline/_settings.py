@@ -65,6 +65,9 @@ class SessionSettings:
     prompt_provider: Any = None
     compact_fn: Compactor | None = None
     compact_threshold: int | None = None
+    # compact_when: above this many visible messages, summarise all but the last compact_keep.
+    compact_min_messages: int | None = None
+    compact_keep: int = 0
     token_counter: Callable[..., int] | None = None
     error_handler: ErrorHandler | None = None
     # None: the store's own (connect(size_policy=..., max_message_bytes=...)).
@@ -105,6 +108,20 @@ class SessionSettings:
     def cache_prompt(self, provider: Any = None) -> None:
         """Persist the frozen prompt (in the store, or in a writable ``provider``)."""
         self.cached_prompt, self.prompt_provider = True, provider
+
+    def compact_when(self, min_messages: int, keep: int) -> None:
+        """Compact automatically above ``min_messages`` visible messages, keeping ``keep``.
+
+        ``keep`` must be below ``min_messages`` (or every append would compact again).
+        """
+        for name, value in (("min_messages", min_messages), ("keep", keep)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidArgumentError(f"compact_when: {name} must be a non-negative integer")
+        if keep >= min_messages:
+            raise InvalidArgumentError(
+                f"compact_when: keep ({keep}) must be below min_messages ({min_messages})"
+            )
+        self.compact_min_messages, self.compact_keep = min_messages, keep
 
     def compact_after(self, token_threshold: int, token_counter: Callable[..., int] | None) -> None:
         """Compact automatically above ``token_threshold`` (checked) tokens."""

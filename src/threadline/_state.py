@@ -12,11 +12,11 @@ session). A ``None`` value in a delta deletes the key.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from threadline._validate import check_id, json_problem
-from threadline.errors import InvalidArgumentError
+from threadline.errors import InvalidArgumentError, ThreadlineError
 
 StateScope = Literal["app", "user", "temp", "session"]
 
@@ -107,11 +107,143 @@ def merge_state(stored: Mapping[str, Any], temp: Mapping[str, Any]) -> dict[str,
     return merged
 
 
+_MISSING = object()
+
+
+class StateView:
+    """A session's state with a pending delta (ADK-TS ``State``): reads see the current values
+    merged with what was set since; nothing is written until :meth:`commit`.
+
+    Returned by ``Session.state_view()``. Keys follow the ``update_state`` scopes (``app:``,
+    ``user:``, ``temp:``, unprefixed); ``set(key, None)`` deletes the key on commit. Values are
+    checked when set, so a commit does not fail on them.
+
+    >>> import threadline
+    >>> session = threadline.Session.create(":memory:").for_user("ana")
+    >>> session.update_state({"existing": "value"})
+    >>> state = session.state_view()
+    >>> state.set("new", "data")
+    >>> state.has_delta(), state.delta, state.to_dict()
+    (True, {'new': 'data'}, {'existing': 'value', 'new': 'data'})
+    >>> state.commit()
+    >>> state.has_delta(), session.get_state("new")
+    (False, 'data')
+    """
+
+    def __init__(
+        self,
+        current: Mapping[str, Any],
+        commit: Callable[[dict[str, Any]], object],
+        *,
+        user_id: str | None = None,
+        stored: bool = True,
+    ) -> None:
+        self._current = dict(current)
+        self._delta: dict[str, Any] = {}
+        self._commit = commit
+        self._user_id = user_id
+        self._stored = stored
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of ``key``: pending first, then current; ``default`` when unset (or
+        deleted by a pending ``None``).
+
+        >>> state = StateView({"user:name": "Ana"}, print)
+        >>> state.get("user:name", "Guest"), state.get("temp:counter", 0)
+        ('Ana', 0)
+        """
+        if key in self._delta:
+            value = self._delta[key]
+            return default if value is None else value
+        return self._current.get(key, default)
+
+    def set(self, key: str, value: Any) -> None:
+        """Record ``key = value`` in the pending delta (``None`` deletes on commit).
+
+        Raises ``InvalidArgumentError`` for a bad key, a value that cannot be stored or a
+        ``user:`` key without a user, as ``update_state`` would.
+
+        >>> state = StateView({}, print)
+        >>> state.set("temp:counter", 1)
+        >>> state.get("temp:counter")
+        1
+        """
+        checked = validate_delta({key: value})
+        check_user_keys(checked, self._user_id)
+        if not self._stored and scope_of(key) != "temp":
+            raise ThreadlineError("state needs a threadline Store, not a custom provider")
+        self._delta[key] = value
+
+    def has(self, key: str) -> bool:
+        """Whether ``key`` has a value (pending or current, not deleted).
+
+        >>> state = StateView({"user:preferences": {"theme": "dark"}}, print)
+        >>> state.has("user:preferences"), state.has("user:missing")
+        (True, False)
+        """
+        return self.get(key, _MISSING) is not _MISSING
+
+    def has_delta(self) -> bool:
+        """Whether anything was set since the view was made (or last committed).
+
+        >>> state = StateView({}, print)
+        >>> state.has_delta()
+        False
+        """
+        return bool(self._delta)
+
+    @property
+    def delta(self) -> dict[str, Any]:
+        """The pending changes (a copy): only the keys set since the last commit.
+
+        >>> state = StateView({"existing": "value"}, print)
+        >>> state.set("new", "data")
+        >>> state.delta
+        {'new': 'data'}
+        """
+        return dict(self._delta)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Current values merged with the pending delta (deleted keys left out).
+
+        >>> state = StateView({"existing": "value", "old": 1}, print)
+        >>> state.set("old", None)
+        >>> state.to_dict()
+        {'existing': 'value'}
+        """
+        merged = dict(self._current)
+        apply_delta(merged, self._delta)
+        return merged
+
+    def commit(self) -> None:
+        """Write the pending delta in one ``update_state`` (atomic) and clear it; nothing is
+        written when there is no delta.
+
+        >>> written = []
+        >>> state = StateView({}, written.append)
+        >>> state.set("topic", "tea"); state.commit(); state.commit()
+        >>> written, state.to_dict()
+        ([{'topic': 'tea'}], {'topic': 'tea'})
+        """
+        if not self._delta:
+            return
+        self._commit(dict(self._delta))
+        self._current = self.to_dict()
+        self._delta = {}
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.has(key)
+
+    def __repr__(self) -> str:
+        return f"StateView({self.to_dict()!r}, delta={self._delta!r})"
+
+
 __all__ = [
     "APP_PREFIX",
     "TEMP_PREFIX",
     "USER_PREFIX",
     "StateScope",
+    "StateView",
     "apply_delta",
     "check_user_keys",
     "merge_state",

@@ -1,11 +1,12 @@
-"""The pure half of an agent turn (``threadline.Runner``): runs, the context window, what the
-model's output asks for. No I/O here; the sync and async runners drive it.
+"""The pure half of an agent turn (``threadline.Runner``): the context window, what the
+model's output asks for. No I/O here; the sync and async runners drive it. Runs are counted
+as ``get_history(runs=N)`` counts them (``threadline._windows``).
 
 >>> history = [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]},
 ...            {"id": "a1", "role": "assistant", "parts": [{"type": "text", "text": "hey"}]},
 ...            {"id": "u2", "role": "user", "parts": [{"type": "text", "text": "again"}]}]
->>> [[m["id"] for m in run] for run in split_runs(history)]
-[['u1', 'a1'], ['u2']]
+>>> [m["id"] for m in context_window(history, runs=1, max_tokens=None, fixed_tokens=0).kept]
+['u2']
 """
 
 from __future__ import annotations
@@ -13,41 +14,22 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from threadline._windows import last_runs, starts_run
 from threadline.errors import InvalidMessageError
 from threadline.formats._common import plain
-from threadline.messages import OVERLAY_ID_PREFIX, normalize_messages
+from threadline.messages import is_overlay_id, normalize_messages
 from threadline.tokens import estimate_message_tokens, estimate_tokens
 from threadline.types import Message
 
 __all__ = [
-    "Window",
+    "ContextWindow",
     "as_messages",
     "context_window",
     "pending_calls",
-    "split_runs",
 ]
 
 
-def split_runs(history: Sequence[Message]) -> list[list[Message]]:
-    """Group a history into runs: a run starts at a user message and holds everything up to
-    the next one (messages before the first user message form a run of their own).
-
-    >>> split_runs([])
-    []
-    """
-    runs: list[list[Message]] = []
-    for message in history:
-        if message.get("role") == "user" or not runs:
-            runs.append([])
-        runs[-1].append(message)
-    return runs
-
-
-def _is_summary(message: Message) -> bool:
-    return str(message.get("id", "")).startswith(OVERLAY_ID_PREFIX)
-
-
-class Window(NamedTuple):
+class ContextWindow(NamedTuple):
     """The history a model call sees, and what fell out of it (oldest first)."""
 
     kept: list[Message]
@@ -61,38 +43,39 @@ def context_window(
     max_tokens: int | None,
     fixed_tokens: int,
     count: Callable[[Sequence[Message]], int] = estimate_message_tokens,
-) -> Window:
-    """The newest part of ``history`` within ``runs`` whole runs and ``max_tokens`` (which the
-    system prompt and the new input, ``fixed_tokens``, share). Oldest history goes first, whole
-    runs at a time, then single messages of the oldest run kept; the window never starts
-    inside a run (a tool result is never shown without its call). The newest summary (an
-    overlay message) before the window is kept in front of it, with what follows it, while
-    that fits.
+) -> ContextWindow:
+    """The newest part of ``history`` within ``runs`` whole runs (counted as
+    ``get_history(runs=N)`` counts them) and ``max_tokens`` (which the system prompt and the new
+    input, ``fixed_tokens``, share). Oldest history goes first, whole runs at a time, then
+    single messages of the oldest run kept; the window never starts inside a run (a tool result
+    is never shown without its call). Summaries (overlay messages) standing right before the
+    window come in front of it while they fit: the model sees what fell out, in short, and the
+    window stays N runs long. Everything before the window is ``dropped``.
 
     >>> h = [{"id": f"m{i}", "role": "user" if i % 2 == 0 else "assistant", "parts": []}
     ...      for i in range(6)]
     >>> [m["id"] for m in context_window(h, runs=2, max_tokens=None, fixed_tokens=0).kept]
     ['m2', 'm3', 'm4', 'm5']
+    >>> h[1]["id"] = "compaction_c1"  # a summary right before the window comes along
+    >>> [m["id"] for m in context_window(h, runs=2, max_tokens=None, fixed_tokens=0).dropped]
+    ['m0']
     """
-    groups = split_runs(history)
-    if runs is not None:
-        groups = groups[max(0, len(groups) - runs) :] if runs > 0 else []
-    kept = [m for group in groups for m in group]
+    kept = list(history) if runs is None else last_runs(history, runs)
     if max_tokens is not None:
         budget = max_tokens - fixed_tokens
         while kept and count(kept) > budget:
             kept = kept[1:]
-            while kept and kept[0].get("role") != "user" and not _is_summary(kept[0]):
+            while kept and not starts_run(kept[0]) and not is_overlay_id(kept[0].get("id")):
                 kept = kept[1:]  # never start inside a run
     start = len(history) - len(kept)
-    # The newest summary (overlay message) before the window comes along, with whatever lies
-    # between it and the window, while that fits: the model then sees what fell out, in short.
-    summary_at = next((i for i in range(start - 1, -1, -1) if _is_summary(history[i])), None)
-    if summary_at is not None:
-        with_summary = [*history[summary_at:start], *kept]
+    lead = start
+    while lead > 0 and is_overlay_id(history[lead - 1].get("id")):
+        lead -= 1
+    if lead < start:
+        with_summary = [*history[lead:start], *kept]
         if max_tokens is None or count(with_summary) <= max_tokens - fixed_tokens:
-            kept, start = with_summary, summary_at
-    return Window(kept, list(history[:start]))
+            kept, start = with_summary, lead
+    return ContextWindow(kept, list(history[:start]))
 
 
 def as_messages(output: Any) -> list[Message]:

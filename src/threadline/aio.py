@@ -29,6 +29,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from threadline._settings import ErrorHandler, is_async_compactor
+from threadline._state import StateView
 from threadline.manager import SessionManager
 from threadline.runner import Runner, TurnResult, _Turn
 from threadline.session import Session, check_compact_result
@@ -36,7 +37,13 @@ from threadline.store.base import Store
 from threadline.tools import Toolset
 from threadline.types import CompactResult
 
-__all__ = ["AsyncRunner", "AsyncSession", "AsyncSessionManager", "AsyncToolset"]
+__all__ = [
+    "AsyncRunner",
+    "AsyncSession",
+    "AsyncSessionManager",
+    "AsyncStateView",
+    "AsyncToolset",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -117,6 +124,54 @@ class AsyncToolset:
         'set_context'
         """
         return self.toolset.to_openai()
+
+
+class AsyncStateView:
+    """The async twin of :class:`~threadline.StateView` (from ``AsyncSession.state_view()``):
+    the same reads and pending delta, and a coroutine :meth:`commit` (the write runs off the
+    event loop).
+
+    >>> from threadline import StateView
+    >>> view = AsyncStateView(StateView({"existing": "value"}, print))
+    >>> view.set("new", "data")
+    >>> view.has_delta(), view.delta, view.to_dict()
+    (True, {'new': 'data'}, {'existing': 'value', 'new': 'data'})
+    """
+
+    def __init__(self, view: StateView) -> None:
+        self.sync = view
+        self.get = view.get
+        self.set = view.set
+        self.has = view.has
+        self.has_delta = view.has_delta
+        self.to_dict = view.to_dict
+
+    @property
+    def delta(self) -> dict[str, Any]:
+        """The pending changes (``StateView.delta``).
+
+        >>> from threadline import StateView
+        >>> AsyncStateView(StateView({}, print)).delta
+        {}
+        """
+        return self.sync.delta
+
+    async def commit(self) -> None:
+        """Write the pending delta in one ``update_state`` (``StateView.commit``).
+
+        >>> import asyncio
+        >>> from threadline import StateView
+        >>> view = AsyncStateView(StateView({}, print))
+        >>> view.set("topic", "tea"); asyncio.run(view.commit())
+        {'topic': 'tea'}
+        """
+        await asyncio.to_thread(self.sync.commit)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.sync
+
+    def __repr__(self) -> str:
+        return f"Async{self.sync!r}"
 
 
 class AsyncSession:
@@ -221,6 +276,15 @@ class AsyncSession:
         'default'
         """
         self._sync.compact_after(token_threshold, token_counter=token_counter)
+        return self
+
+    def compact_when(self, min_messages: int = 50, keep: int = 20) -> AsyncSession:
+        """As ``Session.compact_when``; an async compaction function is awaited.
+
+        >>> AsyncSession.create(":memory:").compact_when(50, keep=20).session_id
+        'default'
+        """
+        self._sync.compact_when(min_messages, keep)
         return self
 
     def on_compaction_error(self, handler: ErrorHandler) -> AsyncSession:
@@ -359,26 +423,32 @@ class AsyncSession:
         >>> asyncio.run(s.compact()).summary
         'Earlier.'
         """
-        fn = self._async_compact
-        if fn is None:
+        if self._async_compact is None:
             return await asyncio.to_thread(self._sync.compact, leaf_id)
         plan = await asyncio.to_thread(self._sync._compaction_input, leaf_id)
-        if len(inspect.signature(fn).parameters) == 1:
-            result = await fn(plan.history)
-        else:
-            result = await fn(plan.history, self._sync._compaction_context())
-        return await asyncio.to_thread(
-            self._sync._store_compaction, plan, check_compact_result(result)
-        )
+        return await self._compact_plan(plan)
+
+    async def _compact_plan(self, plan: Any, summarize_all: bool = False) -> CompactResult | None:
+        """Await the async compaction function on ``plan`` and store its overlay."""
+        assert self._async_compact is not None
+        sync = self._sync
+        result = await sync._invoke_compact_fn(self._async_compact, plan.history, summarize_all)
+        return await asyncio.to_thread(sync._store_compaction, plan, check_compact_result(result))
 
     async def _after_append(self) -> None:
+        """Automatic compaction with an async function (the sync session runs a sync one):
+        ``compact_after`` then ``compact_when``, as ``Session._after_append``."""
         settings = self._sync._settings
-        if self._async_compact is None or settings.compact_threshold is None:
+        if self._async_compact is None:
             return
         try:
-            tokens = await asyncio.to_thread(self._sync._estimate_tokens)
-            if tokens > settings.compact_threshold:
+            threshold = settings.compact_threshold
+            estimate = self._sync._estimate_tokens
+            if threshold is not None and await asyncio.to_thread(estimate) > threshold:
                 await self.compact()
+            plan = await asyncio.to_thread(self._sync._count_compaction_input)
+            if plan is not None:
+                await self._compact_plan(plan, summarize_all=True)
         except Exception as exc:  # automatic compaction must never fail the append
             self._sync._report_compaction_error(exc)
 
@@ -399,6 +469,21 @@ class AsyncSession:
         set()
         """
         return await asyncio.to_thread(lambda: self._sync.loaded_skills)
+
+    async def state_view(self) -> AsyncStateView:
+        """The state with a pending delta (``Session.state_view``); ``await view.commit()``.
+
+        >>> import asyncio
+        >>> async def main():
+        ...     session = AsyncSession.create(":memory:")
+        ...     view = await session.state_view()
+        ...     view.set("topic", "tea")
+        ...     await view.commit()
+        ...     return await session.get_state("topic"), view.has_delta()
+        >>> asyncio.run(main())
+        ('tea', False)
+        """
+        return AsyncStateView(await asyncio.to_thread(self._sync.state_view))
 
     async def state(self) -> dict[str, Any]:
         """The merged state (``Session.state``).
@@ -486,6 +571,15 @@ class AsyncSessionManager:
         'default'
         """
         self._sync.compact_after(token_threshold, token_counter=token_counter)
+        return self
+
+    def compact_when(self, min_messages: int = 50, keep: int = 20) -> AsyncSessionManager:
+        """As ``SessionManager.compact_when``.
+
+        >>> AsyncSessionManager(":memory:").compact_when(50, keep=20).app_name
+        'default'
+        """
+        self._sync.compact_when(min_messages, keep)
         return self
 
     def on_compaction_error(self, handler: ErrorHandler) -> AsyncSessionManager:
@@ -601,7 +695,10 @@ class AsyncRunner(Runner):
     """
 
     def __init__(self, target: Any, model: Callable[..., Any], **options: Any) -> None:
+        # An async compaction function lives on the async wrapper: kept, to run after appends.
+        self._async_compact: Callable[..., Any] | None = None
         if isinstance(target, (AsyncSession, AsyncSessionManager)):
+            self._async_compact = target._async_compact
             target = target.sync
         super().__init__(target, model, **options)
 
@@ -623,7 +720,7 @@ class AsyncRunner(Runner):
         await asyncio.to_thread(turn.start)
         if self.memory is not None and turn.needs_memory():
             plan, covered = await asyncio.to_thread(turn.memory_input)
-            result = await _acall(self.memory, covered)
+            result = await _acall(turn.call_memory, covered)
             await asyncio.to_thread(turn.apply_memory, plan, result)
         if turn.overflow and self._on_overflow is not None:
             await _acall(self._on_overflow, list(turn.overflow))
@@ -637,6 +734,8 @@ class AsyncRunner(Runner):
                 answer = await asyncio.to_thread(turn.tools.execute, name, part.get("input"))
                 turn.answer(part, answer)
         result_ = await asyncio.to_thread(turn.finish)
+        if self._async_compact is not None:  # the sync append ran a sync function only
+            await AsyncSession._wrapping(session, self._async_compact)._after_append()
         if self.hooks.after_run is not None:
             await _acall(self.hooks.after_run, turn.context)
         await asyncio.to_thread(turn.commit)

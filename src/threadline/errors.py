@@ -53,6 +53,16 @@ class InvalidArgumentError(ThreadlineError, ValueError):
     """
 
 
+class AttachmentNotFoundError(InvalidArgumentError):
+    """A well-formed attachment reference names nothing stored in this app.
+
+    >>> import threadline
+    >>> threadline.connect(":memory:").read_attachment("default", "sha256:" + "0" * 64)
+    Traceback (most recent call last):
+    threadline.errors.AttachmentNotFoundError: app 'default' has no attachment sha256:000000000000…
+    """
+
+
 class MessageNotFoundError(ThreadlineError, KeyError):
     """A message id is not in the session.
 
@@ -149,6 +159,7 @@ class StoreError(ThreadlineError):
 
 
 __all__ = [
+    "AttachmentNotFoundError",
     "BlockNotFoundError",
     "BlockTooLargeError",
     "CompactionError",

@@ -39,6 +39,7 @@ from threadline.tools import (
 )
 from threadline.types import (
     AUTO,
+    AppendResult,
     AutoType,
     Compaction,
     Message,
@@ -74,10 +75,15 @@ class SessionManager:
         store: Store | str,
         app_name: str = "default",
         *,
+        max_messages: int | None = None,
         max_cached_sessions: int = 1024,
         size_policy: Literal["attach", "truncate", "error"] | None = None,
         max_message_bytes: int | None = None,
     ) -> None:
+        # RadarOS maxMessages: append_all reports overflow, get_history's limit defaults to it.
+        self.max_messages = (
+            None if max_messages is None else check_int("max_messages", max_messages, minimum=1)
+        )
         self._owns_store = isinstance(store, str)
         self.store: Store = connect(store) if isinstance(store, str) else store
         if not isinstance(app_name, str) or not app_name:
@@ -153,6 +159,21 @@ class SessionManager:
         1
         """
         self._settings.compact_after(token_threshold, token_counter)
+        return self._changed()
+
+    def compact_when(self, min_messages: int = 50, keep: int = 20) -> SessionManager:
+        """Count-based automatic compaction for every session (``Session.compact_when``):
+        above ``min_messages`` visible messages, all but the last ``keep`` are summarised.
+
+        >>> from threadline import CompactResult
+        >>> def summarize(history):
+        ...     return CompactResult(history[0]["id"], history[-1]["id"], "Earlier turns.")
+        >>> m = SessionManager(":memory:").on_compaction(summarize).compact_when(3, keep=1)
+        >>> _ = m.append_all("s1", [{"role": "user", "content": w} for w in "abcd"])
+        >>> [msg["parts"][0]["text"] for msg in m.get_history("s1")]
+        ['Earlier turns.', 'd']
+        """
+        self._settings.compact_when(min_messages, keep)
         return self._changed()
 
     def on_compaction_error(self, handler: ErrorHandler) -> SessionManager:
@@ -476,16 +497,47 @@ class SessionManager:
         parent_id: str | AutoType | None = AUTO,
         *,
         user_id: str | None = None,
-    ) -> _Messages:
+    ) -> AppendResult:
         """Append several messages in one transaction (attached to the head by default).
 
-        >>> m = SessionManager(":memory:")
+        Returns an :class:`~threadline.types.AppendResult`: the stored messages, as a list,
+        whose ``overflow`` holds the messages this append pushed out of the last
+        ``max_messages`` of the active path, oldest first — including appended ones that do
+        not fit, and those automatic compaction summarised (``compact_when``) — as
+        ``get_history`` shows it (empty without ``max_messages``; nothing is deleted).
+
+        >>> m = SessionManager(":memory:", max_messages=2)
         >>> msgs = m.append_all("s1", [{"role": "user", "content": "hi"},
         ...                            {"role": "assistant", "content": "hello"}])
-        >>> [msg["role"] for msg in msgs], m.get_message_count("s1")
-        (['user', 'assistant'], 2)
+        >>> [msg["role"] for msg in msgs], msgs.overflow, m.get_message_count("s1")
+        (['user', 'assistant'], [], 2)
+        >>> more = m.append_all("s1", [{"role": "user", "content": "bye"}])
+        >>> [msg["parts"][0]["text"] for msg in more.overflow], m.get_message_count("s1")
+        (['hi'], 3)
         """
-        return self.get_session(session_id, user_id=user_id).append_messages(messages, parent_id)
+        session = self.get_session(session_id, user_id=user_id)
+        keep = self.max_messages
+        if keep is None:
+            return AppendResult(session.append_messages(messages, parent_id))
+        # RadarOS: overflow = (the window before + what was appended) - the window after.
+        window = [m["id"] for m in session.get_history(limit=keep, attachments="ref")]
+        stored = session.append_messages(messages, parent_id)
+        window.extend(m["id"] for m in stored)
+        # What left the window sits right before it: the last keep + len(stored) suffice,
+        # unless automatic compaction summarised some of it (those are read one by one).
+        after = session.get_history(limit=keep + len(stored)) if stored else []
+        left = {m["id"]: m for m in after[:-keep]}
+        kept = {m["id"] for m in after[-keep:]}
+        gone = [mid for mid in window if mid not in kept and mid not in left]
+        # Gone from the history: off the active path now (an append that branches), or
+        # inside a summary on it (compact_when); only the latter overflowed.
+        on_path = set(session._backend.get_path_ids()) if gone else set()
+        overflow = [
+            left[mid] if mid in left else session.get_message(mid)
+            for mid in window
+            if mid in left or (mid in on_path and mid not in kept)
+        ]
+        return AppendResult(stored, [m for m in overflow if m is not None])
 
     def get_history(
         self,
@@ -495,13 +547,22 @@ class SessionManager:
         user_id: str | None = None,
         **options: Any,
     ) -> _Messages:
-        """History of a session (see ``Session.get_history``).
+        """History of a session (see ``Session.get_history`` for ``runs``, ``limit``,
+        ``max_tokens``, ``after``, ``branch``).
+
+        With ``max_messages``, ``limit`` defaults to it: the last ``max_messages`` messages
+        come back unless ``limit`` is given (``limit=None`` for the whole path).
 
         >>> m = SessionManager(":memory:")
         >>> _ = m.append_all("s1", [{"role": "user", "content": w} for w in ("a", "b", "c")])
         >>> [msg["parts"][0]["text"] for msg in m.get_history("s1", limit=2)]
         ['b', 'c']
+        >>> capped = SessionManager(m.store, max_messages=1)
+        >>> len(capped.get_history("s1")), len(capped.get_history("s1", limit=None))
+        (1, 3)
         """
+        if self.max_messages is not None and "limit" not in options:
+            options["limit"] = self.max_messages
         return self.get_session(session_id, user_id=user_id).get_history(leaf_id, **options)
 
     def get_message_count(self, session_id: str, *, user_id: str | None = None) -> int:
@@ -747,9 +808,18 @@ class SessionManager:
         self.get_session(session_id, user_id=user_id).update_state(delta)
 
     def rewind(
-        self, session_id: str, before_message_id: str, *, user_id: str | None = None
+        self,
+        session_id: str,
+        before_message_id: str | None = None,
+        *,
+        before_invocation_id: str | None = None,
+        user_id: str | None = None,
     ) -> None:
         """Move the head before a message and undo its session-state changes (nothing deleted).
+
+        Give exactly one of ``before_message_id`` or ``before_invocation_id``; the latter
+        (ADK-TS ``rewindBeforeInvocationId``) rewinds to before the first message of the active
+        path whose ``metadata.invocationId`` is that id (``MessageNotFoundError`` if none is).
 
         >>> from threadline.messages import assistant, user
         >>> m = SessionManager(":memory:")
@@ -758,11 +828,34 @@ class SessionManager:
         >>> m.rewind("s1", before_message_id="m3")
         >>> m.get_state("s1"), m.get_history("s1")[-1]["id"], m.get_message_count("s1")
         ({}, 'm2', 2)
+        >>> run = {"invocationId": "inv-2"}
+        >>> _ = m.append_all("s1", [{**user("again", id="m4"), "metadata": run},
+        ...                         {**assistant("done", id="m5"), "metadata": run}])
+        >>> m.rewind("s1", before_invocation_id="inv-2")
+        >>> m.get_history("s1")[-1]["id"]
+        'm2'
         """
+        if (before_message_id is None) == (before_invocation_id is None):
+            raise InvalidArgumentError(
+                "rewind needs exactly one of before_message_id or before_invocation_id"
+            )
         if user_id is not None:
             self._require(session_id, user_id)
+        if before_invocation_id is not None:
+            before_message_id = self._first_of_invocation(session_id, before_invocation_id)
+        assert before_message_id is not None
         # The store raises MessageNotFoundError for an id not in the session (Store contract).
         self.store.rewind(self.app_name, session_id, before_message_id)
+
+    def _first_of_invocation(self, session_id: str, invocation_id: str) -> str:
+        """Id of the first message of the active path tagged ``metadata.invocationId``."""
+        for message in self.store.get_path(self.app_name, session_id, attachments="ref"):
+            metadata = message.get("metadata")
+            if isinstance(metadata, dict) and metadata.get("invocationId") == invocation_id:
+                return str(message["id"])
+        raise MessageNotFoundError(
+            f"no message of invocation {invocation_id!r} on the active path of {session_id!r}"
+        )
 
 
 check_every_public_method(SessionManager, API_RULES)

@@ -34,7 +34,7 @@ from typing import Any
 from threadline._turns import as_messages, context_window, fixed_cost, pending_calls
 from threadline.errors import InvalidArgumentError, ThreadlineError
 from threadline.manager import SessionManager
-from threadline.messages import normalize_message
+from threadline.messages import is_overlay_id, normalize_message
 from threadline.session import Session, check_compact_result
 from threadline.tools import Toolset
 from threadline.types import Message
@@ -132,7 +132,8 @@ class _Turn:
             session.session_id, session.user_id, self.user, lambda key: self._state.get(key)
         )
         self.produced: list[Message] = []
-        self.overflow: list[Message] = []
+        self.overflow: list[Message] = []  # what fell out of the window (summaries left out)
+        self.dropped: list[Message] = []  # all before the window, summaries included
         self.system = ""
         self.history: list[Message] = []
         self.tools: Toolset = Toolset([])
@@ -151,8 +152,16 @@ class _Turn:
 
     def memory_input(self) -> tuple[Any, list[Message]]:
         plan = self.session._compaction_input(None)
-        dropped = {m["id"] for m in self.overflow}
+        # An earlier summary before the window goes along: the new one extends it.
+        dropped = {m["id"] for m in self.dropped}
         return plan, [m for m in plan.history if m["id"] in dropped]
+
+    def call_memory(self, covered: list[Message]) -> Any:
+        """Call ``memory`` on what fell out (awaitable for an async one). The runner chose the
+        range: a function taking a context is told so (``summarize_all``), and
+        ``create_compact_function`` then summarises all of it instead of planning a tail."""
+        assert self.runner.memory is not None
+        return self.session._invoke_compact_fn(self.runner.memory, covered, True)
 
     def apply_memory(self, plan: Any, result: Any) -> None:
         if self.session._store_compaction(plan, check_compact_result(result)) is not None:
@@ -169,7 +178,8 @@ class _Turn:
             max_tokens=runner.max_context_tokens,
             fixed_tokens=fixed_cost(self.system, self.user),
         )
-        self.history, self.overflow = window.kept, window.dropped
+        self.history, self.dropped = window.kept, window.dropped
+        self.overflow = [m for m in window.dropped if not is_overlay_id(m.get("id"))]
 
     # -- the model loop -----------------------------------------------------------------------
     def messages(self) -> list[Message]:
@@ -315,7 +325,7 @@ class Runner:
         turn.start()
         if self.memory is not None and turn.needs_memory():
             plan, covered = turn.memory_input()
-            turn.apply_memory(plan, _sync_call(self.memory, covered))
+            turn.apply_memory(plan, _sync_call(turn.call_memory, covered))
         if turn.overflow and self._on_overflow is not None:
             _sync_call(self._on_overflow, list(turn.overflow))
         for _ in range(self.max_steps):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, cast
 
@@ -27,12 +27,15 @@ from threadline._settings import (
     ErrorHandler,
     SessionSettings,
 )
-from threadline._state import merge_state, scope_of, split_delta, validate_delta
+from threadline._state import StateView, merge_state, scope_of, split_delta, validate_delta
+from threadline._windows import Window, window_of
+from threadline.compaction.function import keep_boundary
 from threadline.compaction.overlays import (
     apply_overlays,
     apply_overlays_encoded,
     earliest_visible_overlay,
     overlays_cross_start,
+    visible_overlays,
 )
 from threadline.context import ContextBlocks, ContextConfig
 from threadline.errors import (
@@ -49,13 +52,12 @@ from threadline.messages import (
     mark_skill_unloaded,
     normalize_message,
     normalize_messages,
-    parse_timestamp,
     skill_loads_of,
 )
 from threadline.store import connect
 from threadline.store._handle import SessionStore
 from threadline.store.base import Store
-from threadline.tokens import default_token_counter, estimate_message_tokens
+from threadline.tokens import default_token_counter
 from threadline.tools import Toolset, build_context_tools
 from threadline.types import (
     AUTO,
@@ -273,6 +275,29 @@ class Session:
         1
         """
         self._settings.compact_after(token_threshold, token_counter)
+        return self
+
+    def compact_when(self, min_messages: int = 50, keep: int = 20) -> Session:
+        """Compact automatically after an append when the active path holds more than
+        ``min_messages`` visible messages (overlays applied): everything but the last ``keep``
+        is offered to the registered compaction function, whose summary becomes an overlay
+        (ADK-TS ``EventsCompactionConfig``; nothing is deleted). A call and its results are
+        never split: the kept part then starts at the call. The function is told so
+        (``context.summarize_all``) and ``create_compact_function`` summarises all it is
+        offered. Combines with :meth:`compact_after`; like it, never fails an append.
+
+        >>> from threadline.messages import text_of
+        >>> def summarize(history):  # all it is offered
+        ...     return CompactResult(history[0]["id"], history[-1]["id"], "Earlier turns.")
+        >>> s = Session.create(":memory:").on_compaction(summarize).compact_when(4, keep=2)
+        >>> _ = s.append_messages([{"role": "user", "content": w} for w in "abcd"])
+        >>> len(s.get_compactions())  # 4 messages: not more than 4
+        0
+        >>> _ = s.append_message({"role": "user", "content": "e"})
+        >>> [text_of(m) for m in s.get_history()]
+        ['Earlier turns.', 'd', 'e']
+        """
+        self._settings.compact_when(min_messages, keep)
         return self
 
     def on_compaction_error(self, handler: ErrorHandler) -> Session:
@@ -538,37 +563,52 @@ class Session:
         *,
         limit: int | None = None,
         max_tokens: int | None = None,
-        after: datetime | str | None = None,
+        after: datetime | str | float | None = None,
+        runs: int | None = None,
+        branch: str | None = None,
         attachments: Literal["inline", "ref"] = "inline",
     ) -> list[Message]:
-        """Root→leaf path with overlays applied, then ``after``, ``limit``, ``max_tokens``.
+        """Root→leaf path with overlays applied, then windowed, in this order:
 
+        - ``branch``: only messages whose ``metadata.branch`` is unset or equal to, or a
+          dot-prefix of, ``branch`` (``"root.agent_a"`` sees ``"root"``; ADK-TS branches);
+        - ``after``: messages created at or after it (a datetime, an ISO 8601 string or epoch
+          seconds);
+        - ``runs``: the last N runs — a run starts at a user message and holds everything up
+          to the next one (a user message carrying only tool results starts none, so calls and
+          results stay whole); a history of N runs or fewer comes back whole, and compaction
+          summaries right before the window stay in front of it;
+        - ``limit``: the last N messages;
+        - ``max_tokens``: oldest messages dropped until the estimate fits (the leaf is kept).
+
+        Without ``after``, ``limit`` and ``runs`` read about as many rows as they return.
         Messages come back exactly as written; ``attachments="ref"`` leaves each string stored
         out of row as its reference instead (read it with :meth:`read_attachment`).
 
+        >>> from threadline.messages import assistant, user
         >>> s = Session.create(":memory:")
-        >>> _ = s.append_messages([{"role": "user", "content": c} for c in "ab"])
-        >>> len(s.get_history(limit=1))
-        1
+        >>> _ = s.append_messages([user("a"), assistant("b"), user("c"), assistant("d")])
+        >>> len(s.get_history(limit=1)), [m["role"] for m in s.get_history(runs=1)]
+        (1, ['user', 'assistant'])
         """
-        if limit is not None and after is None:
-            history = self._history_tail(leaf_id, limit, attachments)
-            return _window(history, limit=limit, max_tokens=max_tokens, after=None)
-        rows = self._backend.get_path_encoded(leaf_id, attachments=attachments)
+        window = window_of(
+            limit=limit, max_tokens=max_tokens, after=after, runs=runs, branch=branch
+        )
+        if window.tail_only:
+            return window.apply(self._history_tail(leaf_id, window, attachments))
+        rows, compactions = self._backend.get_history_encoded(leaf_id, attachments=attachments)
         if not rows:
             return []
-        compactions = self._backend.get_compactions()
-        history = apply_overlays_encoded(rows, compactions, decode_message)
-        return _window(history, limit=limit, max_tokens=max_tokens, after=after)
+        return window.apply(apply_overlays_encoded(rows, compactions, decode_message))
 
     def _history_tail(
-        self, leaf_id: str | None, limit: int, attachments: str = "inline"
+        self, leaf_id: str | None, window: Window, attachments: str = "inline"
     ) -> list[Message]:
-        """At least the last ``limit`` messages of the history (overlays applied), reading
-        about ``limit`` rows: the window doubles only while an overlay reaches back past its
-        start or overlays left fewer than ``limit`` messages in it."""
+        """The newest part of the history (overlays applied) that decides ``window``, reading
+        about as many rows as it keeps: the read doubles only while an overlay reaches back
+        past its start or the window is not decided by it yet."""
         compactions = self._backend.get_compactions()
-        count = max(limit, 1)
+        count = window.first_read()
         while True:
             rows = self._backend.get_path_tail(count, leaf_id, attachments=attachments)
             complete = not rows or rows[0][2] == 1
@@ -577,7 +617,7 @@ class Session:
                 count *= 2
                 continue
             history = apply_overlays_encoded(encoded, compactions, decode_message)
-            if complete or len(history) >= limit:
+            if complete or window.decided_by(history):
                 return history
             count *= 2
 
@@ -673,19 +713,36 @@ class Session:
         return self._store_compaction(plan, self._call_compact_fn(plan.history))
 
     # The three phases of compact(), shared with the async session (which awaits the middle one).
-    def _compaction_input(self, leaf_id: str | None) -> _CompactionInput:
+    def _compaction_input(self, leaf_id: str | None, keep: int = 0) -> _CompactionInput:
+        """The raw path, the overlays and the history offered to the compaction function:
+        all of it, or all but the last ``keep`` messages (``compact_when``)."""
         raw_path = self._backend.get_path(leaf_id)
         compactions = self._backend.get_compactions()
         history = apply_overlays(raw_path, compactions) if raw_path else []
+        if keep:
+            history = history[: keep_boundary(history, keep)]
         return _CompactionInput(raw_path, compactions, history)
 
-    def _compaction_context(self) -> CompactContext:
-        return CompactContext(token_counter=self._settings.token_counter)
+    def _compaction_context(self, summarize_all: bool = False) -> CompactContext:
+        return CompactContext(
+            token_counter=self._settings.token_counter, summarize_all=summarize_all
+        )
 
-    def _call_compact_fn(self, history: list[Message]) -> CompactResult | None:
+    def _invoke_compact_fn(
+        self, fn: Callable[..., Any], history: list[Message], summarize_all: bool = False
+    ) -> Any:
+        """Call a compaction function with the history (and the context when it takes one);
+        what it returns may be awaitable (the async session awaits it)."""
+        if _takes_one_argument(fn):
+            return fn(history)
+        return fn(history, self._compaction_context(summarize_all))
+
+    def _call_compact_fn(
+        self, history: list[Message], summarize_all: bool = False
+    ) -> CompactResult | None:
         fn = self._settings.compact_fn
         assert fn is not None
-        result = fn(history) if _takes_one_argument(fn) else fn(history, self._compaction_context())
+        result = self._invoke_compact_fn(fn, history, summarize_all)
         if inspect.isawaitable(result):
             close = getattr(result, "close", None)
             if close is not None:
@@ -701,24 +758,51 @@ class Session:
         if result is None:
             return None
         raw_path, compactions, history = plan
+        # A summary message offered in the history stands for its range: an id of one (as
+        # ``history[0]["id"]`` when everything offered is summarised) means that range's ends.
+        from_id = _covered_end(result.from_message_id, compactions, first=True)
+        to_id = _covered_end(result.to_message_id, compactions, first=False)
         positions = {m["id"]: i for i, m in enumerate(raw_path)}
-        start, end = positions.get(result.from_message_id), positions.get(result.to_message_id)
+        start, end = positions.get(from_id), positions.get(to_id)
         if start is None or end is None or start > end:
             return None
-        first_id = _extended_start(history, raw_path, compactions, result.from_message_id)
-        self._backend.add_compaction(result.summary, first_id, result.to_message_id)
+        first_id = _extended_start(history, raw_path, compactions, from_id)
+        self._backend.add_compaction(result.summary, first_id, to_id)
         if self._settings.cached_prompt or self._frozen is not None:
             self.refresh_system_prompt()
-        return CompactResult(first_id, result.to_message_id, result.summary)
+        return CompactResult(first_id, to_id, result.summary)
 
     def _after_append(self) -> None:
-        if self._settings.compact_fn is None or self._settings.compact_threshold is None:
+        settings = self._settings
+        if settings.compact_fn is None:
             return
         try:
-            if self._estimate_tokens() > self._settings.compact_threshold:
+            threshold = settings.compact_threshold
+            if threshold is not None and self._estimate_tokens() > threshold:
                 self.compact()
+            plan = self._count_compaction_input()
+            if plan is not None:
+                self._store_compaction(plan, self._call_compact_fn(plan.history, True))
         except Exception as exc:  # automatic compaction must never fail the append
             self._report_compaction_error(exc)
+
+    def _count_compaction_input(self) -> _CompactionInput | None:
+        """What ``compact_when`` offers the compaction function now, or ``None``: when the
+        active path holds more than ``min_messages`` visible messages (summaries count as one
+        each), everything but the last ``keep`` — if that holds a message not yet summarised.
+        Reads one count, and the path's ids only when the raw path is long enough."""
+        minimum = self._settings.compact_min_messages
+        if minimum is None or self._backend.get_path_length() <= minimum:
+            return None
+        ids = self._backend.get_path_ids()
+        spans = visible_overlays([{"id": i} for i in ids], self._backend.get_compactions())
+        # A span hides end - start + 1 messages and shows one summary in their place.
+        if len(ids) - sum(span.end - span.start for span in spans) <= minimum:
+            return None
+        plan = self._compaction_input(None, keep=self._settings.compact_keep)
+        if all(is_overlay_id(m.get("id")) for m in plan.history):
+            return None
+        return plan
 
     def _report_compaction_error(self, exc: Exception) -> None:
         if self._settings.error_handler is None:
@@ -1032,6 +1116,26 @@ class Session:
             store.update_state(self._app_name, self._session_id, self._user_id, stored)
         self._temp_apply(temp)
 
+    def state_view(self) -> StateView:
+        """The state with a pending delta (ADK-TS ``State``): ``get``, ``set``, ``has``,
+        ``has_delta()``, ``delta``, ``to_dict()`` and ``commit()``, which applies the delta
+        with :meth:`update_state` (same scopes; ``None`` deletes). Reads current values once,
+        when made.
+
+        >>> s = Session.create(":memory:").for_user("ana")
+        >>> state = s.state_view()
+        >>> state.set("temp:counter", state.get("temp:counter", 0) + 1)
+        >>> state.set("user:last_seen", 1767225600)
+        >>> dict(s.state), state.has_delta()
+        ({}, True)
+        >>> state.commit()
+        >>> dict(s.state)
+        {'user:last_seen': 1767225600, 'temp:counter': 1}
+        """
+        return StateView(
+            self.state, self.update_state, user_id=self._user_id, stored=self.store is not None
+        )
+
     def _stored_state(self) -> dict[str, Any]:
         self._used = True
         store = self.store
@@ -1068,6 +1172,18 @@ def _extended_start(
     return from_id
 
 
+def _covered_end(message_id: str, compactions: Sequence[Compaction], *, first: bool) -> str:
+    """``message_id``, or for the id of a summary message (``compaction_<id>``) the first
+    (``first``) or last message its overlay covers."""
+    if not is_overlay_id(message_id):
+        return message_id
+    overlay_id = message_id.removeprefix(OVERLAY_ID_PREFIX)
+    for compaction in compactions:
+        if compaction.id == overlay_id:
+            return compaction.from_message_id if first else compaction.to_message_id
+    return message_id
+
+
 def _skill_name(label: str, key: str) -> str:
     """How a loaded skill is named in ``loaded_skills``: ``"label:key"``."""
     return f"{label}:{key}"
@@ -1091,31 +1207,6 @@ def _takes_one_argument(fn: Callable[..., Any]) -> bool:
     return len(positional) == 1
 
 
-def _window(
-    history: list[Message],
-    *,
-    limit: int | None,
-    max_tokens: int | None,
-    after: datetime | str | None,
-) -> list[Message]:
-    """Apply ``after``, then ``limit``, then ``max_tokens`` (the leaf is always kept)."""
-    if after is not None:
-        cutoff = _cutoff(after)
-        history = [m for m in history if _created(m) >= cutoff]
-    if limit is not None:
-        if limit < 0:
-            raise InvalidArgumentError("limit must be >= 0")
-        history = history[max(len(history) - limit, 0) :] if limit else []
-    if max_tokens is not None and history:
-        costs = [estimate_message_tokens([m]) for m in history]
-        total, start = sum(costs), 0
-        while total > max_tokens and start < len(history) - 1:
-            total -= costs[start]
-            start += 1
-        history = history[start:]
-    return history
-
-
 class _CompactionInput(NamedTuple):
     raw_path: list[Message]
     compactions: list[Compaction]
@@ -1129,26 +1220,6 @@ def check_compact_result(result: object) -> CompactResult | None:
             f"a compaction function must return CompactResult or None, got {type(result)}"
         )
     return result
-
-
-def _cutoff(after: object) -> datetime:
-    """``after`` as an aware datetime: a datetime (naive = UTC) or an ISO 8601 string."""
-    if isinstance(after, (datetime, str)):
-        try:
-            return parse_timestamp(after)
-        except ThreadlineError as exc:
-            shown = str(after)[:80]
-            raise InvalidArgumentError(f"after: not a usable timestamp: {shown!r}") from exc
-    raise InvalidArgumentError(
-        f"after must be a datetime or ISO 8601 string, got {type(after).__name__}"
-    )
-
-
-def _created(message: Message) -> datetime:
-    value = message.get("createdAt")
-    if value is None:
-        return datetime.min.replace(tzinfo=UTC)
-    return parse_timestamp(value)
 
 
 check_every_public_method(Session, API_RULES)

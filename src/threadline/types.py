@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal
@@ -45,6 +45,7 @@ def _to_dict(obj: Any) -> dict[str, Any]:
         elif isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
             value = [_to_dict(v) for v in value]
         elif isinstance(value, list):
+            value = [v.to_dict() if isinstance(v, SessionListing) else v for v in value]
             value = [_to_dict(v) if dataclasses.is_dataclass(v) else v for v in value]
         elif isinstance(value, dict):
             value = dict(value)
@@ -125,6 +126,10 @@ class CompactResult(_DictMixin):
 class CompactContext(_DictMixin):
     """Passed to compaction functions; ``token_counter`` is the session's counter or ``None``.
 
+    ``summarize_all`` is ``True`` when the caller has already chosen the range (``compact_when``
+    offers everything but the messages it keeps): the function should then summarise all of
+    the messages it is given, as ``create_compact_function`` does, rather than plan a range.
+
     >>> from threadline.tokens import default_token_counter
     >>> ctx = CompactContext(token_counter=default_token_counter)
     >>> ctx.token_counter(messages=[], system_prompt="Hello world", blocks=[])
@@ -132,14 +137,15 @@ class CompactContext(_DictMixin):
     """
 
     token_counter: Callable[..., int] | None = None
+    summarize_all: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a dict; the counter is kept as the callable itself.
 
         >>> CompactContext().to_dict()
-        {'token_counter': None}
+        {'token_counter': None, 'summarize_all': False}
         """
-        return {"token_counter": self.token_counter}
+        return {"token_counter": self.token_counter, "summarize_all": self.summarize_all}
 
 
 @dataclass(frozen=True)
@@ -207,8 +213,131 @@ class SessionPage(_DictMixin):
     next_cursor: str | None = None
 
 
+class SessionListing:
+    """One session as ``Store.list_sessions_with_state`` returns it: its id, owner and head,
+    the head message's ``createdAt`` (as stored, ``None`` without messages), its
+    session-scoped state (no ``app:``/``user:`` keys) and its registry row as ``info``.
+
+    ``info`` is decoded from the row when first read, so a caller that needs only the id,
+    owner, head and state (an adapter listing 10,000 sessions) does not pay for it.
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> store.update_state("default", "s1", "u1", {"topic": "tea", "user:lang": "nb"})
+    >>> (listing,) = store.list_sessions_with_state("default").sessions
+    >>> listing.id, listing.user_id, listing.state, listing.info.user_id
+    ('s1', 'u1', {'topic': 'tea'}, 'u1')
+    """
+
+    __slots__ = ("_info", "_row", "head_id", "id", "last_message_at", "state", "user_id")
+
+    def __init__(
+        self,
+        row: tuple[Any, ...],
+        state: dict[str, Any],
+        head_id: str | None,
+        last_message_at: str | None,
+    ) -> None:
+        self._row = row
+        self._info: SessionInfo | None = None
+        self.id: str = row[0]
+        self.user_id: str | None = row[2]
+        self.state = state
+        self.head_id = head_id
+        self.last_message_at = last_message_at
+
+    @property
+    def info(self) -> SessionInfo:
+        """The session's registry row (decoded on first access, then kept).
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> _ = store.create_session("default", "s1", name="Trip")
+        >>> store.list_sessions_with_state("default").sessions[0].info.name
+        'Trip'
+        """
+        if self._info is None:
+            from threadline.store._common import row_to_session_info
+
+            self._info = row_to_session_info(self._row)
+        return self._info
+
+    def to_dict(self) -> dict[str, Any]:
+        """The listing as a plain dict (``info`` as its own ``to_dict()``).
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.touch_session("default", "s1")
+        >>> sorted(store.list_sessions_with_state("default").sessions[0].to_dict())
+        ['head_id', 'info', 'last_message_at', 'state']
+        """
+        return {
+            "info": self.info.to_dict(),
+            "state": dict(self.state),
+            "head_id": self.head_id,
+            "last_message_at": self.last_message_at,
+        }
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionListing):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable state dict: not hashable
+
+    def __repr__(self) -> str:
+        return (
+            f"SessionListing(id={self.id!r}, user_id={self.user_id!r}, head_id={self.head_id!r}, "
+            f"last_message_at={self.last_message_at!r}, state={self.state!r})"
+        )
+
+
+@dataclass(frozen=True)
+class SessionListingPage(_DictMixin):
+    """A page of ``Store.list_sessions_with_state``; ``next_cursor`` is ``None`` on the last.
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> store.touch_session("default", "s1")
+    >>> page = store.list_sessions_with_state("default", limit=10)
+    >>> [entry.id for entry in page.sessions], page.next_cursor
+    (['s1'], None)
+    """
+
+    sessions: list[SessionListing] = field(default_factory=list)
+    next_cursor: str | None = None
+
+
+class AppendResult(list[Message]):
+    """What ``SessionManager.append_all`` returns: the stored messages (a list, as before)
+    whose ``overflow`` holds the messages this append pushed out of the last ``max_messages``
+    of the active path — those of the window before and those just appended that are no
+    longer in it, oldest first (RadarOS ``appendMessages``; empty without ``max_messages`` or
+    while under it). Nothing is deleted: they stay stored, searchable and forkable.
+
+    >>> from threadline import SessionManager
+    >>> manager = SessionManager(":memory:", max_messages=2)
+    >>> result = manager.append_all("s1", [{"role": "user", "content": c} for c in "abc"])
+    >>> len(result), [m["parts"][0]["text"] for m in result.overflow]
+    (3, ['a'])
+    >>> result = manager.append_all("s1", [{"role": "user", "content": "d"}])
+    >>> [m["parts"][0]["text"] for m in result.overflow], len(manager.get_history("s1"))
+    (['b'], 2)
+    """
+
+    overflow: list[Message]
+
+    def __init__(self, messages: Iterable[Message] = (), overflow: Iterable[Message] = ()):
+        super().__init__(messages)
+        self.overflow = list(overflow)
+
+    def __repr__(self) -> str:
+        return f"AppendResult({list(self)!r}, overflow={self.overflow!r})"
+
+
 __all__ = [
     "AUTO",
+    "AppendResult",
     "AutoType",
     "CompactContext",
     "CompactResult",
@@ -219,5 +348,7 @@ __all__ = [
     "Scope",
     "SearchHit",
     "SessionInfo",
+    "SessionListing",
+    "SessionListingPage",
     "SessionPage",
 ]

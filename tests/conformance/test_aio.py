@@ -104,6 +104,46 @@ def test_a_cancelled_append_is_stored_whole_or_not_at_all(file_store_url: str) -
     assert texts == ["part 0", "part 1", "part 2"] * (len(texts) // 3)
 
 
+@pytest.mark.postgres
+def test_cancelled_appends_return_every_connection_to_the_pool(pg_dsn: str) -> None:
+    """1,000 randomized cancellations of appends on PostgreSQL: each batch is whole or absent,
+    and the pool ends at its idle size with every connection idle (none leaked or lost)."""
+    rng = random.Random(11)
+    store = threadline.connect(pg_dsn + "&pool_min_size=2&pool_max_size=2")
+    pool = store._pool  # type: ignore[attr-defined]
+    batch = [{"role": "user", "content": f"part {i}"} for i in range(3)]
+
+    async def settled() -> tuple[int, int, int]:
+        for _ in range(200):  # a cancelled await's thread may still be committing
+            stats = pool.stats()
+            if stats == (2, 2, 0):
+                break
+            await asyncio.sleep(0.05)
+        return pool.stats()
+
+    async def main() -> tuple[tuple[int, int, int], tuple[int, int, int], int, list[Any]]:
+        session = AsyncSession.create(store).for_session("c")
+        await session.get_history()
+        idle = await settled()
+        cancelled = 0
+        for _ in range(1000):
+            task = asyncio.create_task(session.append_messages([dict(m) for m in batch]))
+            await asyncio.sleep(rng.choice([0, 0, 0.0001, 0.0005, 0.001, 0.003]))
+            cancelled += task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        after = await settled()
+        return idle, after, cancelled, await session.get_history()
+
+    idle, after, cancelled, history = asyncio.run(main())
+    store.close()
+    assert cancelled > 100
+    assert idle == (2, 2, 0)
+    assert after == idle  # back to its idle size, every connection idle, nobody waiting
+    texts = [text_of(m) for m in history]
+    assert texts == ["part 0", "part 1", "part 2"] * (len(texts) // 3)
+
+
 def test_async_compaction_runs_end_to_end(store: Any) -> None:
     calls: list[str] = []
 

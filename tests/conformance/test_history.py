@@ -356,5 +356,7 @@ def test_after_accepts_iso_strings_and_rejects_other_types(store: threadline.Sto
     assert [m["id"] for m in session.get_history(after="2025-06-01")] == ["new"]
     with pytest.raises(threadline.InvalidArgumentError):
         session.get_history(after="not a date")
-    with pytest.raises(ValueError):
-        session.get_history(after=12345)  # type: ignore[arg-type]
+    with pytest.raises(threadline.InvalidArgumentError):
+        session.get_history(after=True)  # epoch seconds are accepted, a bool is not
+    with pytest.raises(threadline.InvalidArgumentError):
+        session.get_history(after=[2025])  # type: ignore[arg-type]

@@ -210,3 +210,54 @@ def test_checkout_unknown_id_raises(store: Any) -> None:
     session.append_message(user("a", id="m1"))
     with pytest.raises(MessageNotFoundError):
         session.checkout("nope")
+
+
+# ------------------------------------------------------------------------ rewind by invocation
+
+
+def _invocation(n: int, text: str) -> list[dict[str, Any]]:
+    tag = {"invocationId": f"inv-{n}"}
+    return [
+        {**user(f"{text}?", id=f"u{n}"), "metadata": tag},
+        {**assistant(f"{text}!", id=f"a{n}"), "metadata": tag},
+    ]
+
+
+def test_rewind_before_an_invocation_excludes_it_and_what_followed(store: Any) -> None:
+    # ADK-TS: runner.rewind({rewindBeforeInvocationId: "inv-456"}) — "Session now excludes
+    # events from invocation inv-456 onwards".
+    manager = SessionManager(store, app_name="adk")
+    manager.append_all("s", _invocation(123, "hello"))
+    manager.append("s", _invocation(456, "book")[0], state_delta={"booked": True})
+    manager.append("s", _invocation(456, "book")[1])
+    manager.append_all("s", _invocation(789, "thanks"))
+    manager.rewind("s", before_invocation_id="inv-456")
+    assert ids_of(manager.get_history("s")) == ["u123", "a123"]
+    assert manager.get_state("s") == {}  # its state changes undone, as with a message id
+    assert manager.get_message_count("s") == 2
+    assert manager.get_session("s").get_message("a789") is not None  # nothing deleted
+
+
+def test_rewind_by_invocation_looks_at_the_active_path_only(store: Any) -> None:
+    manager = SessionManager(store, app_name="adk")
+    manager.append_all("s", _invocation(1, "hi"))
+    manager.append_all("s", _invocation(2, "left"))
+    manager.append_all("s", _invocation(3, "right"), parent_id="a1")  # a branch: head moves
+    with pytest.raises(MessageNotFoundError):
+        manager.rewind("s", before_invocation_id="inv-2")  # only on the other branch
+    manager.rewind("s", before_invocation_id="inv-3")
+    assert ids_of(manager.get_history("s")) == ["u1", "a1"]
+    with pytest.raises(MessageNotFoundError):
+        manager.rewind("s", before_invocation_id="inv-none")
+
+
+def test_rewind_needs_exactly_one_target(store: Any) -> None:
+    manager = SessionManager(store)
+    manager.append_all("s", _invocation(1, "hi"))
+    with pytest.raises(ThreadlineError):
+        manager.rewind("s")
+    with pytest.raises(ThreadlineError):
+        manager.rewind("s", "u1", before_invocation_id="inv-1")
+    with pytest.raises(ThreadlineError):
+        manager.rewind("s", before_invocation_id="")
+    assert ids_of(manager.get_history("s")) == ["u1", "a1"]

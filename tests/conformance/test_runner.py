@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 import threadline
-from threadline import Hooks, Runner, SessionManager, create_compact_function
+from threadline import AsyncSessionManager, Hooks, Runner, SessionManager, create_compact_function
 from threadline.aio import AsyncRunner
+from threadline.formats import from_anthropic
 from threadline.messages import text_of
 from threadline.tokens import estimate_message_tokens, estimate_tokens
 
@@ -94,23 +95,66 @@ def test_system_prompt_input_and_history_stay_within_the_token_budget(
     assert len(first_calls) == 25
     for system, seen in first_calls:  # system prompt + history + input within the budget
         assert estimate_tokens(system) + estimate_message_tokens(seen) <= 300
-    assert len(store.get_path("default", "s")) == 75  # nothing deleted
+        assert seen[0]["role"] == "user"  # the window never starts inside a run
+    seen_counts = [len(seen) for _, seen in first_calls]
+    assert max(seen_counts) > 4 and seen_counts[-1] < 3 * 24 + 1  # history kept, then trimmed
+    # The budget binds: one more run of history would not have fitted.
+    system, seen = first_calls[-1]
+    path = store.get_path("default", "s")
+    earlier = path[len(path) - len(seen) - 2 : len(path) - len(seen) + 1]
+    assert estimate_tokens(system) + estimate_message_tokens([*earlier, *seen]) > 300
+    assert len(path) == 75  # nothing deleted
 
 
 def test_memory_puts_a_summary_of_what_fell_out_first_and_deletes_nothing(
     store: Any, flavour: str
 ) -> None:
-    memory = create_compact_function(
-        lambda prompt: "Summary of earlier runs.", protect_head=0, tail_token_budget=0,
-        min_tail_messages=0,
-    )  # fmt: skip
+    prompts: list[str] = []
+
+    def summarize(prompt: str) -> str:
+        prompts.append(prompt)
+        return f"Summary {len(prompts)} of earlier runs."
+
+    memory = create_compact_function(summarize)  # as is: told to summarise all that fell out
     manager = SessionManager(store).with_context("memory", description="Notes")
     runner, model = _runner(flavour, manager, runs=2, memory=memory)
-    results = [_run(runner, f"message {i}", session_id="s") for i in range(6)]
-    seen_last = model.calls[-2][1]  # the last run's first model call
-    assert text_of(seen_last[0]) == "Summary of earlier runs."
-    assert any(r.overflow for r in results)
-    assert len(store.get_path("default", "s")) == 18  # the raw path still holds every message
+    results = [_run(runner, f"message {i}", session_id="s") for i in range(8)]
+    first_calls = [seen for _, seen in model.calls if seen[-1]["role"] == "user"]
+    runs = [[m["id"] for m in r.messages] for r in results]
+    for k, seen in enumerate(first_calls):
+        window = [i for r in runs[max(0, k - 2) : k] for i in r]
+        if k < 3:
+            assert [m["id"] for m in seen[:-1]] == window and results[k].overflow == []
+            continue
+        # Run k-3 fell out: summarised (with the earlier summary), shown first, then 2 runs.
+        assert text_of(seen[0]) == f"Summary {k - 2} of earlier runs."
+        assert [m["id"] for m in seen[1:-1]] == window
+        assert [m["id"] for m in results[k].overflow] == runs[k - 3]
+        transcript = prompts[k - 3].split("<<<TRANSCRIPT>>>")[1]
+        assert f"message {k - 3}" in transcript and f"message {k - 2}" not in transcript
+        assert k == 3 or f"Summary {k - 3} of earlier runs." in prompts[k - 3]
+    path = store.get_path("default", "s")
+    assert len(path) == 24  # the raw path still holds every message
+    compactions = store.get_compactions("default", "s")
+    assert compactions[-1].from_message_id == path[0]["id"]  # one growing summary
+    assert text_of(SessionManager(store).get_history("s")[0]) == "Summary 5 of earlier runs."
+
+
+def test_runs_count_anthropic_tool_results_as_part_of_their_run(store: Any, flavour: str) -> None:
+    manager = SessionManager(store)
+    manager.append_all("s", from_anthropic([
+        {"role": "user", "content": "Weather in Oslo?"},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "weather", "input": {"city": "Oslo"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "rain"}]},
+        {"role": "assistant", "content": "Rain."},
+    ]))  # fmt: skip
+    runner, model = _runner(flavour, manager, runs=1)
+    _run(runner, "And tomorrow?", session_id="s")
+    seen = model.calls[0][1]
+    assert [m["role"] for m in seen] == ["user", "assistant", "user", "assistant", "user"]
+    assert seen[:-1] == manager.get_history("s", runs=2)[:4]  # the run get_history counts
 
 
 def test_hook_state_is_visible_next_run_and_after_reopening(
@@ -157,3 +201,68 @@ def test_a_run_without_a_session_id_starts_a_new_uuid_session(store: Any, flavou
     assert len(result.session_id) == 32
     roles = [m["role"] for m in store.get_path("default", result.session_id)]
     assert roles == ["user", "assistant"]  # its tool call is not a threadline tool here
+
+
+def test_a_model_raising_after_a_tool_call_stores_nothing_of_the_run(
+    store: Any, flavour: str
+) -> None:
+    manager = SessionManager(store).with_context("memory", description="Notes")
+    model = ScriptedModel()
+    calls = 0
+
+    def flaky(system: str, messages: list[Any], tools: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 4:  # the second run's second call, after its tool call ran
+            raise RuntimeError("model down")
+        return model(system, messages, tools)
+
+    def before(ctx: Any) -> None:
+        ctx.set_state("runs", ctx.get_state("runs", 0) + 1)
+
+    cls = AsyncRunner if flavour == "async" else Runner
+    runner = cls(manager, flaky, hooks=Hooks(before_run=before))
+    _run(runner, "first", session_id="s")
+    with pytest.raises(RuntimeError):
+        _run(runner, "second", session_id="s")
+    path = store.get_path("default", "s")
+    assert [text_of(m) for m in path if m["role"] == "user"] == ["first"]
+    assert len(path) == 3 and manager.get_state("s") == {"runs": 1}  # hook state not committed
+    _run(runner, "third", session_id="s")
+    assert len(store.get_path("default", "s")) == 6 and manager.get_state("s") == {"runs": 2}
+
+
+def test_a_run_can_be_undone_by_its_invocation_id(store: Any, flavour: str) -> None:
+    manager = SessionManager(store).with_context("memory", description="Notes")
+    runner, _ = _runner(flavour, manager)
+    kept = _run(runner, "keep this", session_id="s")
+    undone = _run(runner, "undo this", session_id="s")
+    invocation = undone.messages[0]["metadata"]["invocationId"]
+    assert {m["metadata"]["invocationId"] for m in undone.messages} == {invocation}
+    manager.rewind("s", before_invocation_id=invocation)  # ADK-TS rewindBeforeInvocationId
+    assert manager.get_history("s") == kept.messages
+
+
+def test_count_based_compaction_runs_after_each_run(store: Any, flavour: str) -> None:
+    offers: list[int] = []
+
+    def summarise(history: list[Any], context: Any) -> Any:
+        offers.append(len(history))
+        return threadline.CompactResult(history[0]["id"], history[-1]["id"], "Earlier runs.")
+
+    async def asummarise(history: list[Any], context: Any) -> Any:
+        return summarise(history, context)
+
+    if flavour == "async":
+        manager: Any = AsyncSessionManager(store).on_compaction(asummarise).compact_when(7, 3)
+    else:
+        manager = SessionManager(store).on_compaction(summarise).compact_when(7, keep=3)
+    manager.with_context("memory", description="Notes")
+    runner, model = _runner(flavour, manager)
+    for i in range(3):
+        _run(runner, f"message {i}", session_id="s")
+    assert offers == [6]  # 9 messages > 7: all but the last 3 (run 2) summarised
+    seen = model.calls[-2][1]  # the last run's first call saw 6 messages, after: summary + 3
+    assert len(seen) == 7
+    history = SessionManager(store).get_history("s")
+    assert [text_of(history[0]), len(history)] == ["Earlier runs.", 4]

@@ -1,7 +1,8 @@
 """Databases written by earlier releases open, upgrade in place and keep every record.
 
-The fixtures in ``tests/fixtures/upgrade/`` were written by threadline 0.1.0 (schema version 1)
-with ``populate.py``; each later schema change adds a fixture of the release before it.
+The fixtures in ``tests/fixtures/upgrade/`` were written with ``populate.py`` by threadline 0.1.0
+(schema version 1) and by main before API keys (schema version 2); each later schema change adds a
+fixture of the release before it. Every test runs on each of them.
 """
 
 from __future__ import annotations
@@ -16,23 +17,24 @@ import threadline
 from threadline.messages import text_of, user
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "upgrade"
-FIXTURE_SCHEMA = "threadline_v1_fixture"  # the schema name inside the PostgreSQL dump
+OLD_VERSIONS = (1, 2)  # one fixture per schema version a user may upgrade from
 
 
-def _sqlite_v1(tmp_path: Path) -> str:
+def _sqlite_fixture(tmp_path: Path, version: int) -> str:
     target = tmp_path / "upgraded.db"
-    shutil.copy(FIXTURES / "schema_v1.sqlite3", target)
+    shutil.copy(FIXTURES / f"schema_v{version}.sqlite3", target)
     return f"sqlite:///{target.as_posix()}"
 
 
-def _postgres_v1(pg_dsn: str) -> str:
+def _postgres_fixture(pg_dsn: str, version: int) -> str:
     """Load the dump into the test's fresh schema (the first on the DSN's search path)."""
     import psycopg
 
+    fixture_schema = f"threadline_v{version}_fixture"  # the schema name inside the dump
     with psycopg.connect(pg_dsn) as conn:
         schema = conn.execute("SELECT current_schema()").fetchone()[0]  # type: ignore[index]
-    dump = (FIXTURES / "schema_v1.postgres.sql").read_text(encoding="utf-8")
-    dump = dump.replace(f"CREATE SCHEMA {FIXTURE_SCHEMA};", "").replace(FIXTURE_SCHEMA, schema)
+    dump = (FIXTURES / f"schema_v{version}.postgres.sql").read_text(encoding="utf-8")
+    dump = dump.replace(f"CREATE SCHEMA {fixture_schema};", "").replace(fixture_schema, schema)
     base = pg_dsn.split("?", 1)[0]
     done = subprocess.run(
         ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", base],
@@ -46,11 +48,19 @@ def _postgres_v1(pg_dsn: str) -> str:
     return pg_dsn
 
 
-@pytest.fixture(params=["sqlite-file", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(
+    params=[
+        *(("sqlite-file", v) for v in OLD_VERSIONS),
+        *(pytest.param(("postgres", v), marks=pytest.mark.postgres) for v in OLD_VERSIONS),
+    ],
+    ids=lambda p: f"{p[0]}-v{p[1]}",
+)
 def v1_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite-file":
-        return _sqlite_v1(tmp_path)
-    return _postgres_v1(request.getfixturevalue("pg_dsn"))
+    """A store written by an earlier release (every fixture holds populate.py's data set)."""
+    backend, version = request.param
+    if backend == "sqlite-file":
+        return _sqlite_fixture(tmp_path, version)
+    return _postgres_fixture(request.getfixturevalue("pg_dsn"), version)
 
 
 def test_v1_sessions_and_usage_survive(v1_url: str) -> None:
@@ -128,4 +138,13 @@ def test_a_v1_database_upgrades_to_attachments_and_long_text_search(v1_url: str)
         version = store._read(  # type: ignore[attr-defined]
             "v", lambda tx: tx.one("SELECT value FROM tl_meta WHERE key = 'schema_version'")
         )
-        assert version[0] == "2"
+        assert version[0] == "3"
+
+
+def test_an_old_database_upgrades_to_api_keys(v1_url: str) -> None:
+    """Schema 3 (API keys, by hash) is added in place; keys work right after the upgrade."""
+    with threadline.connect(v1_url) as store:
+        assert store.list_api_keys() == []
+        added = store.add_api_key("k1", "fixture", "ana", "ab" * 32)
+        assert store.find_api_key("ab" * 32) == added
+        assert store.revoke_api_key("k1") and store.list_api_keys()[0].revoked

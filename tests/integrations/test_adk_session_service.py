@@ -219,6 +219,57 @@ async def test_list_sessions_skips_threadline_sessions_not_made_by_adk(
     assert [s.id for s in (await service.list_sessions(app_name=APP)).sessions] == ["s1"]
 
 
+async def test_listed_sessions_equal_what_get_session_returns_without_events(
+    service: ThreadlineSessionService,
+) -> None:
+    for i, user in enumerate(("u1", "u2", "u1", "u2", "u1")):
+        session = await service.create_session(
+            app_name=APP, user_id=user, session_id=f"s{i}", state={"app:a": i, "user:u": i}
+        )
+        if i % 2:
+            stamp = 1700000000.123456789 + i  # sub-microsecond digits must survive
+            await service.append_event(session, delta_event({"k": i}, timestamp=stamp))
+    listed = (await service.list_sessions(app_name=APP)).sessions
+    assert len(listed) == 5
+    for got in listed:
+        full = await reload(service, got.user_id, got.id)
+        assert got.model_dump() == full.model_copy(update={"events": []}).model_dump()
+    assert len({id(s.events) for s in listed}) == 5  # no list shared between sessions
+    stamps = [(s.last_update_time, s.user_id, s.id) for s in listed]
+    assert stamps == sorted(stamps)
+
+
+async def test_listing_sees_messages_appended_around_the_service(
+    service: ThreadlineSessionService, store: Store
+) -> None:
+    session = await service.create_session(app_name=APP, user_id="u1", session_id="s1")
+    await service.append_event(session, delta_event({"k": 1}, timestamp=1700000000.5))
+    message = {
+        "id": "m-own",
+        "role": "user",
+        "parts": [{"type": "text", "text": "hi"}],
+        "createdAt": "2030-01-01T00:00:00.250Z",
+    }
+    store.append_messages(APP, "u1/s1", [message], user_id="u1")
+    (listed,) = (await service.list_sessions(app_name=APP, user_id="u1")).sessions
+    assert listed.last_update_time == (await reload(service, "u1", "s1")).last_update_time
+    assert listed.last_update_time == 1893456000.25
+
+
+async def test_sessions_without_the_bookkeeping_key_are_still_listed(
+    service: ThreadlineSessionService, store: Store
+) -> None:
+    await service.create_session(app_name=APP, user_id="u1", session_id="s1", state={"k": 1})
+    store.update_state(APP, "u1/s1", "u1", {"__adk_last_update__": None})
+    (listed,) = (await service.list_sessions(app_name=APP)).sessions
+    got = await reload(service, "u1", "s1")
+    assert (listed.id, listed.state, listed.last_update_time) == (
+        "s1",
+        {"k": 1},
+        got.last_update_time,
+    )
+
+
 # -- state scopes -------------------------------------------------------------------------------
 
 
@@ -366,7 +417,11 @@ async def test_state_scopes_are_threadline_scopes(
     await service.append_event(session, delta_event({"app:a": 1, "user:b": 2, "c": 3}))
     assert store.get_state(APP, "elsewhere", None) == {"app:a": 1}
     assert store.get_state(APP, "elsewhere", "u1") == {"app:a": 1, "user:b": 2}
-    assert store.get_state(APP, "u1/s1", "u1") == {"app:a": 1, "user:b": 2, "c": 3}
+    stored = store.get_state(APP, "u1/s1", "u1")
+    (event,) = (await reload(service, "u1", "s1")).events
+    # The adapter's bookkeeping key (head id, last update time) is the only extra session key.
+    assert stored.pop("__adk_last_update__") == [event.id, event.timestamp]
+    assert stored == {"app:a": 1, "user:b": 2, "c": 3}
 
 
 # -- get_user_state ---------------------------------------------------------------------------

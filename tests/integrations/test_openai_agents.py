@@ -53,6 +53,26 @@ def test_items_of_every_kind_come_back_exactly(store: Any) -> None:
     assert run(again.get_items()) == ITEMS
 
 
+def test_repeated_reads_return_fresh_items_that_follow_the_store(store: Any) -> None:
+    session = ThreadlineSession("s", store)
+    asyncio.run(session.add_items([dict(i) for i in ITEMS[:1] + ITEMS[3:]]))
+    first = asyncio.run(session.get_items())
+    for item in first:  # the caller owns what it got: changing it changes nothing stored
+        item["role"] = "changed"
+        item.pop("call_id", None)
+        for part in item.get("content", []) if isinstance(item.get("content"), list) else []:
+            part["text"] = "changed"
+    again = asyncio.run(session.get_items())
+    assert again == ITEMS[:1] + ITEMS[3:]
+    # A message changed in the store under the session is read as it is now.
+    stored = session.threadline_session.get_history()[0]
+    session.threadline_session.update_message(
+        {**stored, "parts": [{"type": "text", "text": "Be kind."}]}
+    )
+    assert asyncio.run(session.get_items())[0] == {"role": "system", "content": "Be kind."}
+    assert asyncio.run(session.get_items(limit=2)) == ITEMS[-2:]
+
+
 def test_pop_item_moves_the_head_to_the_parent_not_to_another_branch(store: Any) -> None:
     session = ThreadlineSession("s", store)
     run(session.add_items([{"role": "user", "content": c} for c in "abc"]))
@@ -92,8 +112,9 @@ def test_compaction_replaces_items_in_get_items_and_keeps_the_originals(store: A
 def test_no_storage_call_runs_on_the_event_loop(store_url: str) -> None:
     store = threadline.connect(store_url)
     seen: list[int] = []
-    for name in ("append_messages", "get_path_encoded", "get_path_tail", "get_compactions",
-                 "delete_messages", "set_head", "clear_messages", "search_messages"):  # fmt: skip
+    for name in ("append_messages", "get_path_encoded", "get_history_encoded", "get_path_tail",
+                 "get_compactions", "delete_messages", "set_head", "clear_messages",
+                 "search_messages"):  # fmt: skip
         method = getattr(store, name)
 
         def recording(*args: Any, _method: Any = method, **kwargs: Any) -> Any:

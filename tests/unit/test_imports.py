@@ -17,7 +17,12 @@ import pytest
 import threadline
 
 # Modules allowed to import third-party packages (at import time or lazily).
-NOT_CORE = ("threadline.cli", "threadline.server", "threadline.integrations")
+NOT_CORE = (
+    "threadline.cli",
+    "threadline.server",
+    "threadline.client",
+    "threadline.integrations",
+)
 
 
 def _core_modules() -> list[str]:

@@ -162,3 +162,32 @@ def test_merge_undo_matches_first_occurrence(records: list[dict[str, tuple[bool,
         for key, value in record.items():
             expected.setdefault(key, value)
     assert merge_undo(texts) == expected
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(value=_JSON, pad=st.sampled_from(["", " ", "\n", " \t"]))
+def test_loads_stored_decodes_what_json_loads_decodes(value: object, pad: str) -> None:
+    from threadline.store._common import loads_stored
+
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    assert loads_stored(text) == json.loads(text)
+    assert loads_stored(pad + text + pad) == json.loads(pad + text + pad)
+
+
+@given(garbage=st.text(max_size=20))
+def test_loads_stored_refuses_what_json_loads_refuses(garbage: str) -> None:
+    from threadline.store._common import loads_stored
+
+    try:
+        expected: object = json.loads(garbage)
+    except ValueError:
+        with pytest.raises(ValueError):
+            loads_stored(garbage)
+    else:
+        assert loads_stored(garbage) == expected

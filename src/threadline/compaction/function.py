@@ -146,6 +146,25 @@ def _answers_a_call_before(messages: Sequence[Message], index: int) -> bool:
     return False
 
 
+def keep_boundary(messages: Sequence[Message], keep: int) -> int:
+    """Where the newest ``keep`` messages start, moved earlier while the message there answers
+    a call before it, so that a call and its results stay on one side (``compact_when``).
+
+    >>> call = {"role": "assistant", "parts": [{"type": "tool-x", "toolCallId": "c1",
+    ...                                          "state": "input-available"}]}
+    >>> result = {"role": "tool", "parts": [{"type": "tool-x", "toolCallId": "c1",
+    ...                                      "state": "output-available", "output": 1}]}
+    >>> user = {"role": "user", "parts": []}
+    >>> keep_boundary([user, user, call, result], 1), keep_boundary([user, user, user], 1)
+    (2, 2)
+    """
+    _check_non_negative(keep=keep)
+    cut = max(len(messages) - keep, 0)
+    while 0 < cut < len(messages) and _answers_a_call_before(messages, cut):
+        cut -= 1
+    return cut
+
+
 def _only_results(message: Message) -> bool:
     parts = [p for p in parts_of(message) if p.get("type") not in _IGNORED_PART_TYPES]
     only = bool(parts) and all(is_tool_part(p) and _has_output(p) for p in parts)
@@ -378,13 +397,17 @@ class CompactFunction:
         >>> fn.prepare([]) is None
         True
         """
-        planned = plan_compaction(
-            messages,
-            protect_head=self.protect_head,
-            tail_token_budget=self.tail_token_budget,
-            min_tail_messages=self.min_tail_messages,
-            count_tokens=_message_counter(self.token_counter, context),
-        )
+        if context is not None and context.summarize_all:  # the caller chose the range
+            whole = any(not is_overlay_id(m.get("id")) for m in messages)
+            planned: tuple[int, int] | None = (0, len(messages)) if whole else None
+        else:
+            planned = plan_compaction(
+                messages,
+                protect_head=self.protect_head,
+                tail_token_budget=self.tail_token_budget,
+                min_tail_messages=self.min_tail_messages,
+                count_tokens=_message_counter(self.token_counter, context),
+            )
         if planned is None:
             return None
         middle = [m for m in messages[planned[0] : planned[1]] if not is_overlay_id(m.get("id"))]
@@ -511,6 +534,7 @@ __all__ = [
     "create_async_compact_function",
     "create_compact_function",
     "is_tool_result",
+    "keep_boundary",
     "plan_compaction",
     "previous_summary_of",
     "render_transcript",

@@ -25,7 +25,11 @@ How ADK's model maps onto threadline (docs: README "Google ADK"):
   value (it does not delete the key); threadline's ``None`` deletes, so ``None`` is stored as
   ``{"__adk_none__": true}`` and read back as ``None``.
 * ``last_update_time`` is the timestamp of the session's last event (its creation time while it
-  has none). ``list_sessions`` orders by it, then user, then id (ADK's order).
+  has none). ``list_sessions`` orders by it, then user, then id (ADK's order). It reads the
+  sessions with ``Store.list_sessions_with_state`` (one query per 1,000 sessions); the exact
+  float is kept, with the head id it belongs to, under the session-state key
+  ``__adk_last_update__`` (written in each event's transaction, never in ADK state), so no
+  session's last event is read unless messages were written around this service.
 * ``append_event`` raises ``StaleSessionError`` when the session object was read before another
   writer appended (as ``DatabaseSessionService``), and ignores an equal re-delivery of an event
   already stored (as ``InMemorySessionService``).
@@ -43,11 +47,14 @@ blocks on the database.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
+import threading
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -73,6 +80,7 @@ from threadline.errors import SessionExistsError
 from threadline.formats import from_genai, to_genai
 from threadline.messages import format_timestamp, parse_timestamp
 from threadline.store import Store, connect
+from threadline.types import SessionListing
 
 __all__ = [
     "ThreadlineMemoryService",
@@ -83,9 +91,89 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+_gc_lock = threading.Lock()
+_gc_pausers = 0
+_gc_was_enabled = False
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Hold off the cyclic garbage collector while a listing builds thousands of objects, none
+    of them garbage (collections triggered by those allocations walked the whole heap again
+    and again: ~40% of listing 10,000 sessions). Nested and concurrent uses share one pause;
+    the last one out restores the collector's state as the first one in found it."""
+    global _gc_pausers, _gc_was_enabled
+    with _gc_lock:
+        if _gc_pausers == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pausers += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pausers -= 1
+            if _gc_pausers == 0 and _gc_was_enabled:
+                gc.enable()
+
+
+_LISTED_FIELDS = ("id", "app_name", "user_id", "state", "last_update_time")
+
+
+def _construct_session(
+    session_id: str, app_name: str, user_id: str, state: dict[str, Any], last: float
+) -> Session:
+    """What ``Session(...)`` builds, without validating values that are of the right types by
+    construction (``list_sessions`` builds thousands): pydantic's ``model_construct``, cut
+    down to these fields. :data:`_listed_session` checks it against ``Session(...)`` once."""
+    session = Session.__new__(Session)
+    setattr_ = object.__setattr__
+    values = {
+        "id": session_id,
+        "app_name": app_name,
+        "user_id": user_id,
+        "state": state,
+        "events": [],
+        "last_update_time": last,
+    }
+    setattr_(session, "__dict__", values)
+    setattr_(session, "__pydantic_fields_set__", set(_LISTED_FIELDS))
+    setattr_(session, "__pydantic_extra__", None)
+    setattr_(session, "__pydantic_private__", {"_storage_update_marker": None})
+    return session
+
+
+def _validated_session(
+    session_id: str, app_name: str, user_id: str, state: dict[str, Any], last: float
+) -> Session:
+    return Session(
+        id=session_id, app_name=app_name, user_id=user_id, state=state, last_update_time=last
+    )
+
+
+def _pick_session_builder() -> Callable[[str, str, str, dict[str, Any], float], Session]:
+    """The fast builder if it makes exactly what validation makes on this pydantic/ADK."""
+    args = ("s", "a", "u", {"k": [1]}, 1.5)
+    fast, slow = _construct_session(*args), _validated_session(*args)
+    same = (
+        fast == slow
+        and vars(fast) == vars(slow)
+        and fast.__pydantic_fields_set__ == slow.__pydantic_fields_set__
+        and fast.__pydantic_private__ == slow.__pydantic_private__
+        and fast.__pydantic_extra__ == slow.__pydantic_extra__
+        and fast.model_dump() == slow.model_dump()
+    )
+    return _construct_session if same else _validated_session
+
+
+_listed_session = _pick_session_builder()
 _KEY = "adk"  # registry metadata and message metadata key
 _NONE = {"__adk_none__": True}  # how a None state value is stored (threadline's None deletes)
-_PAGE = 200
+_PAGE = 1000  # sessions per page of list_sessions_with_state
+# Session-state key holding [head message id, last_update_time] of an ADK session, written with
+# each append's delta (same transaction), never shown in ADK state: lets list_sessions read the
+# exact float timestamp without reading each session's last event.
+_LAST = "__adk_last_update__"
 _FORGOTTEN = "forgotten:"  # state key prefix, in a memory session, of deleted memory ids
 
 
@@ -241,7 +329,7 @@ def _encode_delta(delta: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _decode_state(stored: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: None if value == _NONE else value for key, value in stored.items()}
+    return {key: None if value == _NONE else value for key, value in stored.items() if key != _LAST}
 
 
 # --------------------------------------------------------------------------------------------
@@ -375,32 +463,58 @@ class ThreadlineSessionService(BaseSessionService):
             return None
         return await self._run(self._get_sync, app_name, user_id, normal, config)
 
+    def _list_paused(self, app_name: str, user_id: str | None) -> list[Session]:
+        with _gc_paused():
+            return self._list_sync(app_name, user_id)
+
     def _list_sync(self, app_name: str, user_id: str | None) -> list[Session]:
-        sessions: list[Session] = []
+        # One query per _PAGE sessions (registry row, session state, head) and one state read
+        # per distinct user (app:/user: keys); no read per session.
+        shared: dict[str, tuple[str, dict[str, Any]]] = {}  # user -> (id prefix, state)
+        found: list[tuple[float, str, str, dict[str, Any]]] = []
         cursor: str | None = None
         while True:
-            page = self.store.list_sessions(app_name, user_id=user_id, limit=_PAGE, cursor=cursor)
-            for info in page.sessions:
-                if info.user_id is None:
+            page = self.store.list_sessions_with_state(
+                app_name, user_id=user_id, limit=_PAGE, cursor=cursor
+            )
+            for listing in page.sessions:
+                owner = listing.user_id
+                if owner is None:
                     continue
-                entry = _registry_entry(info, info.user_id)
-                if entry is None:
+                if owner not in shared:
+                    prefix = threadline_session_id(owner, "")
+                    shared[owner] = prefix, self._state(app_name, prefix, owner)
+                prefix, common = shared[owner]
+                if not listing.id.startswith(prefix):
                     continue
-                head = self.store.get_head(app_name, info.id)
-                sessions.append(
-                    Session(
-                        id=str(entry["id"]),
-                        app_name=app_name,
-                        user_id=info.user_id,
-                        state=self._state(app_name, info.id, info.user_id),
-                        last_update_time=self._last_update(head, entry),
-                    )
-                )
+                last = self._listed_update(app_name, listing)
+                if last is None:
+                    continue
+                state = listing.state
+                if _NONE in state.values():
+                    state = _decode_state(state)
+                state = {**common, **state} if state else dict(common)
+                found.append((last, owner, listing.id[len(prefix) :], state))
             cursor = page.next_cursor
             if cursor is None:
                 break
-        sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
-        return sessions
+        found.sort()  # ADK's order: last update, user, id ((user, id) is unique: no dict compare)
+        return [
+            _listed_session(sid, app_name, owner, state, last) for last, owner, sid, state in found
+        ]
+
+    def _listed_update(self, app_name: str, listing: SessionListing) -> float | None:
+        """``last_update_time`` of a listed ADK session (its bookkeeping key is popped from
+        ``listing.state``); ``None`` for a session not made through this service."""
+        last = listing.state.pop(_LAST, None)
+        if isinstance(last, list) and len(last) == 2 and last[0] == listing.head_id:
+            return float(last[1])
+        # No bookkeeping key, or messages written around this service: read the registry.
+        entry = _registry_entry(listing.info, listing.user_id or "")
+        if entry is None:
+            return None
+        head = None if listing.head_id is None else self.store.get_head(app_name, listing.id)
+        return self._last_update(head, entry)
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
@@ -419,7 +533,7 @@ class ThreadlineSessionService(BaseSessionService):
         >>> [s.id for s in listed.sessions]
         ['b']
         """
-        sessions = await self._run(self._list_sync, app_name, user_id)
+        sessions = await self._run(self._list_paused, app_name, user_id)
         return ListSessionsResponse(sessions=sessions)
 
     def _user_state_sync(self, app_name: str, user_id: str) -> dict[str, Any]:
@@ -451,13 +565,12 @@ class ThreadlineSessionService(BaseSessionService):
             self.store.create_session(app_name, tl_id, user_id=user_id, metadata={_KEY: entry})
         except SessionExistsError:
             raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
-        delta = _encode_delta(state)
-        if delta:
-            try:
-                self.store.update_state(app_name, tl_id, user_id, delta)
-            except BaseException:
-                self.store.delete_session(app_name, tl_id)
-                raise
+        delta = {**_encode_delta(state), _LAST: [None, created]}
+        try:
+            self.store.update_state(app_name, tl_id, user_id, delta)
+        except BaseException:
+            self.store.delete_session(app_name, tl_id)
+            raise
         session = Session(
             id=session_id,
             app_name=app_name,
@@ -513,9 +626,9 @@ class ThreadlineSessionService(BaseSessionService):
         tl_id = threadline_session_id(user_id, session.id)
         if _registry_entry(self.store.get_session(app_name, tl_id), user_id) is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        head = self.store.get_head(app_name, tl_id)
+        tail = self.store.get_path_tail(app_name, tl_id, 1)  # the head's id, nothing decoded
         marker = session._storage_update_marker
-        if marker is not None and marker != ("" if head is None else head["id"]):
+        if marker is not None and marker != (tail[-1][0] if tail else ""):
             raise StaleSessionError(
                 "The session has been modified in storage since it was loaded. "
                 "Please reload the session before appending more events."
@@ -529,8 +642,9 @@ class ThreadlineSessionService(BaseSessionService):
                 message_id = f"{event.id}~{uuid.uuid4().hex[:12]}"
         message = event_to_message(event, message_id=message_id)
         delta = _encode_delta(event.actions.state_delta) if event.actions else {}
+        delta[_LAST] = [message["id"], event.timestamp]
         stored = self.store.append_messages(
-            app_name, tl_id, [message], user_id=user_id, state_delta=delta or None
+            app_name, tl_id, [message], user_id=user_id, state_delta=delta
         )
         return str(stored[0]["id"])
 

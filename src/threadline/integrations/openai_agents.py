@@ -28,7 +28,8 @@ No storage call runs on the event loop: each runs in a worker thread.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+import json
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from threadline.errors import InvalidArgumentError
@@ -41,6 +42,13 @@ from threadline.types import AUTO, AutoType, Message, SearchHit
 __all__ = ["ThreadlineSession"]
 
 T = TypeVar("T")
+_MEMO_ENTRIES = 4096  # converted messages kept per ThreadlineSession
+_MEMO_MAX_ROW = 64 * 1024  # larger stored messages (inline files...) are converted each time
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _is_scalar(value: object) -> bool:
+    return type(value) in _SCALARS
 
 
 def _coerce_settings(settings: Any) -> Any:
@@ -85,6 +93,8 @@ class ThreadlineSession:
             self._session.on_compaction(compaction)
         self._compaction = compaction
         self._parent: str | AutoType | None = AUTO
+        # message id -> (its stored JSON, its items: flat dicts to copy, or JSON text)
+        self._items_memo: dict[str, tuple[str, str | tuple[dict[str, Any], ...]]] = {}
 
     # -- plumbing ----------------------------------------------------------------------------
     @staticmethod
@@ -122,8 +132,44 @@ class ThreadlineSession:
             limit = self.session_settings.limit
         if limit is not None and limit <= 0:
             return []
-        history = await self._off_loop(self._session.get_history, limit=limit)
-        return to_openai_responses(history)
+        return await self._off_loop(self._read_items, limit)
+
+    def _read_items(self, limit: int | None) -> list[Any]:
+        store, app = self._store(), self._session.app_name
+        if store.get_compactions(app, self.session_id):
+            # Summaries take the place of what they cover: threadline's overlay read.
+            items = to_openai_responses(self._session.get_history(limit=limit))
+        else:
+            rows: Sequence[Sequence[Any]]
+            if limit is None:
+                rows = store.get_path_encoded(app, self.session_id)
+            else:
+                rows = store.get_path_tail(app, self.session_id, limit)
+            items = []
+            for row in rows:
+                items.extend(self._items_of(row[0], row[1]))
+        return items if limit is None else items[-limit:]
+
+    def _items_of(self, message_id: str, data: str) -> list[Any]:
+        """The items of one stored message, fresh objects each call. The conversion's result
+        is kept with the stored JSON it came from (a message changed in the store no longer
+        matches and is converted again): a turn re-reads mostly items an earlier turn
+        converted. Flat items (every value a string, number, bool or None) are kept as dicts
+        and copied; others as JSON text and decoded."""
+        memo = self._items_memo
+        kept = memo.get(message_id)
+        if kept is not None and kept[0] == data:
+            if isinstance(kept[1], str):
+                decoded: list[Any] = json.loads(kept[1])
+                return decoded
+            return [dict(item) for item in kept[1]]
+        items = to_openai_responses([decode_message(data)])
+        if len(data) <= _MEMO_MAX_ROW:
+            if len(memo) >= _MEMO_ENTRIES:
+                del memo[next(iter(memo))]  # the oldest entry
+            flat = all(type(i) is dict and all(map(_is_scalar, i.values())) for i in items)
+            memo[message_id] = (data, tuple(dict(i) for i in items) if flat else json.dumps(items))
+        return items
 
     async def add_items(self, items: list[Any]) -> None:
         """Append items in one transaction (nothing is stored if one cannot be).

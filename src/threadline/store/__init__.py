@@ -17,19 +17,32 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from threadline.errors import InvalidArgumentError
 from threadline.store._sqlite_paths import is_memory
-from threadline.store.base import UNSET, Entry, OwnerKind, RecentPath, SkillLoad, Store
+from threadline.store.base import (
+    UNSET,
+    ApiKey,
+    Entry,
+    OwnerKind,
+    RecentPath,
+    SessionDump,
+    SkillLoad,
+    Store,
+    TreeNode,
+)
 from threadline.store.postgres import PostgresStore
 from threadline.store.sqlite import SQLiteStore
 
 __all__ = [
     "UNSET",
+    "ApiKey",
     "Entry",
     "OwnerKind",
     "PostgresStore",
     "RecentPath",
     "SQLiteStore",
+    "SessionDump",
     "SkillLoad",
     "Store",
+    "TreeNode",
     "connect",
 ]
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from threadline._state import scope_of
+from threadline._validate import INT64_MAX
 from threadline.errors import InvalidArgumentError
 from threadline.messages import dumps
 from threadline.types import SessionInfo
@@ -67,6 +69,29 @@ def datetime_to_us(value: datetime) -> int:
 # --------------------------------------------------------------------------- JSON
 
 
+# The decoder's C scanner (an instance attribute, untyped in typeshed), without the wrappers.
+_scan_json: Callable[[str, int], tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]
+
+
+def loads_stored(text: str) -> Any:
+    """Decode JSON text the database produced (no surrounding whitespace), at a third of
+    ``json.loads``' cost on small documents (it skips the decoder's whitespace passes):
+    listings decode one state object per session.
+
+    >>> loads_stored('{"a":[1,null]}')
+    {'a': [1, None]}
+    >>> loads_stored(' {"a":1}')  # anything else still decodes (through json.loads)
+    {'a': 1}
+    """
+    try:
+        value, end = _scan_json(text, 0)
+    except StopIteration:
+        end = -1
+    if end != len(text):
+        return json.loads(text)
+    return value
+
+
 # --------------------------------------------------------------------------- list cursors
 
 
@@ -108,33 +133,78 @@ def decode_cursor(cursor: str) -> tuple[int, str]:
 # --------------------------------------------------------------------------- registry rows
 
 
+_new_info = object.__new__
+_set_dict = object.__setattr__
+
+
 def row_to_session_info(row: Sequence[Any]) -> SessionInfo:
     """Build a :class:`SessionInfo` from a row selected with :data:`SESSION_COLUMNS`.
 
+    The frozen dataclass is filled in one step (its ``__init__`` sets fifteen fields one
+    ``object.__setattr__`` at a time, which cost more than reading the row): a listing of
+    50 sessions is mostly this function.
+
     >>> row = ("s1", "app", None, None, None, None, None, 0, 0, 0.0, None, "{}", 0, 0, 1)
-    >>> row_to_session_info(row).updated_at.microsecond
-    1
+    >>> info = row_to_session_info(row)
+    >>> info.updated_at.microsecond, info == SessionInfo(**info.to_dict() | {
+    ...     "created_at": info.created_at, "updated_at": info.updated_at})
+    (1, True)
     """
     text = row[11]
     # Most sessions carry no metadata: skip the JSON decoder for the stored default '{}'.
     metadata = json.loads(text) if text and text != "{}" else {}
-    return SessionInfo(
-        id=row[0],
-        app_name=row[1],
-        user_id=row[2],
-        name=row[3],
-        parent_session_id=row[4],
-        model=row[5],
-        source=row[6],
-        input_tokens=int(row[7] or 0),
-        output_tokens=int(row[8] or 0),
-        estimated_cost=float(row[9] or 0.0),
-        end_reason=row[10],
-        metadata=metadata if isinstance(metadata, dict) else {},
-        message_count=int(row[12] or 0),
-        created_at=us_to_datetime(row[13]),
-        updated_at=us_to_datetime(row[14]),
+    info = _new_info(SessionInfo)
+    _set_dict(
+        info,
+        "__dict__",
+        {
+            "id": row[0],
+            "app_name": row[1],
+            "user_id": row[2],
+            "name": row[3],
+            "parent_session_id": row[4],
+            "model": row[5],
+            "source": row[6],
+            "input_tokens": int(row[7] or 0),
+            "output_tokens": int(row[8] or 0),
+            "estimated_cost": float(row[9] or 0.0),
+            "end_reason": row[10],
+            "metadata": metadata if isinstance(metadata, dict) else {},
+            "message_count": int(row[12] or 0),
+            "created_at": _EPOCH + timedelta(microseconds=row[13]),
+            "updated_at": _EPOCH + timedelta(microseconds=row[14]),
+        },
     )
+    return info
+
+
+# --------------------------------------------------------------------------- path reads
+
+
+def chained_tail(rows: Sequence[Sequence[Any]]) -> list[tuple[str, str, int]] | None:
+    """The path tail in ``rows`` — newest-first ``(id, data, depth, parent_id, head_id)`` by
+    ``seq`` — as ``(id, data, depth)`` root side first, when they chain from the head (each
+    row the parent of the one before, the first the head); ``None`` when they do not (a
+    branch or a moved head: the caller walks the tree instead). Rows after the root are
+    dropped.
+
+    >>> rows = [("m3", "{}", 3, "m2", "m3"), ("m2", "{}", 2, "m1", "m3")]
+    >>> chained_tail(rows)
+    [('m2', '{}', 2), ('m3', '{}', 3)]
+    >>> chained_tail([("m3", "{}", 3, "m2", "m9")]) is None  # the head is elsewhere
+    True
+    """
+    expected = rows[0][4] if rows else None
+    out: list[tuple[str, str, int]] = []
+    for message_id, data, depth, parent_id, _ in rows:
+        if message_id != expected:
+            return None
+        out.append((message_id, data, int(depth)))
+        expected = parent_id
+        if expected is None:
+            break
+    out.reverse()
+    return out
 
 
 # --------------------------------------------------------------------------- scoped state
@@ -223,11 +293,13 @@ def merge_undo(records: Iterable[str | None]) -> dict[str, tuple[bool, Any]]:
 
 __all__ = [
     "SESSION_COLUMNS",
+    "chained_tail",
     "datetime_to_us",
     "decode_cursor",
     "dumps",
     "encode_cursor",
     "is_session_key",
+    "loads_stored",
     "merge_undo",
     "now_us",
     "row_to_session_info",
@@ -236,3 +308,19 @@ __all__ = [
     "stored_delta",
     "us_to_datetime",
 ]
+
+
+def check_usage_sums(current: Sequence[Any], added: Sequence[Any]) -> None:
+    """Raise ``InvalidArgumentError`` if adding usage would overflow a counter (tokens past
+    the largest signed 64-bit integer, cost past the largest finite float).
+
+    >>> check_usage_sums((1, 2, 0.5), (10, 20, 0.25))
+    >>> check_usage_sums((2**63 - 1, 0, 0.0), (1, 0, 0.0))
+    Traceback (most recent call last):
+    threadline.errors.InvalidArgumentError: usage counters would overflow: input_tokens
+    """
+    names = ("input_tokens", "output_tokens", "estimated_cost")
+    for name, old, new in zip(names, current, added, strict=True):
+        total = old + new
+        if (isinstance(total, int) and total > INT64_MAX) or not math.isfinite(float(total)):
+            raise InvalidArgumentError(f"usage counters would overflow: {name}")

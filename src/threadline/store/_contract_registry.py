@@ -9,6 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 from threadline.store._values import UNSET
 from threadline.types import (
     SessionInfo,
+    SessionListingPage,
     SessionPage,
 )
 
@@ -71,6 +72,28 @@ class RegistryContract(Protocol):
         ['s3', 's2']
         >>> [s.id for s in store.list_sessions("default", cursor=page.next_cursor).sessions]
         ['s1']
+        """
+
+    def list_sessions_with_state(
+        self, app: str, *, user_id: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> SessionListingPage:
+        """``list_sessions`` in bulk form: each session with its session-scoped state, its
+        head id and the head message's ``createdAt``, all from ONE query per page (the state
+        aggregated by the database), in the same order and with the same cursors as
+        ``list_sessions``. For callers that list many sessions at once (an adapter building
+        its own session objects): no read per session.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> _ = store.append_messages("default", "s1", [{"id": "m1", "role": "user",
+        ...     "parts": [], "createdAt": "2026-01-01T00:00:00.000Z"}], state_delta={"k": 1})
+        >>> store.touch_session("default", "s2")
+        >>> page = store.list_sessions_with_state("default", limit=1)
+        >>> [(s.id, s.state, s.head_id) for s in page.sessions]
+        [('s2', {}, None)]
+        >>> (s1,) = store.list_sessions_with_state("default", cursor=page.next_cursor).sessions
+        >>> s1.id, s1.state, s1.head_id, s1.last_message_at
+        ('s1', {'k': 1}, 'm1', '2026-01-01T00:00:00.000Z')
         """
 
     def update_session(
@@ -162,6 +185,17 @@ class RegistryContract(Protocol):
         (2, 1)
         >>> store.count_sessions("default", without_user=True), store.count_sessions("other")
         (1, 0)
+        """
+
+    def list_apps(self) -> dict[str, int]:
+        """Every app that has sessions in the store, with its number of sessions, by name.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> for app, sid in (("travel", "s1"), ("travel", "s2"), ("demo", "s1")):
+        ...     store.touch_session(app, sid)
+        >>> store.list_apps()
+        {'demo': 1, 'travel': 2}
         """
 
     def forget_user(self, app: str, user_id: str) -> int:

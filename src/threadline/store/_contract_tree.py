@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from threadline.store._values import RecentPath
+from threadline.store._values import RecentPath, TreeNode
 from threadline.types import (
     AUTO,
     AutoType,
+    Compaction,
     Message,
     SearchHit,
 )
@@ -159,6 +160,31 @@ class TreeContract(Protocol):
         (['m1', 'm2'], [])
         """
 
+    def get_tree(
+        self,
+        app: str,
+        session_id: str,
+        *,
+        after_seq: int = 0,
+        limit: int = 1000,
+        attachments: str = "inline",
+    ) -> list[TreeNode]:
+        """Every message of the session (all branches), in ``seq`` order, with its parent:
+        the first ``limit`` with ``seq > after_seq`` (page on with the last ``seq`` seen).
+        ``[]`` for an unknown session.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> msgs = [{"id": f"m{i}", "role": "user", "parts": []} for i in (1, 2)]
+        >>> _ = store.append_messages("default", "s1", msgs)
+        >>> branch = {"id": "b", "role": "user", "parts": []}
+        >>> _ = store.append_messages("default", "s1", [branch], "m1")
+        >>> [(n.seq, n.message["id"], n.parent_id) for n in store.get_tree("default", "s1")]
+        [(1, 'm1', None), (2, 'm2', 'm1'), (3, 'b', 'm1')]
+        >>> [n.message["id"] for n in store.get_tree("default", "s1", after_seq=2)]
+        ['b']
+        """
+
     def get_path_encoded(
         self,
         app: str,
@@ -176,6 +202,26 @@ class TreeContract(Protocol):
         >>> _ = store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])
         >>> store.get_path_encoded("default", "s1")
         [('m1', '{"id":"m1","role":"user","parts":[]}')]
+        """
+
+    def get_history_encoded(
+        self,
+        app: str,
+        session_id: str,
+        leaf_id: str | None = None,
+        *,
+        attachments: str = "inline",
+    ) -> tuple[list[tuple[str, str]], list[Compaction]]:
+        """:meth:`get_path_encoded` and :meth:`get_compactions` in one read (what a history
+        needs; one round trip on PostgreSQL).
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> _ = store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])
+        >>> _ = store.add_compaction("default", "s1", "Hello.", "m1", "m1")
+        >>> rows, overlays = store.get_history_encoded("default", "s1")
+        >>> [row[0] for row in rows], [c.summary for c in overlays]
+        (['m1'], ['Hello.'])
         """
 
     def get_path_tail(

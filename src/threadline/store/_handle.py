@@ -89,6 +89,7 @@ class SessionStore:
     set_head = _Bound(Store.set_head)
     get_path = _Bound(Store.get_path)
     get_path_encoded = _Bound(Store.get_path_encoded)
+    get_history_encoded = _Bound(Store.get_history_encoded)
     get_path_tail = _Bound(Store.get_path_tail)
     get_path_ids = _Bound(Store.get_path_ids)
     get_recent_path = _Bound(Store.get_recent_path)
@@ -150,7 +151,7 @@ class SessionStore:
         >>> h = threadline.connect(":memory:").session("default", "s1")
         >>> h.read_attachment("sha256:" + "0" * 64)
         Traceback (most recent call last):
-        threadline.errors.InvalidArgumentError: app 'default' has no attachment sha256:000000000000…
+        threadline.errors.AttachmentNotFoundError: app 'default' has no attachment ...
         """
         return self.store.read_attachment(self.app, ref)
 

@@ -11,7 +11,11 @@ while the server was down, and the pool logged a warning per failed attempt. Her
   fresh one, the server is *up* again, and one line says so. In the first
   :data:`_GRACE` seconds of an outage the attempt is repeated until then, so that an
   operation cut by a quick restart is retried onto the restarted server;
-* psycopg_pool's own warnings about these pools are dropped (the state lines replace them).
+* psycopg_pool's own warnings about these pools are dropped (the state lines replace them);
+* a connection handed out is checked without a round trip: an idle connection has nothing to
+  read, so only one whose socket is readable (the server closed it, or sent a notice) gets
+  psycopg_pool's real check, a query. A server that dies between that look and the query
+  fails the operation as any failure during it would.
 
 No I/O at import; psycopg is handed in by the caller (it is an optional extra).
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import select
 import threading
 import time
 from collections.abc import Iterator
@@ -52,6 +57,15 @@ def is_connection_failure(exc: BaseException, pool_module: Any) -> bool:
     return sqlstate is None or sqlstate.startswith(("08", "57P"))
 
 
+def _has_input(fd: int) -> bool:
+    """Whether the socket ``fd`` has something to read (or was closed), without waiting."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        return bool(poller.poll(0))
+    return bool(select.select([fd], [], [], 0)[0])  # pragma: no cover (Windows)
+
+
 class ServerPool:
     """The pool of one store: ``connection()`` hands out a connection or raises fast."""
 
@@ -72,11 +86,17 @@ class ServerPool:
             min_size=self._sizes[0],
             max_size=self._sizes[1],
             kwargs={"autocommit": True},
-            check=self._pool_module.ConnectionPool.check_connection,  # drop dead connections
+            check=self._check,  # drop dead connections
             name=self.name,
             timeout=_WAIT,
             open=True,
         )
+
+    def _check(self, conn: Any) -> None:
+        """psycopg_pool's check (a query, raising for a dead connection), only when the
+        socket says something happened to the connection since its last use."""
+        if _has_input(conn.fileno()):
+            self._pool_module.ConnectionPool.check_connection(conn)
 
     @property
     def is_down(self) -> bool:
@@ -132,6 +152,11 @@ class ServerPool:
         _log.warning("threadline: PostgreSQL reachable again; connections renewed")
         # The old pool may still be backing off: close it without holding anyone up.
         threading.Thread(target=old.close, kwargs={"timeout": 1.0}, daemon=True).start()
+
+    def stats(self) -> tuple[int, int, int]:
+        """``(connections held, of which idle, requests waiting)`` of the current pool."""
+        stats = self._pool.get_stats()
+        return stats["pool_size"], stats["pool_available"], stats.get("requests_waiting", 0)
 
     def close(self) -> None:
         """Close the pool (idempotent)."""

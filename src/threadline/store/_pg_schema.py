@@ -107,7 +107,14 @@ _V2 = [
     "CREATE INDEX IF NOT EXISTS tl_message_chunks_tsv ON tl_message_chunks USING gin (tsv)",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2]
+# Version 3: HTTP API keys (store/_sql_keys.py), only a hash of each key.
+_V3 = [
+    """CREATE TABLE IF NOT EXISTS tl_api_keys (
+        id TEXT NOT NULL PRIMARY KEY, app TEXT NOT NULL, user_id TEXT,
+        key_hash TEXT NOT NULL UNIQUE, created_at BIGINT NOT NULL, revoked_at BIGINT)""",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3]
 """``MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (version 0: no tables yet)."""
 
 SCHEMA_VERSION = len(MIGRATIONS)  # derived, so adding a migration cannot leave it behind

@@ -277,6 +277,13 @@ class _Reader(Protocol):
     def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None: ...
 
 
+class _SearchTx(_Reader, Protocol):
+    #: The plan of a search's "all" pass, reused by its "any" pass: (key, plan, scan).
+    search_plan: tuple[Any, Plan, bool] | None
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+
 class Plan(NamedTuple):
     """How to search a store: the terms kept and how many matches to score (None: all)."""
 
@@ -341,3 +348,50 @@ def entry_search_sql(
         f"AND ({where}) ORDER BY {score} DESC, updated_at DESC, key LIMIT ?"
     )
     return sql, [app, label, *where_params, *score_params, limit]
+
+
+def search_message_rows(
+    tx: _SearchTx,
+    app: str,
+    terms: Sequence[Term],
+    mode: MatchMode,
+    session_id: str | None,
+    owner: OwnerFilter,
+    limit: int,
+) -> list[tuple[Any, ...]]:
+    """One search pass (``SQLStore._search_message_rows``): rows ``(session_id, id, role,
+    data, score)``, best first, in one round trip after the plan's."""
+    # In one session, test its own rows (docs/search.md, "Cost"); else bound the work.
+    key = (tuple(terms), session_id)
+    if mode == "any" and tx.search_plan is not None and tx.search_plan[0] == key:
+        _, plan, scan = tx.search_plan
+    else:
+        scan = session_id is not None and session_scan(tx, app, session_id)
+        plan = Plan(list(terms)) if session_id is not None else plan_terms(tx, terms)
+        tx.search_plan = (key, plan, scan)
+    terms = plan.terms
+    built = message_search_sql(
+        app, terms, mode, session_id, owner, limit,
+        candidates=None if plan.candidates is None else max(plan.candidates, limit),
+        scan_session=scan,
+    )  # fmt: skip
+    if built is None:
+        return []
+    # Long texts are also matched against every word chunk: a small second pass over
+    # only the messages that have chunks (in the same round trip), merged by score.
+    more = message_search_sql(app, terms, mode, session_id, owner, limit, long_texts=True)
+    assert more is not None
+    both = tx.all(
+        f"SELECT 0, row_number() OVER (), a.* FROM ({built[0]}) a "
+        f"UNION ALL SELECT 1, row_number() OVER (), b.* FROM ({more[0]}) b",
+        [*built[1], *more[1]],
+    )
+    both.sort(key=lambda row: (row[0], row[1]))
+    rows = [row[2:] for row in both if row[0] == 0]
+    extra = [row[2:] for row in both if row[0] == 1]
+    if not extra:
+        return rows
+    seen = {(row[0], row[1]) for row in rows}
+    rows += [row for row in extra if (row[0], row[1]) not in seen]
+    rows.sort(key=lambda row: -float(row[4]))
+    return rows[:limit]

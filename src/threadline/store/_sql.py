@@ -23,17 +23,22 @@ A backend implements these hooks (all receive a :class:`Tx`, the open transactio
     Run ``fn(tx)`` in ONE write transaction and commit; roll back if it raises.
     ``lock=(app, session_id, user_id)`` means "this write changes that session": the backend
     must serialise it against every other write to the session (SQLite: ``BEGIN IMMEDIATE``
-    already does; PostgreSQL: insert the registry row if missing (``ON CONFLICT DO
-    NOTHING``, with ``user_id``) then ``SELECT ... FOR UPDATE`` it) before calling ``fn``.
+    already does; PostgreSQL: insert the registry row if missing, with ``user_id``, and
+    row-lock it, in one upsert) before calling ``fn``. ``Tx.send`` may defer a statement
+    until the next read or the commit (PostgreSQL's pipeline, docs/postgres.md); ``Tx.many``
+    reads several queries in one round trip.
     ``fn`` itself reads ``head_id``/``last_seq`` and upserts the registry row. Driver
     errors become ``StoreError(operation, cause)``; ``ThreadlineError`` passes untouched.
     May retry ``fn`` on serialisation failures (``fn`` has no side effects outside ``tx``).
 ``_read(operation, fn) -> T``
     Run ``fn(tx)`` for reading (no writes); same error wrapping. Multi-statement reads in
     the base are rare and tolerate concurrent commits between statements.
+``_head_state_query(app, session_id, ids) -> (sql, params)``
+    An append's first read (has a default); a backend may add which ``ids`` are stored.
 ``_insert_message(tx, row: MessageRow) -> bool``
     Insert one message row unless ``(app, session_id, id)`` exists (``ON CONFLICT DO
-    NOTHING``), plus its search-index entry from ``row.text``. True if it was written.
+    NOTHING``), plus its search-index entry from ``row.text``. True if it was written. (A
+    backend whose head read says which ids are stored is only asked for the others.)
 ``_reindex_message(tx, app, session_id, message_id, text) -> None``
     After the base updated a message row: replace its search text.
 ``_unindex_messages(tx, app, session_id, message_ids | None) -> None``
@@ -83,14 +88,27 @@ from threadline.store._sql_base import (
     owner_clause,
 )
 from threadline.store._sql_content import ContentMixin
+from threadline.store._sql_keys import KeysMixin
+from threadline.store._sql_nodes import NodesMixin
 from threadline.store._sql_registry import RegistryMixin
 from threadline.store._sql_state import StateMixin
+from threadline.store._sql_transfer import TransferMixin
 from threadline.store._sql_tree import TreeMixin
 
 
-class SQLStore(RegistryMixin, TreeMixin, ContentMixin, StateMixin, AttachmentMixin):
+class SQLStore(
+    TransferMixin,
+    RegistryMixin,
+    TreeMixin,
+    NodesMixin,
+    ContentMixin,
+    StateMixin,
+    AttachmentMixin,
+    KeysMixin,
+):
     """Shared implementation of the Store protocol, room by room (registry, tree, content,
-    state); a backend subclass supplies the dialect hooks of :class:`SQLBase`."""
+    state, API keys, transfer); a backend subclass supplies the dialect hooks of
+    :class:`SQLBase`."""
 
     def session(self, app: str, session_id: str, *, user_id: str | None = None) -> SessionStore:
         """One session's view of the store (``Store.session``).

@@ -23,7 +23,7 @@ from threadline._attachments import (
     ref_sha,
     restore_json,
 )
-from threadline.errors import InvalidArgumentError
+from threadline.errors import AttachmentNotFoundError
 from threadline.messages import decode_message
 from threadline.store._sql_base import Row, SQLBase, Tx, _chunks, _in_list
 from threadline.types import Message
@@ -39,7 +39,7 @@ _SQL_REF = (
 )
 _SQL_CHUNKS = "SELECT data FROM tl_attachment_chunks WHERE app = ? AND sha256 = ? ORDER BY idx"
 _SQL_KIND = "SELECT kind FROM tl_attachments WHERE app = ? AND sha256 = ?"
-_SQL_SESSION_HAS_REFS = "SELECT 1 FROM tl_message_refs WHERE app = ? AND session_id = ? LIMIT 1"
+SQL_SESSION_HAS_REFS = "SELECT 1 FROM tl_message_refs WHERE app = ? AND session_id = ? LIMIT 1"
 _SQL_STILL_USED = "SELECT 1 FROM tl_message_refs WHERE app = ? AND sha256 = ? LIMIT 1"
 
 
@@ -57,8 +57,8 @@ class AttachmentMixin(SQLBase):
             if tx.execute(_SQL_PUT, (app, blob.sha256, blob.kind, len(blob.data), count)):
                 for idx in range(count):
                     chunk = blob.data[idx * CHUNK_BYTES : (idx + 1) * CHUNK_BYTES]
-                    tx.execute(_SQL_PUT_CHUNK, (app, blob.sha256, idx, chunk))
-            tx.execute(_SQL_REF, (app, session_id, message_id, blob.sha256))
+                    tx.send(_SQL_PUT_CHUNK, (app, blob.sha256, idx, chunk))
+            tx.send(_SQL_REF, (app, session_id, message_id, blob.sha256))
 
     def _drop_refs(
         self, tx: Tx, app: str, session_id: str, message_ids: Sequence[str] | None
@@ -75,34 +75,42 @@ class AttachmentMixin(SQLBase):
             rows = tx.all(sql, (*key, *batch))
             if rows:
                 shas.update(row[0] for row in rows)
-                tx.execute(f"DELETE FROM tl_message_refs WHERE {cond}", (*key, *batch))
+                tx.send(f"DELETE FROM tl_message_refs WHERE {cond}", (*key, *batch))
         for sha in sorted(shas):  # sorted: one lock order for concurrent collectors
             if tx.one(_SQL_STILL_USED, (app, sha)) is None:
                 for table in ("tl_attachment_chunks", "tl_attachments"):
-                    tx.execute(f"DELETE FROM {table} WHERE app = ? AND sha256 = ?", (app, sha))
+                    tx.send(f"DELETE FROM {table} WHERE app = ? AND sha256 = ?", (app, sha))
 
     @staticmethod
     def _blob_data(tx: Tx, app: str, sha: str) -> bytes:
         rows = tx.all(_SQL_CHUNKS, (app, sha))
         if not rows:
-            raise InvalidArgumentError(f"app {app!r} has no attachment sha256:{sha[:12]}…")
+            raise AttachmentNotFoundError(f"app {app!r} has no attachment sha256:{sha[:12]}…")
         return b"".join(bytes(row[0]) for row in rows)
 
-    def _with_attachments(
+    def _session_rows(
         self,
         tx: Tx,
         app: str,
-        rows: list[Row],
+        session_id: str,
+        query: tuple[str, Sequence[Any]],
         column: int,
         mode: str,
-        session_id: str | None = None,
+    ) -> list[Row]:
+        """Rows of a query over one session's messages, made whole as by
+        :meth:`_with_attachments`. The query and a probe for the session's attachments go
+        in one round trip (``Tx.many``): a session without any costs no scan of the rows."""
+        if mode == "ref":
+            return tx.all(*query)
+        rows, refs = tx.many([query, (SQL_SESSION_HAS_REFS, (app, session_id))])
+        return self._with_attachments(tx, app, rows, column, mode) if refs else rows
+
+    def _with_attachments(
+        self, tx: Tx, app: str, rows: list[Row], column: int, mode: str
     ) -> list[Row]:
         """``rows`` with the JSON at ``column`` made whole (``mode`` ``"inline"``) or left
-        holding references (``"ref"``). With ``session_id`` (rows of that one session), a
-        session without attachments costs one index probe instead of a scan of every row."""
+        holding references (``"ref"``)."""
         if mode == "ref" or not rows:
-            return rows
-        if session_id is not None and tx.one(_SQL_SESSION_HAS_REFS, (app, session_id)) is None:
             return rows
         if not any(map(_HAS_REFS, map(itemgetter(column), rows))):  # C-level test per row
             return rows
@@ -131,7 +139,7 @@ class AttachmentMixin(SQLBase):
         """The content of an attachment of ``app``: ``bytes`` for file data, ``str`` for text.
 
         ``ref`` is a reference dict (``get_history(attachments="ref")``) or ``"sha256:<hex>"``.
-        ``InvalidArgumentError`` for an attachment the app does not have.
+        ``AttachmentNotFoundError`` for an attachment the app does not have.
 
         >>> import threadline
         >>> from threadline._attachments import ATTACH_MIN_BYTES

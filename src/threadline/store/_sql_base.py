@@ -29,18 +29,18 @@ from threadline.store._common import (
     now_us,
     row_to_session_info,
     state_owner,
-    state_undo,
     us_to_datetime,
 )
 from threadline.store._sql_text import (
+    SQL_HEAD_STATE,
     SQL_OWNER,
     SQL_SESSION,
-    SQL_SESSION_STATE,
     SQL_STATE_DELETE,
     SQL_STATE_UPSERT,
     SQL_TOUCH,
 )
 from threadline.types import (
+    Compaction,
     Message,
     SessionInfo,
 )
@@ -92,6 +92,17 @@ class Tx(Protocol):
         """Run a query; return every row."""
         ...
 
+    def send(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Run a statement whose result nobody reads. A backend may hold it back and send it
+        with the next query or the commit (PostgreSQL's pipeline): its error, if any, is
+        raised there, and the transaction fails whole."""
+        ...
+
+    def many(self, queries: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
+        """Run several queries (and whatever was sent before) in one round trip where the
+        backend can; every row of each, in order."""
+        ...
+
 
 class MessageRow(NamedTuple):
     """One ``tl_messages`` row (:data:`MESSAGE_COLUMNS` order) plus its search ``text``."""
@@ -139,6 +150,11 @@ def _in_list(count: int) -> str:
 
 def _chunks(items: Sequence[str]) -> list[Sequence[str]]:
     return [items[i : i + _CHUNK] for i in range(0, len(items), _CHUNK)]
+
+
+def compactions_of(rows: Sequence[Row]) -> list[Compaction]:
+    """:class:`Compaction` values of :data:`SQL_COMPACTIONS` rows."""
+    return [Compaction(r[0], r[1], r[2], r[3], us_to_datetime(r[4])) for r in rows]
 
 
 def _hit_time(message: Message) -> datetime | None:
@@ -221,6 +237,10 @@ class SQLBase(ABC):
     #: Suffix that row-locks what a ``SELECT`` returns; empty where a write transaction
     #: already excludes every other writer (SQLite's ``BEGIN IMMEDIATE``).
     _FOR_UPDATE = ""
+
+    #: Aggregate of ``tl_state`` rows aliased ``t`` into ONE JSON object text (key -> the
+    #: stored JSON value), ``'{}'`` or NULL for no rows; PostgreSQL spells it its own way.
+    _STATE_OBJECT = "json_group_object(t.key, json(t.value))"
 
     #: What "now" is for this store (``updated_at``, overlay and block times, purge cutoffs):
     #: ``None`` is the system clock; tests inject one (``clock=`` of the backends).
@@ -310,6 +330,16 @@ class SQLBase(ABC):
     def close(self) -> None:
         """Release connections. Idempotent."""
 
+    def _head_state_query(
+        self, app: str, session_id: str, ids: Sequence[str]
+    ) -> tuple[str, Sequence[Any]]:
+        """The first read of an append: :data:`SQL_HEAD_STATE`. A backend whose inserts get
+        no answer before the commit (PostgreSQL's pipeline) adds a sixth column, which of
+        ``ids`` are stored already as 1-based positions in ``ids`` (exact: the session row
+        is locked), and its
+        ``_insert_message`` is then only called for the others."""
+        return SQL_HEAD_STATE, (app, session_id)
+
     # ------------------------------------------------------------------ lifecycle
 
     def __enter__(self) -> Self:
@@ -325,19 +355,12 @@ class SQLBase(ABC):
             row = tx.one(SQL_OWNER, (app, session_id))
             _check_owner(app, session_id, row[0] if row else None, user_id)
         now = self._now_us()
-        tx.execute(SQL_TOUCH, (app, session_id, user_id, now, now))
+        tx.send(SQL_TOUCH, (app, session_id, user_id, now, now))
 
     @staticmethod
     def _session_row(tx: Tx, app: str, session_id: str) -> SessionInfo | None:
         row = tx.one(SQL_SESSION, (app, session_id))
         return row_to_session_info(row) if row is not None else None
-
-    @staticmethod
-    def _undo_record(
-        tx: Tx, app: str, session_id: str, delta: Mapping[str, Any]
-    ) -> dict[str, list[Any]]:
-        current = {row[0]: row[1] for row in tx.all(SQL_SESSION_STATE, (app, session_id))}
-        return state_undo(delta, current)
 
     @staticmethod
     def _apply_state(
@@ -347,6 +370,6 @@ class SQLBase(ABC):
         for key, value in sorted(delta.items()):
             owner, owner_id = state_owner(key, session_id, user_id)
             if value is None:
-                tx.execute(SQL_STATE_DELETE, (app, owner, owner_id, key))
+                tx.send(SQL_STATE_DELETE, (app, owner, owner_id, key))
             else:
-                tx.execute(SQL_STATE_UPSERT, (app, owner, owner_id, key, dumps(value)))
+                tx.send(SQL_STATE_UPSERT, (app, owner, owner_id, key, dumps(value)))

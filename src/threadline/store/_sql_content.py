@@ -23,8 +23,10 @@ from threadline.store._sql_base import (
     Tx,
     _hit_time,
     _owner_filter,
+    compactions_of,
 )
 from threadline.store._sql_text import (
+    SQL_COMPACTIONS,
     SQL_IS_ANCESTOR,
     SQL_NODE,
 )
@@ -100,7 +102,7 @@ class ContentMixin(AttachmentMixin):
                 (app, session_id),
             )
             overlay_id, now = uuid.uuid4().hex, self._now_us()
-            tx.execute(
+            tx.send(
                 "INSERT INTO tl_compactions (app, session_id, id, summary, from_message_id, "
                 "to_message_id, seq, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (app, session_id, overlay_id, summary, from_message_id, to_message_id,
@@ -115,12 +117,8 @@ class ContentMixin(AttachmentMixin):
 
     def get_compactions(self, app: str, session_id: str) -> list[Compaction]:
         """Every overlay of the session, oldest first."""
-        sql = (
-            "SELECT id, summary, from_message_id, to_message_id, created_at FROM tl_compactions "
-            "WHERE app = ? AND session_id = ? ORDER BY seq"
-        )
-        rows = self._read("get_compactions", lambda tx: tx.all(sql, (app, session_id)))
-        return [Compaction(r[0], r[1], r[2], r[3], us_to_datetime(r[4])) for r in rows]
+        sql, key = SQL_COMPACTIONS, (app, session_id)
+        return compactions_of(self._read("get_compactions", lambda tx: tx.all(sql, key)))
 
     def get_skill_loads(self, app: str, session_id: str) -> list[SkillLoad]:
         """Indexed skill loads, oldest message first."""
@@ -164,7 +162,7 @@ class ContentMixin(AttachmentMixin):
         )
 
         def run(tx: Tx) -> None:
-            tx.execute(sql, (app, owner, owner_id, label, content, self._now_us()))
+            tx.send(sql, (app, owner, owner_id, label, content, self._now_us()))
             if owner == "session":
                 self._touch(tx, app, owner_id, user_id)
 
@@ -193,7 +191,7 @@ class ContentMixin(AttachmentMixin):
         def run(tx: Tx) -> None:
             # Like every write to a session it registers the session: a prompt is never left
             # behind by a racing delete_session without its session.
-            tx.execute(sql, params)
+            tx.send(sql, params)
             self._touch(tx, app, session_id)
 
         self._write("set_prompt", run, lock=(app, session_id, None))

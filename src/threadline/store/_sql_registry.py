@@ -13,10 +13,12 @@ from threadline.errors import (
 )
 from threadline.store._common import (
     SESSION_COLUMNS,
+    check_usage_sums,
     datetime_to_us,
     decode_cursor,
     dumps,
     encode_cursor,
+    loads_stored,
     row_to_session_info,
 )
 from threadline.store._sql_attach import AttachmentMixin
@@ -32,8 +34,37 @@ from threadline.store._sql_text import (
 from threadline.store.base import UNSET
 from threadline.types import (
     SessionInfo,
+    SessionListing,
+    SessionListingPage,
     SessionPage,
 )
+
+_PREFIXED_COLUMNS = ", ".join("s." + column for column in SESSION_COLUMNS.split(", "))
+
+
+def _list_filter(
+    app: str, user_id: str | None, limit: int, cursor: str | None, *, prefix: str = ""
+) -> tuple[str, list[Any]]:
+    """WHERE clause and parameters of one session-list page (checks ``limit``/``cursor``)."""
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise InvalidArgumentError(f"limit must be a positive integer, got {limit!r}")
+    where: list[str] = [f"{prefix}app = ?"]
+    params: list[Any] = [app]
+    if user_id is not None:
+        where.append(f"{prefix}user_id = ?")
+        params.append(user_id)
+    if cursor is not None:
+        where.append(f"({prefix}updated_at, {prefix}id) < (?, ?)")
+        params.extend(decode_cursor(cursor))
+    return " AND ".join(where), params
+
+
+def _next_cursor(rows: Sequence[Sequence[Any]], limit: int) -> str | None:
+    """Cursor after the last row of a page fetched with ``limit + 1`` (``None``: no more)."""
+    if len(rows) <= limit:
+        return None
+    last = rows[limit - 1]
+    return encode_cursor(last[14], last[0])
 
 
 class RegistryMixin(AttachmentMixin):
@@ -84,28 +115,37 @@ class RegistryMixin(AttachmentMixin):
         self, app: str, *, user_id: str | None = None, limit: int = 50, cursor: str | None = None
     ) -> SessionPage:
         """Newest ``updated_at`` first (ties: ``id`` descending), keyset-paginated."""
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-            raise InvalidArgumentError(f"limit must be a positive integer, got {limit!r}")
-        where: list[str] = ["app = ?"]
-        params: list[Any] = [app]
-        if user_id is not None:
-            where.append("user_id = ?")
-            params.append(user_id)
-        if cursor is not None:
-            position = decode_cursor(cursor)
-            where.append("(updated_at, id) < (?, ?)")
-            params.extend(position)
+        where, params = _list_filter(app, user_id, limit, cursor)
         sql = (
-            f"SELECT {SESSION_COLUMNS} FROM tl_sessions WHERE {' AND '.join(where)} "
+            f"SELECT {SESSION_COLUMNS} FROM tl_sessions WHERE {where} "
             "ORDER BY updated_at DESC, id DESC LIMIT ?"
         )
         rows = self._read("list_sessions", lambda tx: tx.all(sql, (*params, limit + 1)))
         infos = [row_to_session_info(row) for row in rows[:limit]]
-        next_cursor = None
-        if len(rows) > limit:
-            last = rows[limit - 1]
-            next_cursor = encode_cursor(last[14], last[0])
-        return SessionPage(sessions=infos, next_cursor=next_cursor)
+        return SessionPage(sessions=infos, next_cursor=_next_cursor(rows, limit))
+
+    def list_sessions_with_state(
+        self, app: str, *, user_id: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> SessionListingPage:
+        """``list_sessions`` with each session's state, head id and head ``createdAt``, in one
+        query per page (the dialect aggregates the state rows into one JSON object)."""
+        where, params = _list_filter(app, user_id, limit, cursor, prefix="s.")
+        state = (
+            f"(SELECT {self._STATE_OBJECT} FROM tl_state t WHERE t.app = s.app "
+            "AND t.owner = 'session' AND t.owner_id = s.id)"
+        )
+        sql = (
+            f"SELECT {_PREFIXED_COLUMNS}, {state}, s.head_id, m.created_at FROM tl_sessions s "
+            "LEFT JOIN tl_messages m ON m.app = s.app AND m.session_id = s.id AND m.id = s.head_id "
+            f"WHERE {where} ORDER BY s.updated_at DESC, s.id DESC LIMIT ?"
+        )
+        rows = self._read("list_sessions", lambda tx: tx.all(sql, (*params, limit + 1)))
+        loads = loads_stored
+        listings = [
+            SessionListing(row, loads(row[15]) if row[15] and row[15] != "{}" else {}, *row[16:])
+            for row in rows[:limit]
+        ]
+        return SessionListingPage(sessions=listings, next_cursor=_next_cursor(rows, limit))
 
     def update_session(
         self,
@@ -178,7 +218,7 @@ class RegistryMixin(AttachmentMixin):
         changed += tx.execute(
             "DELETE FROM tl_state WHERE app = ? AND owner = 'session' AND owner_id = ?", key
         )
-        tx.execute("DELETE FROM tl_sessions WHERE app = ? AND id = ?", key)
+        tx.send("DELETE FROM tl_sessions WHERE app = ? AND id = ?", key)
         return existed or changed > 0
 
     def purge_sessions(self, app: str, *, before: datetime, user_id: str | None = None) -> int:
@@ -212,7 +252,20 @@ class RegistryMixin(AttachmentMixin):
             "estimated_cost = tl_sessions.estimated_cost + excluded.estimated_cost, " + _UPDATED_AT
         )
         params = (app, session_id, now, now, int(input_tokens), int(output_tokens), float(cost))
-        self._write("add_usage", lambda tx: tx.execute(sql, params), lock=(app, session_id, None))
+
+        def run(tx: Tx) -> None:
+            # The session row is locked: check the sums before PostgreSQL raises on an
+            # overflow (or SQLite turns the integer into a float, or the cost into inf).
+            row = tx.one(
+                "SELECT input_tokens, output_tokens, estimated_cost FROM tl_sessions "
+                "WHERE app = ? AND id = ?",
+                (app, session_id),
+            )
+            if row is not None:
+                check_usage_sums(row, params[4:])
+            tx.execute(sql, params)
+
+        self._write("add_usage", run, lock=(app, session_id, None))
 
     def count_sessions(
         self, app: str, *, user_id: str | None = None, without_user: bool = False
@@ -224,6 +277,12 @@ class RegistryMixin(AttachmentMixin):
         row = self._read("count_sessions", lambda tx: tx.one(sql, (app, *params)))
         return int(row[0]) if row else 0
 
+    def list_apps(self) -> dict[str, int]:
+        """Every app with sessions and its session count, by name (``Store.list_apps``)."""
+        sql = "SELECT app, COUNT(*) FROM tl_sessions GROUP BY app ORDER BY app"
+        rows = self._read("list_apps", lambda tx: tx.all(sql))
+        return {str(app): int(count) for app, count in rows}
+
     def forget_user(self, app: str, user_id: str) -> int:
         """Delete everything of ``user_id`` in ``app`` in one transaction: their sessions
         (with all that hangs off them), user-scoped blocks and ``user:`` state. Returns the
@@ -234,7 +293,7 @@ class RegistryMixin(AttachmentMixin):
             for session_id in ids:
                 self._delete_session(tx, app, session_id)
             for table in ("tl_blocks", "tl_state"):
-                tx.execute(
+                tx.send(
                     f"DELETE FROM {table} WHERE app = ? AND owner = 'user' AND owner_id = ?",
                     (app, user_id),
                 )

@@ -71,10 +71,10 @@ class StateMixin(SQLBase):
             )
             for key, (existed, old) in merge_undo(row[0] for row in records).items():
                 if existed:
-                    tx.execute(SQL_STATE_UPSERT, (app, "session", session_id, key, dumps(old)))
+                    tx.send(SQL_STATE_UPSERT, (app, "session", session_id, key, dumps(old)))
                 else:
-                    tx.execute(SQL_STATE_DELETE, (app, "session", session_id, key))
+                    tx.send(SQL_STATE_DELETE, (app, "session", session_id, key))
             self._touch(tx, app, session_id)
-            tx.execute(SQL_SET_HEAD, (node[3], app, session_id))
+            tx.send(SQL_SET_HEAD, (node[3], app, session_id))
 
         self._write("rewind", run, lock=(app, session_id, None))

@@ -52,6 +52,10 @@ SQL_HEAD_DEPTH = (
     "SELECT m.depth FROM tl_sessions s JOIN tl_messages m "
     "ON m.app = s.app AND m.session_id = s.id AND m.id = s.head_id WHERE s.app = ? AND s.id = ?"
 )
+SQL_COMPACTIONS = (
+    "SELECT id, summary, from_message_id, to_message_id, created_at FROM tl_compactions "
+    "WHERE app = ? AND session_id = ? ORDER BY seq"
+)
 SQL_SET_HEAD = "UPDATE tl_sessions SET head_id = ? WHERE app = ? AND id = ?"
 SQL_SKILL_UPSERT = (
     "INSERT INTO tl_skill_loads (app, session_id, label, skill_key, message_id, tool_call_id) "
@@ -91,6 +95,13 @@ _TAIL = (
 )
 SQL_TAIL = _TAIL.format(anchor="?")
 SQL_TAIL_HEAD = _TAIL.format(anchor=_HEAD_ANCHOR)
+# The same tail read as the newest ``n`` rows by ``seq`` (one index range scan), with the
+# head id on every row: right whenever those rows chain from the head (see chained_tail).
+SQL_TAIL_BY_SEQ = (
+    "SELECT m.id, m.data, m.depth, m.parent_id, s.head_id FROM tl_sessions s "
+    "JOIN tl_messages m ON m.app = s.app AND m.session_id = s.id "
+    "WHERE s.app = ? AND s.id = ? ORDER BY m.seq DESC LIMIT ?"
+)
 SQL_PATH_IDS = _UP.format(extra="", mextra="", anchor="?") + "SELECT id FROM p ORDER BY depth"
 SQL_PATH_IDS_HEAD = (
     _UP.format(extra="", mextra="", anchor=_HEAD_ANCHOR) + "SELECT id FROM p ORDER BY depth"

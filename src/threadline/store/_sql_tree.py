@@ -16,10 +16,12 @@ from threadline.messages import (
     text_of,
 )
 from threadline.store._common import (
+    chained_tail,
     dumps,
+    state_undo,
     stored_delta,
 )
-from threadline.store._sql_attach import AttachmentMixin
+from threadline.store._sql_attach import SQL_SESSION_HAS_REFS, AttachmentMixin
 from threadline.store._sql_base import (
     EncodedRow,
     MessageRow,
@@ -28,11 +30,12 @@ from threadline.store._sql_base import (
     _check_owner,
     _chunks,
     _in_list,
+    compactions_of,
 )
 from threadline.store._sql_text import (
+    SQL_COMPACTIONS,
     SQL_HEAD_DEPTH,
     SQL_HEAD_MESSAGE,
-    SQL_HEAD_STATE,
     SQL_MESSAGE,
     SQL_NEWEST_LEAF,
     SQL_NODE,
@@ -42,20 +45,38 @@ from threadline.store._sql_text import (
     SQL_PATH_IDS_HEAD,
     SQL_RECENT,
     SQL_SESSION_AFTER_APPEND,
+    SQL_SESSION_STATE,
     SQL_SET_HEAD,
     SQL_SHIFT_SUBTREE,
     SQL_SKILL_DELETE_FOR,
     SQL_SKILL_UPSERT,
     SQL_STORED,
     SQL_TAIL,
+    SQL_TAIL_BY_SEQ,
     SQL_TAIL_HEAD,
 )
 from threadline.store.base import RecentPath
 from threadline.types import (
     AUTO,
     AutoType,
+    Compaction,
     Message,
 )
+
+
+def _start_parent(
+    parent_id: str | AutoType | None, state: Row | None, node: Row | None
+) -> tuple[str | None, int, int] | None:
+    """``(parent id, depth, path_bytes)`` of an append's first message, from the session's
+    head ``state`` (:data:`SQL_HEAD_STATE`) or the explicit parent's ``node`` row
+    (:data:`SQL_NODE`); None = an explicit parent that is not in the session."""
+    if parent_id is AUTO:
+        if state is None or state[0] is None or state[2] is None:
+            return (None, 0, 0)
+        return (state[0], int(state[2]), int(state[3]))
+    if parent_id is None:
+        return (None, 0, 0)
+    return (parent_id, int(node[0]), int(node[1])) if node else None
 
 
 class TreeMixin(AttachmentMixin):
@@ -98,17 +119,40 @@ class TreeMixin(AttachmentMixin):
         user_id: str | None,
         delta: dict[str, Any],
     ) -> list[Message]:
-        state = tx.one(SQL_HEAD_STATE, (app, session_id))
+        key = (app, session_id)
+        # Everything the append must know before writing, read in one round trip (Tx.many):
+        # the head (and, from a backend that pipelines, which of the ids are stored), the
+        # explicit parent, the session state an undo record needs.
+        ids = [m.message["id"] for m in encoded]
+        queries: list[tuple[str, Sequence[Any]]] = [self._head_state_query(app, session_id, ids)]
+        explicit = isinstance(parent_id, str)
+        if explicit:
+            queries.append((SQL_NODE, (*key, parent_id)))
+        if delta:
+            queries.append((SQL_SESSION_STATE, key))
+        results = tx.many(queries)
+        state = results[0][0] if results[0] else None
+        node = results[1] if explicit else []
         _check_owner(app, session_id, state[4] if state else None, user_id)
+        undo = None
+        if delta:
+            undo = dumps(state_undo(delta, {row[0]: row[1] for row in results[-1]}))
+        # id -> (data, depth, path_bytes) of the messages known to be stored
+        stored_at = state[5] if state is not None and len(state) > 5 else None
+        known: dict[str, Row] = {}
+        if stored_at:  # a repeated id (rare): read what is stored
+            stored_ids = list(dict.fromkeys(ids[n - 1] for n in stored_at))
+            rows = tx.many([(SQL_STORED, (*key, i)) for i in stored_ids])
+            known = {i: found[0] for i, found in zip(stored_ids, rows, strict=True)}
         head_id, last_seq = (state[0], state[1]) if state else (None, 0)
-        parent = self._start_parent(tx, app, session_id, parent_id, state)
-        undo = dumps(self._undo_record(tx, app, session_id, delta)) if delta else None
+        parent = _start_parent(parent_id, state, node[0] if node else None)
         out: list[Message] = []
         seq, written = last_seq, 0
         for message, data, size, blobs in encoded:
             message_id = message["id"]
+            stored = known.get(message_id)
             if parent is None:  # explicit parent unknown: fine only if this message exists
-                if tx.one(SQL_MESSAGE, (app, session_id, message_id)) is None:
+                if stored is None and tx.one(SQL_MESSAGE, (*key, message_id)) is None:
                     raise MessageNotFoundError(f"message {parent_id!r} not in session")
                 parent = (None, 0, 0)
             row = MessageRow(
@@ -116,9 +160,10 @@ class TreeMixin(AttachmentMixin):
                 parent[1] + 1, parent[2] + size, message.get("createdAt"), undo, data,
                 text_of(message),
             )  # fmt: skip
-            if self._insert_message(tx, row):
+            if stored is None and self._insert_message(tx, row):
                 seq, written, head_id = seq + 1, written + 1, message_id
                 parent = (message_id, row.depth, row.path_bytes)
+                known[message_id] = (data, row.depth, row.path_bytes)
                 if blobs:
                     self._put_blobs(tx, app, session_id, message_id, blobs)
                 self._index_skill_loads(tx, app, session_id, message)
@@ -126,35 +171,22 @@ class TreeMixin(AttachmentMixin):
                     self._apply_state(tx, app, session_id, user_id, delta)
                 out.append(message)
             else:
-                stored = tx.one(SQL_STORED, (app, session_id, message_id))
+                if stored is None:
+                    stored = tx.one(SQL_STORED, (*key, message_id))
                 assert stored is not None
                 parent = (message_id, stored[1], stored[2])
                 out.append(self._full_message(tx, app, stored[0]))
         now = self._now_us()
-        tx.execute(
+        tx.send(
             SQL_SESSION_AFTER_APPEND,
             (app, session_id, user_id, now, now, head_id, seq, written),
         )
         return out
 
     @staticmethod
-    def _start_parent(
-        tx: Tx, app: str, session_id: str, parent_id: str | AutoType | None, state: Row | None
-    ) -> tuple[str | None, int, int] | None:
-        """``(parent id, depth, path_bytes)`` of the first message; None = unknown id."""
-        if parent_id is AUTO:
-            if state is None or state[0] is None or state[2] is None:
-                return (None, 0, 0)
-            return (state[0], int(state[2]), int(state[3]))
-        if parent_id is None:
-            return (None, 0, 0)
-        node = tx.one(SQL_NODE, (app, session_id, parent_id))
-        return (parent_id, int(node[0]), int(node[1])) if node else None
-
-    @staticmethod
     def _index_skill_loads(tx: Tx, app: str, session_id: str, message: Message) -> None:
         for label, key, call_id in skill_loads_of(message):
-            tx.execute(SQL_SKILL_UPSERT, (app, session_id, label, key, message["id"], call_id))
+            tx.send(SQL_SKILL_UPSERT, (app, session_id, label, key, message["id"], call_id))
 
     # ------------------------------------------------------------------ update / delete
 
@@ -191,7 +223,7 @@ class TreeMixin(AttachmentMixin):
                 message = {**message, "createdAt": created}
                 data = encode_message({**decode_message(data), "createdAt": created})
                 size = len(encode_message(message).encode("utf-8"))
-        tx.execute(
+        tx.send(
             "UPDATE tl_messages SET role = ?, data = ?, byte_size = ?, created_at = ? "
             "WHERE app = ? AND session_id = ? AND id = ?",
             (message["role"], data, size, message.get("createdAt"), app, session_id, message_id),
@@ -201,9 +233,9 @@ class TreeMixin(AttachmentMixin):
             self._put_blobs(tx, app, session_id, message_id, blobs)
         if size != old[1]:
             key = (message_id, app, session_id)
-            tx.execute(SQL_SHIFT_SUBTREE, (*key, 0, old[1] - size, app, session_id))
+            tx.send(SQL_SHIFT_SUBTREE, (*key, 0, old[1] - size, app, session_id))
         self._reindex_message(tx, app, session_id, message_id, text_of(message))
-        tx.execute(SQL_SKILL_DELETE_FOR, (app, session_id, message_id))
+        tx.send(SQL_SKILL_DELETE_FOR, (app, session_id, message_id))
         self._index_skill_loads(tx, app, session_id, message)
         self._touch(tx, app, session_id)
         return message
@@ -244,12 +276,12 @@ class TreeMixin(AttachmentMixin):
         self._drop_refs(tx, app, session_id, found)
         for chunk in _chunks(found):
             marks = _in_list(len(chunk))
-            tx.execute(
+            tx.send(
                 "DELETE FROM tl_skill_loads WHERE app = ? AND session_id = ? "
                 f"AND message_id IN {marks}",
                 (*key, *chunk),
             )
-            tx.execute(
+            tx.send(
                 f"DELETE FROM tl_messages WHERE app = ? AND session_id = ? AND id IN {marks}",
                 (*key, *chunk),
             )
@@ -264,11 +296,11 @@ class TreeMixin(AttachmentMixin):
         tx: Tx, app: str, session_id: str, node_id: str, depth: int, path_bytes: int, size: int
     ) -> None:
         """Detach a message whose parent was deleted and renumber its subtree."""
-        tx.execute(
+        tx.send(
             "UPDATE tl_messages SET parent_id = NULL WHERE app = ? AND session_id = ? AND id = ?",
             (app, session_id, node_id),
         )
-        tx.execute(
+        tx.send(
             SQL_SHIFT_SUBTREE,
             (node_id, app, session_id, depth - 1, path_bytes - size, app, session_id),
         )
@@ -280,7 +312,7 @@ class TreeMixin(AttachmentMixin):
         if head_id in gone:
             leaf = tx.one(SQL_NEWEST_LEAF, (app, session_id))
             head_id = leaf[0] if leaf else None
-        tx.execute(
+        tx.send(
             "UPDATE tl_sessions SET head_id = ?, message_count = message_count - ? "
             "WHERE app = ? AND id = ?",
             (head_id, len(gone), app, session_id),
@@ -294,9 +326,9 @@ class TreeMixin(AttachmentMixin):
             self._unindex_messages(tx, app, session_id, None)
             self._drop_refs(tx, app, session_id, None)
             for table in ("tl_messages", "tl_compactions", "tl_skill_loads"):
-                tx.execute(f"DELETE FROM {table} WHERE app = ? AND session_id = ?", key)
+                tx.send(f"DELETE FROM {table} WHERE app = ? AND session_id = ?", key)
             self._touch(tx, app, session_id)
-            tx.execute(
+            tx.send(
                 "UPDATE tl_sessions SET head_id = NULL, message_count = 0 WHERE app = ? AND id = ?",
                 key,
             )
@@ -324,7 +356,7 @@ class TreeMixin(AttachmentMixin):
             if tx.one(SQL_MESSAGE, (app, session_id, message_id)) is None:
                 raise MessageNotFoundError(f"message {message_id!r} not in session")
             self._touch(tx, app, session_id)
-            tx.execute(SQL_SET_HEAD, (message_id, app, session_id))
+            tx.send(SQL_SET_HEAD, (message_id, app, session_id))
 
         self._write("set_head", run, lock=(app, session_id, None))
 
@@ -354,6 +386,36 @@ class TreeMixin(AttachmentMixin):
         )
         return [(row[0], row[1]) for row in rows]
 
+    def get_history_encoded(
+        self,
+        app: str,
+        session_id: str,
+        leaf_id: str | None = None,
+        *,
+        attachments: str = "inline",
+    ) -> tuple[list[tuple[str, str]], list[Compaction]]:
+        """:meth:`get_path_encoded` and the session's overlays, in one read."""
+        key = (app, session_id)
+        path: tuple[str, tuple[Any, ...]]
+        if leaf_id is None:
+            path = (SQL_PATH_HEAD, (*key, *key, *key))
+        else:
+            path = (SQL_PATH, (*key, leaf_id, *key))
+
+        def run(tx: Tx) -> tuple[list[Row], list[Row]]:
+            queries = [path, (SQL_COMPACTIONS, key)]
+            if attachments != "ref":
+                queries.append((SQL_SESSION_HAS_REFS, key))
+            rows, overlays, *refs = tx.many(queries)
+            if refs and refs[0]:
+                rows = self._with_attachments(tx, app, rows, 1, attachments)
+            return rows, overlays
+
+        rows, overlays = self._read("get_history_encoded", run)
+        if leaf_id is not None and not rows:
+            raise MessageNotFoundError(f"message {leaf_id!r} not in session")
+        return [(row[0], row[1]) for row in rows], compactions_of(overlays)
+
     def get_path_tail(
         self,
         app: str,
@@ -371,12 +433,16 @@ class TreeMixin(AttachmentMixin):
             sql, params = SQL_TAIL_HEAD, (*key, *key, *key, count)
         else:
             sql, params = SQL_TAIL, (*key, leaf_id, *key, count)
-        rows = self._read(
-            "get_path_tail",
-            lambda tx: self._with_attachments(
-                tx, app, tx.all(sql, params), 1, attachments, session_id
-            ),
-        )
+        def run(tx: Tx) -> list[Row]:
+            # An unbranched tail (the common case) is the newest rows by seq: one range scan
+            # instead of a primary-key probe per message; the tree walk otherwise.
+            if leaf_id is None:
+                tail = chained_tail(tx.all(SQL_TAIL_BY_SEQ, (*key, count)))
+                if tail is not None:
+                    return self._with_attachments(tx, app, list(tail), 1, attachments)
+            return self._session_rows(tx, app, session_id, (sql, params), 1, attachments)
+
+        rows = self._read("get_path_tail", run)
         if leaf_id is not None and not rows:
             raise MessageNotFoundError(f"message {leaf_id!r} not in session")
         return [(row[0], row[1], int(row[2])) for row in rows]
@@ -408,10 +474,9 @@ class TreeMixin(AttachmentMixin):
             sql, params = sql_leaf, (*key, leaf_id, *key)
 
         def run(tx: Tx) -> list[Row]:
-            rows = tx.all(sql, params)
-            if bodies is not None:
-                rows = self._with_attachments(tx, app, rows, bodies[0], bodies[1], session_id)
-            return rows
+            if bodies is None:
+                return tx.all(sql, params)
+            return self._session_rows(tx, app, session_id, (sql, params), *bodies)
 
         rows = self._read(operation, run)
         if leaf_id is None:
@@ -428,9 +493,7 @@ class TreeMixin(AttachmentMixin):
         params = (*key, *key, max(int(min_messages), 1), int(max_bytes), *key)
         rows = self._read(
             "get_recent_path",
-            lambda tx: self._with_attachments(
-                tx, app, tx.all(SQL_RECENT, params), 0, "inline", session_id
-            ),
+            lambda tx: self._session_rows(tx, app, session_id, (SQL_RECENT, params), 0, "inline"),
         )
         if not rows:
             return RecentPath(messages=[], truncated=False, total_content_bytes=0)
@@ -460,8 +523,6 @@ class TreeMixin(AttachmentMixin):
         params = (app, session_id, message_id)
         rows = self._read(
             "get_children",
-            lambda tx: self._with_attachments(
-                tx, app, tx.all(sql, params), 0, "inline", session_id
-            ),
+            lambda tx: self._session_rows(tx, app, session_id, (sql, params), 0, "inline"),
         )
         return [decode_message(row[0]) for row in rows]

@@ -65,6 +65,13 @@ class _Tx:
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         return self.conn.execute(sql, params).fetchall()
 
+    def send(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self.conn.execute(sql, params)
+
+    def many(self, queries: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
+        execute = self.conn.execute
+        return [execute(sql, params).fetchall() for sql, params in queries]
+
 
 class SQLiteIndex(SQLStore):
     """The SQLite dialect hooks that keep the search index (the rest is :class:`SQLiteStore`)."""

@@ -97,6 +97,14 @@ _SCHEMA_V2 = (
 )
 
 
+# Version 3: HTTP API keys (store/_sql_keys.py), only a hash of each key.
+_SCHEMA_V3 = (
+    """CREATE TABLE IF NOT EXISTS tl_api_keys (
+        id TEXT NOT NULL PRIMARY KEY, app TEXT NOT NULL, user_id TEXT,
+        key_hash TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL, revoked_at INTEGER)""",
+)
+
+
 def _migrate_to_1(conn: sqlite3.Connection) -> None:
     for statement in (*_SCHEMA_V1, *_SCHEMA_V1_TRIGRAM):
         conn.execute(statement)
@@ -107,7 +115,16 @@ def _migrate_to_2(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_to_1, _migrate_to_2)
+def _migrate_to_3(conn: sqlite3.Connection) -> None:
+    for statement in _SCHEMA_V3:
+        conn.execute(statement)
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _migrate_to_1,
+    _migrate_to_2,
+    _migrate_to_3,
+)
 """``MIGRATIONS[i]`` upgrades a database from schema version ``i`` to ``i + 1``."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -3,12 +3,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from threadline.types import RecentHistory, Scope
+from threadline.types import Compaction, RecentHistory, Scope, SessionInfo
 
-__all__ = ["UNSET", "Entry", "OwnerKind", "RecentPath", "SkillLoad"]
+__all__ = [
+    "UNSET",
+    "ApiKey",
+    "Entry",
+    "OwnerKind",
+    "RecentPath",
+    "SessionDump",
+    "SkillLoad",
+    "TreeNode",
+]
 
 OwnerKind = Scope
 """Who a block or state key belongs to: one session, one user of the app, or the whole app
@@ -63,3 +73,76 @@ class Entry:
     key: str
     content: str
     description: str | None
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """An HTTP API key as the store holds it: never the key itself, only its hash
+    (``threadline.server.create_key`` makes keys; the server looks them up by hash).
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> key = store.add_api_key("k1", "travel", None, "ab" * 32)
+    >>> key.id, key.app, key.user_id, key.revoked
+    ('k1', 'travel', None, False)
+    """
+
+    id: str
+    app: str
+    user_id: str | None
+    created_at: datetime
+    revoked: bool
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    """One stored message with its place in the tree: its ``seq`` (per-session order of
+    writing) and its ``parent_id`` (``None`` for a root). What ``Store.get_tree`` returns.
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> _ = store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])
+    >>> store.get_tree("default", "s1")[0]
+    TreeNode(seq=1, parent_id=None, message={'id': 'm1', 'role': 'user', 'parts': []})
+    """
+
+    seq: int
+    parent_id: str | None
+    message: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SessionDump:
+    """Everything stored for one session, verbatim: what ``Store.dump_session`` reads and
+    ``Store.load_session`` writes back (the export format of ``threadline.export`` is built
+    on it).
+
+    ``messages`` are every message of the tree in ``seq`` order (a parent always before its
+    children; attachments put back inline); ``state_undo`` maps the id of each message that
+    carried a state delta to the undo record stored with it (``{key: [existed, old_value]}``,
+    what ``Store.rewind`` replays); ``compactions`` oldest first; ``blocks``/``state`` are the
+    session-owned ones; ``user_blocks`` / ``user_state`` those of the session's owner (empty
+    without one); ``app_blocks`` / ``app_state`` the app-wide ones (shared by every session of
+    the app).
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> _ = store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])
+    >>> dump = store.dump_session("default", "s1")
+    >>> dump.head_id, [(node.seq, node.message["id"]) for node in dump.messages]
+    ('m1', [(1, 'm1')])
+    """
+
+    info: SessionInfo
+    head_id: str | None
+    last_seq: int
+    messages: list[TreeNode] = field(default_factory=list)
+    state_undo: dict[str, dict[str, Any]] = field(default_factory=dict)
+    compactions: list[Compaction] = field(default_factory=list)
+    blocks: dict[str, str] = field(default_factory=dict)
+    prompt: str | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+    user_blocks: dict[str, str] = field(default_factory=dict)
+    user_state: dict[str, Any] = field(default_factory=dict)
+    app_blocks: dict[str, str] = field(default_factory=dict)
+    app_state: dict[str, Any] = field(default_factory=dict)

@@ -34,26 +34,32 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from threadline.store import _values
 from threadline.store._contract_content import ContentContract
+from threadline.store._contract_keys import KeysContract
 from threadline.store._contract_registry import RegistryContract
+from threadline.store._contract_transfer import TransferContract
 from threadline.store._contract_tree import TreeContract
-from threadline.store._values import UNSET, Entry, OwnerKind, RecentPath, SkillLoad
+from threadline.store._values import *  # noqa: F403  (the contract's value types)
 from threadline.types import AUTO
 
 if TYPE_CHECKING:
     from threadline.store._handle import SessionStore
 
-__all__ = ["AUTO", "UNSET", "Entry", "OwnerKind", "RecentPath", "SkillLoad", "Store"]
+__all__ = ["AUTO", "Store", *_values.__all__]
 
 
 @runtime_checkable
-class Store(RegistryContract, TreeContract, ContentContract, Protocol):
+class Store(
+    RegistryContract, TreeContract, ContentContract, KeysContract, TransferContract, Protocol
+):
     """Storage contract. ``app`` and ``session_id`` scope every session-level call.
 
     The methods are declared by room, next to each other in the private modules
     ``_contract_registry`` (sessions), ``_contract_tree`` (messages, search, attachments) and
-    ``_contract_content`` (overlays, skills, blocks, prompt, entries, state); this class adds
-    the lifecycle and the session view.
+    ``_contract_content`` (overlays, skills, blocks, prompt, entries, state),
+    ``_contract_keys`` (HTTP API keys, by hash) and ``_contract_transfer`` (a whole session
+    dumped and loaded verbatim); this class adds the lifecycle and the session view.
 
     >>> import threadline
     >>> store = threadline.connect(":memory:")

@@ -4,9 +4,11 @@ The tree, registry and state logic is shared with SQLite (:class:`~threadline.st
 this module holds what is PostgreSQL's own: the connection pool and its failure handling,
 the DDL, the search SQL (``tsvector`` + ``pg_trgm``), and the ``?`` → ``%s`` translation.
 
-* Connections are ``autocommit``; every public write is one explicit transaction. A write
-  to a session first inserts its registry row if missing and row-locks it, so concurrent
-  appends (threads or processes) never fork or lose a message.
+* Connections are ``autocommit``; every public write is one transaction: the implicit
+  transaction of a psycopg pipeline, committed by its closing Sync (docs/postgres.md). A
+  write to a session first inserts its registry row if missing and row-locks it, so
+  concurrent appends (threads or processes) never fork or lose a message. Statements whose
+  result is not read go out without waiting: an append is two round trips.
 * Driver errors become ``StoreError(operation, cause)``. A read that loses its connection
   (server restart, network) is retried once; a write is not (its COMMIT may have landed: the
   caller decides), only deadlocks and serialisation failures are rerun. The pool follows the
@@ -31,6 +33,7 @@ psycopg is imported lazily: this module imports without it, and opening a store 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import re
@@ -55,6 +58,7 @@ from threadline.store._sql import (
     _chunks,
     _in_list,
 )
+from threadline.store._sql_text import SQL_HEAD_STATE
 
 if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
     from psycopg import Connection
@@ -66,13 +70,8 @@ from threadline.store._pg_schema import (
     TSV_CHARS,
     ensure_schema,
 )
-from threadline.store._pg_search import (
-    Plan,
-    entry_search_sql,
-    message_search_sql,
-    plan_terms,
-    session_scan,
-)
+from threadline.store._pg_search import Plan, entry_search_sql, search_message_rows
+from threadline.store._pg_search import message_search_sql as message_search_sql  # re-export
 
 __all__ = ["EXTRA_HINT", "PostgresStore", "split_pool_options"]
 
@@ -157,6 +156,16 @@ def _encode_params(params: Sequence[Any]) -> list[Any]:
     return [_encode_text(p) if isinstance(p, str) else p for p in params]
 
 
+def _decode_rows(rows: list[Row]) -> list[Row]:
+    """``rows`` with escaped strings decoded; the same list when none holds the escape
+    character (one loop over the values, no call per row: a read of a long history)."""
+    for row in rows:
+        for value in row:
+            if value.__class__ is str and _ESC in value:
+                return [_decode_row(row) for row in rows]
+    return rows
+
+
 def _decode_row(row: Row) -> Row:
     if any(isinstance(v, str) and _ESC in v for v in row):
         return tuple(_decode_text(v) if isinstance(v, str) else v for v in row)
@@ -168,7 +177,7 @@ def _index_long_text(tx: Tx, app: str, session_id: str, message_id: str, text: s
     (each overlapping the previous by a little, so a phrase across a boundary is found)."""
     for idx, start in enumerate(range(TSV_CHARS, len(text), TSV_CHARS), start=1):
         chunk = text[start - _CHUNK_OVERLAP : start + TSV_CHARS]
-        tx.execute(_INSERT_CHUNK, (app, session_id, message_id, idx, chunk, chunk))
+        tx.send(_INSERT_CHUNK, (app, session_id, message_id, idx, chunk, chunk))
 
 
 _CHUNK_OVERLAP = 200
@@ -191,35 +200,82 @@ def _pg_sql(sql: str) -> str:
 
 
 class _PgTx:
-    """:class:`~threadline.store._sql.Tx` over one psycopg connection."""
+    """:class:`~threadline.store._sql.Tx` over one psycopg connection; ``pipelined`` (a write
+    transaction, in pipeline mode) statements are sent without waiting for their answers
+    until a result is needed (``one``, ``all``, ``many``, a row count) or the transaction
+    ends."""
 
-    __slots__ = ("conn", "search_plan")
+    __slots__ = ("conn", "held", "pipelined", "search_plan")
 
-    def __init__(self, conn: PgConn) -> None:
+    def __init__(self, conn: PgConn, *, pipelined: bool = False) -> None:
         self.conn = conn
+        self.pipelined = pipelined
+        self.held: tuple[str, list[Any]] | None = None
         #: The plan of a search's "all" pass, reused by its "any" pass: (key, plan, scan).
         self.search_plan: tuple[Any, Plan, bool] | None = None
 
+    def hold(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Send a statement with the next one sent, as a data-modifying CTE of it: one
+        statement fewer for psycopg and the server. For a statement whose rows nothing
+        sent after it reads (it is not visible to the statement it rides on); before a
+        read, or a statement that has its own ``WITH``, it goes alone."""
+        self.release()
+        self.held = (sql, _encode_params(params))
+
+    def release(self) -> None:
+        """Send the held statement alone, if there is one."""
+        if self.held is not None:
+            (sql, params), self.held = self.held, None
+            self.conn.execute(_pg_sql(sql), params)
+
+    def send(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Run a statement; in a pipeline, its answer is not waited for."""
+        values = _encode_params(params)
+        if self.held is not None and not sql.startswith("WITH"):
+            (first, before), self.held = self.held, None
+            sql, values = f"WITH held AS ({first}) {sql}", [*before, *values]
+        else:
+            self.release()
+        self.conn.execute(_pg_sql(sql), values)
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run a statement; the number of rows it changed."""
-        return self.conn.execute(_pg_sql(sql), _encode_params(params)).rowcount
+        self.release()
+        cursor = self.conn.execute(_pg_sql(sql), _encode_params(params))
+        if self.pipelined:
+            # The answers come in order: waiting for this one brings the row count above.
+            # (A pipeline Sync would end the implicit transaction: see _transaction.)
+            self.conn.execute("SELECT 1").fetchone()
+        return cursor.rowcount
+
+    def many(self, queries: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
+        """Every row of each query, all sent in one round trip (in pipeline mode: a read
+        enters it for these queries only)."""
+        self.release()
+        execute = self.conn.execute
+        with contextlib.nullcontext() if self.pipelined else self.conn.pipeline():
+            cursors = [execute(_pg_sql(sql), _encode_params(params)) for sql, params in queries]
+        return [_decode_rows(cursor.fetchall()) for cursor in cursors]
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         """First row of a query, or None."""
+        self.release()
         row = self.conn.execute(_pg_sql(sql), _encode_params(params)).fetchone()
         return None if row is None else _decode_row(row)
 
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """Every row of a query."""
-        rows = self.conn.execute(_pg_sql(sql), _encode_params(params)).fetchall()
-        return [_decode_row(row) for row in rows]
+        self.release()
+        return _decode_rows(self.conn.execute(_pg_sql(sql), _encode_params(params)).fetchall())
 
 
 # --------------------------------------------------------------------------- the store
 
+# No ON CONFLICT: the append read which ids are stored before (_head_state_sql), under the
+# session's lock, so a conflict here is a bug and fails the transaction loudly.
 _INSERT_MESSAGE = (
     f"INSERT INTO tl_messages ({MESSAGE_COLUMNS}, search_text) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, session_id, id) DO NOTHING"
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # Registers the session if missing and row-locks it, in one statement: "ON CONFLICT DO
 # UPDATE ... WHERE false" locks the existing row without writing a new version of it (the
@@ -230,6 +286,30 @@ _LOCK_SESSION = (
     "VALUES (?, ?, ?, '{}', ?, ?) ON CONFLICT (app, id) DO UPDATE SET id = excluded.id "
     "WHERE false"
 )
+
+
+@functools.lru_cache(maxsize=64)
+def _head_state_sql(count: int) -> str:
+    """SQL_HEAD_STATE and which of the append's ``count`` ids are stored already, as their
+    positions in the batch (numbers: nothing to decode). The ids are listed one by one
+    (``CASE``/``IN (?, ...)``, each id twice): a prepared statement's generic plan then probes
+    the primary key per id, where an array parameter of unknown length may be planned as a
+    scan of the session's messages (and an array costs psycopg more to send). Past
+    :data:`_IN_LIST_MAX` ids they go as one array (each array twice)."""
+    if count <= _IN_LIST_MAX:
+        position = "CASE i.id " + " ".join(f"WHEN ? THEN {n}" for n in range(1, count + 1))
+        position, ids = position + " END", _in_list(count)
+    else:
+        position = "array_position(CAST(? AS TEXT[]), i.id)"
+        ids = "(SELECT unnest(CAST(? AS TEXT[])))"
+    return SQL_HEAD_STATE.replace(
+        " FROM tl_sessions s ",
+        f", ARRAY(SELECT {position} FROM tl_messages i "
+        f"WHERE i.app = s.app AND i.session_id = s.id AND i.id IN {ids}) FROM tl_sessions s ",
+    )
+
+
+_IN_LIST_MAX = 400
 _UPSERT_ENTRY = (
     "INSERT INTO tl_entries (app, label, key, content, description, updated_at, search_text) "
     "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, label, key) DO UPDATE SET "
@@ -249,6 +329,7 @@ class PostgresStore(SQLStore):
     """
 
     _FOR_UPDATE = " FOR UPDATE"
+    _STATE_OBJECT = "json_object_agg(t.key, t.value::json)::text"
 
     def __init__(
         self,
@@ -264,6 +345,7 @@ class PostgresStore(SQLStore):
         # Waiting for the pool already took its timeout: retrying would only double the wait.
         self._no_retry = (pool_module.PoolTimeout, pool_module.PoolClosed)
         dsn, min_size, max_size = split_pool_options(str(url))
+        self._dsn = dsn
         self._closed = False
         self._close_lock = threading.Lock()
         # The schema is set up on a direct connection first: a wrong host or database fails
@@ -274,6 +356,19 @@ class PostgresStore(SQLStore):
         except self._driver.Error as exc:
             raise StoreError("connect", exc) from exc
         self._pool = ServerPool(self._driver, pool_module, dsn, min_size, max_size)
+
+    @property
+    def dsn(self) -> str:
+        """The libpq connection string the store connects with (the URL without the pool
+        options): for a side channel of one's own, e.g. the HTTP server's ``LISTEN``.
+
+        >>> import threadline
+        >>> store = threadline.connect(pg_url + "&pool_max_size=2")
+        >>> "pool_max_size" in store.dsn
+        False
+        >>> store.close()
+        """
+        return self._dsn
 
     def close(self) -> None:
         """Close every pooled connection. Idempotent.
@@ -323,35 +418,65 @@ class PostgresStore(SQLStore):
         driver = self._driver
         for attempt in range(1, _WRITE_ATTEMPTS + 1):
             try:
-                with self._pool.connection() as conn, conn.transaction():
-                    tx = _PgTx(conn)
-                    if lock is not None:
-                        self._lock_session(tx, lock)
-                    return fn(tx)
+                with self._pool.connection() as conn:
+                    return self._transaction(conn, fn, lock)
             except driver.Error as exc:
                 if getattr(exc, "sqlstate", None) in _RETRY_SQLSTATES and attempt < _WRITE_ATTEMPTS:
                     continue
                 raise StoreError(operation, exc) from exc
         raise AssertionError("unreachable")
 
-    def _lock_session(self, tx: _PgTx, key: SessionKey) -> bool:
-        """Lock the registry row, inserting it if missing; True if it already existed."""
+    def _transaction(self, conn: PgConn, fn: Callable[[Tx], T], lock: SessionKey | None) -> T:
+        """``fn`` in one transaction on ``conn``, in pipeline mode: the lock and whatever
+        ``fn`` sends go out with its first read, the rest with the pipeline's closing Sync
+        (an append: two round trips).
+
+        The transaction is the pipeline's implicit one: PostgreSQL runs everything between
+        two Syncs as one transaction, committed at the Sync unless a statement failed, so no
+        ``BEGIN``/``COMMIT`` statements are needed. If ``fn`` raises, a ``ROLLBACK`` goes
+        before the Sync (inside an implicit transaction it rolls it back, with a warning
+        notice); if a statement failed, the server discarded the rest anyway.
+        """
+        with conn.pipeline():
+            tx = _PgTx(conn, pipelined=True)
+            try:
+                if lock is not None:
+                    tx.send(_LOCK_SESSION, self._lock_params(lock))
+                result = fn(tx)
+                tx.release()
+                return result
+            except BaseException:
+                if not conn.broken:
+                    with contextlib.suppress(self._driver.Error):
+                        conn.execute("ROLLBACK")
+                raise
+
+    def _lock_params(self, key: SessionKey) -> tuple[Any, ...]:
         app, session_id, user_id = key
         now = self._now_us()
-        return tx.execute(_LOCK_SESSION, (app, session_id, user_id, now, now)) == 0
+        return (app, session_id, user_id, now, now)
+
+    def _head_state_query(
+        self, app: str, session_id: str, ids: Sequence[str]
+    ) -> tuple[str, Sequence[Any]]:
+        # Strings are encoded by the Tx; lists (arrays) are passed as they are: encode them.
+        listed = ids if len(ids) <= _IN_LIST_MAX else [_encode_params(ids)]
+        return _head_state_sql(len(ids)), (*listed, *listed, app, session_id)
 
     def _claim_session_row(self, tx: Tx, app: str, session_id: str) -> bool:
-        # A plain SELECT ... FOR UPDATE would miss a row that a concurrent append is
-        # inserting (or re-inserting after another delete): the upsert waits for it instead.
-        assert isinstance(tx, _PgTx)
-        return self._lock_session(tx, (app, session_id, None))
+        # Locks the registry row, inserting it if missing; True if it already existed. A
+        # plain SELECT ... FOR UPDATE would miss a row that a concurrent append is inserting
+        # (or re-inserting after another delete): the upsert waits for it instead.
+        return tx.execute(_LOCK_SESSION, self._lock_params((app, session_id, None))) == 0
 
     # ------------------------------------------------------------------ dialect: search index
 
     def _insert_message(self, tx: Tx, row: MessageRow) -> bool:
+        # Called only for ids the append found missing (_head_state_sql): not waited for, and
+        # sent with the next statement (the session's new head, for a plain append).
+        assert isinstance(tx, _PgTx)
         text = _search_text(row.text)
-        if tx.execute(_INSERT_MESSAGE, (*row.values(), text)) == 0:
-            return False
+        tx.hold(_INSERT_MESSAGE, (*row.values(), text))
         _index_long_text(tx, row.app, row.session_id, row.id, text)
         return True
 
@@ -359,7 +484,7 @@ class PostgresStore(SQLStore):
         self, tx: Tx, app: str, session_id: str, message_id: str, text: str
     ) -> None:
         text = _search_text(text)
-        tx.execute(
+        tx.send(
             "UPDATE tl_messages SET search_text = ? WHERE app = ? AND session_id = ? AND id = ?",
             (text, app, session_id, message_id),
         )
@@ -372,10 +497,10 @@ class PostgresStore(SQLStore):
         """Drop the word chunks of long texts (the other search columns live in the row)."""
         where = "app = ? AND session_id = ?"
         if message_ids is None:
-            tx.execute(f"DELETE FROM tl_message_chunks WHERE {where}", (app, session_id))
+            tx.send(f"DELETE FROM tl_message_chunks WHERE {where}", (app, session_id))
             return
         for batch in _chunks(message_ids):
-            tx.execute(
+            tx.send(
                 f"DELETE FROM tl_message_chunks WHERE {where} "
                 f"AND message_id IN {_in_list(len(batch))}",
                 (app, session_id, *batch),
@@ -392,7 +517,7 @@ class PostgresStore(SQLStore):
         now: int,
     ) -> None:
         params = (app, label, key, content, description, now, _search_text(content))
-        tx.execute(_UPSERT_ENTRY, params)
+        tx.send(_UPSERT_ENTRY, params)
 
     def _unindex_entry(self, tx: Tx, app: str, label: str, key: str) -> None:
         """Nothing to do: the search columns live in the entry row."""
@@ -407,41 +532,8 @@ class PostgresStore(SQLStore):
         owner: OwnerFilter,
         limit: int,
     ) -> list[Row]:
-        # In one session, test its own rows (docs/search.md, "Cost"); else bound the work.
         assert isinstance(tx, _PgTx)
-        key = (tuple(terms), session_id)
-        if mode == "any" and tx.search_plan is not None and tx.search_plan[0] == key:
-            _, plan, scan = tx.search_plan
-        else:
-            scan = session_id is not None and session_scan(tx, app, session_id)
-            plan = Plan(list(terms)) if session_id is not None else plan_terms(tx, terms)
-            tx.search_plan = (key, plan, scan)
-        terms = plan.terms
-        built = message_search_sql(
-            app, terms, mode, session_id, owner, limit,
-            candidates=None if plan.candidates is None else max(plan.candidates, limit),
-            scan_session=scan,
-        )  # fmt: skip
-        if built is None:
-            return []
-        # Long texts are also matched against every word chunk: a small second pass over
-        # only the messages that have chunks (in the same round trip), merged by score.
-        more = message_search_sql(app, terms, mode, session_id, owner, limit, long_texts=True)
-        assert more is not None
-        both = tx.all(
-            f"SELECT 0, row_number() OVER (), a.* FROM ({built[0]}) a "
-            f"UNION ALL SELECT 1, row_number() OVER (), b.* FROM ({more[0]}) b",
-            [*built[1], *more[1]],
-        )
-        both.sort(key=lambda row: (row[0], row[1]))
-        rows = [row[2:] for row in both if row[0] == 0]
-        extra = [row[2:] for row in both if row[0] == 1]
-        if not extra:
-            return rows
-        seen = {(row[0], row[1]) for row in rows}
-        rows += [row for row in extra if (row[0], row[1]) not in seen]
-        rows.sort(key=lambda row: -float(row[4]))
-        return rows[:limit]
+        return search_message_rows(tx, app, terms, mode, session_id, owner, limit)
 
     def _search_entry_rows(
         self, tx: Tx, app: str, label: str, terms: Sequence[Term], mode: MatchMode, limit: int

@@ -1,0 +1,294 @@
+"""Commands that only read: sessions, show, history, search, export.
+
+They open a SQLite store read-only: the file is never written, and a wrong path is an error
+instead of a new empty database.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from threadline.cli._common import (
+    AppOption,
+    CliError,
+    DbOption,
+    JsonOption,
+    UserOption,
+    console,
+    emit_json,
+    info_json,
+    open_store,
+    positionals,
+    require_app,
+    require_session,
+)
+from threadline.cli._render import body, clip
+from threadline.cli._show import draw_history, draw_tree, head_path
+from threadline.export import dump_jsonl, export_sessions, isoformat_utc
+from threadline.session import Session
+
+__all__ = ["export", "history", "search", "sessions", "show"]
+
+WidthOption = Annotated[
+    int | None,
+    typer.Option(
+        "--width", min=20, show_default=False, help="Columns to draw in (default: the terminal's)."
+    ),
+]
+FullOption = Annotated[
+    bool,
+    typer.Option(
+        "--full", help="Show whole messages (default: 3 lines each, and how much more there is)."
+    ),
+]
+
+
+def sessions(
+    ctx: typer.Context,
+    db: DbOption = None,
+    app: AppOption = "default",
+    user: UserOption = None,
+    limit: Annotated[int, typer.Option(min=1, help="Sessions per page.")] = 20,
+    cursor: Annotated[
+        str | None, typer.Option(show_default=False, help="Page to show (printed after a page).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the sessions of an app, newest first."""
+    url, _ = positionals(ctx.args, [], db)
+    with open_store(url) as store:
+        require_app(store, app)
+        page = store.list_sessions(app, user_id=user, limit=limit, cursor=cursor)
+    if as_json:
+        emit_json(
+            {
+                "app": app,
+                "sessions": [info_json(i) for i in page.sessions],
+                "next_cursor": page.next_cursor,
+            }
+        )
+        return
+    out = console()
+    table = Table(title=f"app {app}")
+    for column in ("session", "user", "name", "messages", "updated (UTC)"):
+        table.add_column(column, overflow="fold")  # ids are never shortened
+    for info in page.sessions:
+        table.add_row(
+            Text(info.id),
+            Text(info.user_id or "—"),
+            Text(info.name or ""),
+            str(info.message_count),
+            f"{info.updated_at:%Y-%m-%d %H:%M}",
+        )
+    out.print(table)
+    if not page.sessions:
+        out.print(f"No sessions of user {user!r} in app {app!r}.")
+    if page.next_cursor:
+        out.print(f"More: --cursor {page.next_cursor}", markup=False)
+
+
+def show(
+    ctx: typer.Context,
+    db: DbOption = None,
+    app: AppOption = "default",
+    user: UserOption = None,
+    width: WidthOption = None,
+    full: FullOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Draw a session's whole message tree. Every root, every branch, summary overlays,
+    tool calls and attachments, with the head's path marked (●) and the head itself; long
+    messages are shortened to 3 lines with a note saying how much is left (--full: all)."""
+    url, (session_id,) = positionals(ctx.args, ["SESSION_ID"], db)
+    with open_store(url) as store:
+        info = require_session(store, app, session_id, user)
+        dump = store.dump_session(app, session_id)
+    if dump is None:  # deleted between the two reads
+        raise CliError(f"session {session_id!r} not found in app {app!r}")
+    if as_json:
+        path = set(head_path(dump))
+        emit_json(
+            {
+                "session": info_json(dump.info),
+                "head": dump.head_id,
+                "head_path": head_path(dump),
+                "messages": [
+                    {
+                        "seq": node.seq,
+                        "parent_id": node.parent_id,
+                        "on_head_path": node.message["id"] in path,
+                        "message": node.message,
+                    }
+                    for node in dump.messages
+                ],
+                "compactions": [
+                    c.to_dict() | {"created_at": isoformat_utc(c.created_at)}
+                    for c in dump.compactions
+                ],
+            }
+        )
+        return
+    out = console(width)
+    title = Text(f"session {info.id}", style="bold")
+    title.append(
+        f"  app {app} · user {info.user_id or '—'} · {info.message_count} messages", style="dim"
+    )
+    if info.name:
+        title.append(f" · {info.name}", style="dim")
+    out.print(title)
+    _print_lines(out, draw_tree(dump, out, full=full))
+    if not dump.messages:
+        out.print("(no messages)", style="dim")
+
+
+def _print_lines(out: Any, lines: Any, batch: int = 500) -> None:
+    chunk: list[Text] = []
+    for line in lines:
+        chunk.append(line)
+        if len(chunk) >= batch:
+            out.print(Text("\n").join(chunk), soft_wrap=True)
+            chunk = []
+    if chunk:
+        out.print(Text("\n").join(chunk), soft_wrap=True)
+
+
+def history(
+    ctx: typer.Context,
+    db: DbOption = None,
+    app: AppOption = "default",
+    user: UserOption = None,
+    leaf: Annotated[
+        str | None, typer.Option(show_default=False, help="End at this message, not the head.")
+    ] = None,
+    raw: Annotated[bool, typer.Option(help="Without summary overlays.")] = False,
+    width: WidthOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print a session's history as the model sees it. The path from the root to the head
+    (or --leaf), with summary overlays in place of what they cover (--raw: without)."""
+    url, (session_id,) = positionals(ctx.args, ["SESSION_ID"], db)
+    with open_store(url) as store:
+        require_session(store, app, session_id, user)
+        if raw:
+            messages = store.get_path(app, session_id, leaf)
+        else:
+            messages = Session(store, session_id=session_id, app_name=app).get_history(leaf)
+    if as_json:
+        emit_json({"session_id": session_id, "app": app, "messages": messages})
+        return
+    out = console(width)
+    for item in draw_history(messages):
+        out.print(item)
+    if not messages:
+        out.print("(no messages)", style="dim")
+
+
+def search(
+    ctx: typer.Context,
+    db: DbOption = None,
+    app: AppOption = "default",
+    user: UserOption = None,
+    session: Annotated[
+        str | None, typer.Option(show_default=False, help="Search only this session.")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, help="Most hits to show.")] = 20,
+    width: WidthOption = None,
+    full: FullOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Full-text search over an app's sessions. Best hits first; --session searches one."""
+    url, (query,) = positionals(ctx.args, ["QUERY"], db)
+    with open_store(url) as store:
+        if session is not None:
+            require_session(store, app, session, user)
+        else:
+            require_app(store, app)
+        hits = store.search_messages(app, query, session_id=session, user_id=user, limit=limit)
+    if as_json:
+        found = [
+            {**hit.to_dict(), "created_at": hit.created_at and isoformat_utc(hit.created_at)}
+            for hit in hits
+        ]
+        emit_json({"app": app, "query": query, "hits": found})
+        return
+    out = console(width)
+    for hit in hits:
+        line = Text(f"{hit.session_id}", style="bold")
+        line.append(f" {hit.id} {hit.role}", style="cyan")
+        line.append(f" (score {hit.score:.2f})  ", style="dim")
+        line.append_text(body({"parts": [{"type": "text", "text": hit.content}]}))
+        for piece in clip(line, out, out.width, None if full else 3):
+            out.print(piece, soft_wrap=True)
+    if not hits:
+        out.print(f"No messages match {query!r} in app {app!r}.", markup=False)
+
+
+def export(
+    ctx: typer.Context,
+    db: DbOption = None,
+    app: AppOption = "default",
+    user: UserOption = None,
+    session: Annotated[
+        list[str] | None,
+        typer.Option(
+            show_default=False, metavar="SESSION_ID", help="Export only this session (repeatable)."
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", show_default=False, help="Write to this file (default: standard output)."
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Export sessions as JSON Lines. One record per session with everything it holds
+    (format threadline.export/1, see docs/cli.md); threadline import reads it back."""
+    url, _ = positionals(ctx.args, [], db)
+    with open_store(url) as store:
+        if session:
+            for session_id in session:
+                require_session(store, app, session_id, user)
+        else:
+            require_app(store, app)
+        records = export_sessions(store, app, session_ids=session, user_id=user)
+        if out is None:
+            count = dump_jsonl(records, sys.stdout)
+            ids: list[str] = []
+        else:
+            count, ids = _write_file(out, records)
+    if out is not None:
+        if as_json:
+            emit_json({"app": app, "path": str(out), "exported": count, "sessions": ids})
+        else:
+            console().print(f"Exported {count} session(s) of app {app!r} to {out}", markup=False)
+
+
+def _write_file(path: Path, records: Any) -> tuple[int, list[str]]:
+    """Write records next to ``path`` then move them into place: a failed export leaves no
+    half-written file."""
+    ids: list[str] = []
+
+    def noted() -> Any:
+        for record in records:
+            ids.append(record["session"]["id"])
+            yield record
+
+    directory = path.parent if str(path.parent) else Path(".")
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as fp:
+            count = dump_jsonl(noted(), fp)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return count, ids

@@ -1,0 +1,153 @@
+"""``threadline serve`` and ``threadline keys``: the HTTP service (the ``server`` extra).
+
+``threadline.server`` is imported only when one of these commands runs.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from threadline.cli._common import (
+    AppOption,
+    CliError,
+    DbOption,
+    JsonOption,
+    UserOption,
+    console,
+    emit_json,
+    open_store,
+    positionals,
+)
+
+__all__ = ["create_key", "keys", "list_keys", "revoke_key", "serve"]
+
+keys = typer.Typer(
+    name="keys",
+    help="API keys of the HTTP service: create, list, revoke.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+def _server() -> Any:
+    try:
+        import threadline.server as server
+    except ImportError as exc:
+        raise CliError(
+            f"the HTTP service needs the server extra: pip install 'threadline[server]' ({exc})"
+        ) from None
+    return server
+
+
+def serve(
+    ctx: typer.Context,
+    db: DbOption = None,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+    config: Annotated[
+        str | None,
+        typer.Option(
+            show_default=False,
+            metavar="MODULE:FUNCTION",
+            help="Configure each app's SessionManager (blocks, compaction...).",
+        ),
+    ] = None,
+    no_auth: Annotated[
+        bool,
+        typer.Option(
+            "--no-auth",
+            help="No API keys: the X-Threadline-App header picks the app (local use only).",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Run the HTTP service and the web viewer (/ui). With uvicorn; API docs at /docs."""
+    url, _ = positionals(ctx.args, [], db)
+    server = _server()
+    base = f"http://{host}:{port}"
+    if as_json:
+        emit_json({"db": url, "url": base, "viewer": f"{base}/ui", "docs": f"{base}/docs"})
+    else:
+        console().print(
+            f"threadline serve: {base}  (viewer {base}/ui, API docs {base}/docs)", markup=False
+        )
+    server.serve(url, host=host, port=port, workers=workers, config=config, auth=not no_auth)
+
+
+def create_key(
+    ctx: typer.Context,
+    db: DbOption = None,
+    app: AppOption = "default",
+    user: Annotated[
+        str | None, typer.Option(show_default=False, help="Bind the key to this user.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Create an API key for an app. Optionally bound to one user; it is shown once."""
+    url, _ = positionals(ctx.args, [], db)
+    server = _server()
+    with open_store(url, write=True, create=True) as store:
+        key = server.create_key(store, app, user=user)
+    key_id = server.key_id_of(key)
+    if as_json:
+        emit_json({"id": key_id, "key": key, "app": app, "user": user})
+        return
+    out = console()
+    out.print(key, markup=False)
+    out.print(
+        f"(id {key_id}, app {app!r}{f', user {user!r}' if user else ''}; "
+        "only its hash is stored: keep it now)",
+        markup=False,
+        style="dim",
+    )
+
+
+def list_keys(
+    ctx: typer.Context,
+    db: DbOption = None,
+    app: Annotated[
+        str | None, typer.Option("--app", show_default=False, help="Only this app's keys.")
+    ] = None,
+    user: UserOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the API keys. Never the keys themselves: id, app, user, created, revoked."""
+    url, _ = positionals(ctx.args, [], db)
+    server = _server()
+    with open_store(url) as store:
+        found = [
+            k
+            for k in server.list_keys(store)
+            if (app is None or k["app"] == app) and (user is None or k["user"] == user)
+        ]
+    if as_json:
+        emit_json({"keys": found})
+        return
+    table = Table()
+    for column in ("id", "app", "user", "created (UTC)", "revoked"):
+        table.add_column(column, overflow="fold")
+    for k in found:
+        table.add_row(k["id"], k["app"], k["user"] or "—", k["created_at"], "yes" * k["revoked"])
+    console().print(table)
+
+
+def revoke_key(
+    ctx: typer.Context,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Revoke an API key by id. Requests with it get 401 at once."""
+    url, (key_id,) = positionals(ctx.args, ["KEY_ID"], db)
+    server = _server()
+    with open_store(url, write=True) as store:
+        revoked = server.revoke_key(store, key_id)
+    if not revoked:
+        raise CliError(f"no active key {key_id!r} (`threadline keys list` shows them)")
+    if as_json:
+        emit_json({"revoked": key_id})
+    else:
+        console().print(f"Revoked key {key_id}", markup=False)

@@ -1,0 +1,208 @@
+"""``create_app``: the FastAPI application of the HTTP service."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from threadline.errors import ThreadlineError
+from threadline.manager import SessionManager
+from threadline.server import _errors
+from threadline.server._events import EventHub
+from threadline.server._limits import BodyLimit
+from threadline.server._models import HealthOut
+from threadline.server._paths import RawPaths
+from threadline.server._tenancy import NotFound, Tenants, Unauthorized
+from threadline.store import PostgresStore, Store, connect
+
+_log = logging.getLogger("threadline.server")
+
+STATIC = Path(__file__).parent / "static"
+
+NO_AUTH_WARNING = (
+    "threadline: AUTHENTICATION IS OFF (--no-auth): anyone who reaches this server reads and "
+    "writes every app (named by the X-Threadline-App header). Never expose it beyond localhost."
+)
+
+
+_TOKEN = re.compile(r"(access_token=)[^&\s]+")
+
+
+class RedactKeys(logging.Filter):
+    """Hides ``?access_token=`` values in access-log lines (uvicorn logs the full path).
+
+    >>> path = ("/e?access_token=tl_x",)
+    >>> record = logging.LogRecord("uvicorn.access", 20, "", 0, "%s", path, None)
+    >>> RedactKeys().filter(record), record.args
+    (True, ('/e?access_token=***',))
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                _TOKEN.sub(r"\1***", arg) if isinstance(arg, str) else arg for arg in record.args
+            )
+        return True
+
+
+def _redact_access_log() -> None:
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, RedactKeys) for f in access.filters):
+        access.addFilter(RedactKeys())
+
+
+def _error(status: int, kind: str, message: str, **headers: str) -> JSONResponse:
+    return JSONResponse(_errors.body(kind, message), status_code=status, headers=headers or None)
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in error.get("loc", ()))
+        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "; ".join(parts) or "malformed request"
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ThreadlineError)
+    async def library_error(request: Request, exc: ThreadlineError) -> JSONResponse:
+        status = _errors.status_of(exc)
+        if status >= 500:
+            _log.warning("threadline: storage error on %s: %s", request.url.path, exc)
+        return _error(status, type(exc).__name__, _errors.message_of(exc))
+
+    @app.exception_handler(Unauthorized)
+    async def unauthorized(request: Request, exc: Unauthorized) -> JSONResponse:
+        return _error(401, "Unauthorized", str(exc), **{"WWW-Authenticate": "Bearer"})
+
+    @app.exception_handler(NotFound)
+    async def not_found(request: Request, exc: NotFound) -> JSONResponse:
+        return _error(404, "NotFound", str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def malformed(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _error(422, "ValidationError", _validation_message(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, _errors.http_name(exc.status_code), str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def defect(request: Request, exc: Exception) -> JSONResponse:
+        _log.error("threadline: unexpected error on %s", request.url.path, exc_info=exc)
+        return _error(500, "InternalServerError", "unexpected server error (logged)")
+
+
+def create_app(
+    store: Store | str,
+    *,
+    configure: Callable[[SessionManager], SessionManager | None] | None = None,
+    auth: bool = True,
+    max_body_bytes: int = 64 * 2**20,
+    cors_origins: tuple[str, ...] | list[str] = (),
+    poll_interval: float = 0.5,
+) -> FastAPI:
+    """The HTTP service over a store (or a store URL, opened here and closed at shutdown).
+
+    ``configure`` receives the ``SessionManager`` built for each app and returns it configured
+    (blocks, compaction, summariser). With ``auth=False`` the app is named by the
+    ``X-Threadline-App`` header (default ``"default"``) and no key is asked for.
+
+    >>> from fastapi.testclient import TestClient
+    >>> app = create_app(":memory:", auth=False)
+    >>> with TestClient(app) as client:
+    ...     client.post("/v1/sessions", json={"session_id": "s1"}).status_code
+    ...     client.get("/v1/sessions/nope").json()["error"]["type"]
+    201
+    'SessionNotFoundError'
+    """
+    owned = isinstance(store, str)
+    opened: Store = connect(store) if isinstance(store, str) else store
+    pg_dsn = opened.dsn if isinstance(opened, PostgresStore) else None
+    hub = EventHub(opened, pg_dsn, poll_interval)
+    if not auth:
+        _log.warning(NO_AUTH_WARNING)
+    _redact_access_log()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await hub.start()
+        try:
+            yield
+        finally:
+            await hub.stop()
+            if owned:
+                opened.close()
+
+    app = FastAPI(
+        title="threadline",
+        summary="Durable, branching, searchable conversation memory for LLM agents",
+        version=_version(),
+        lifespan=lifespan,
+    )
+    app.state.tenants = Tenants(opened, configure, auth)
+    app.state.hub = hub
+    app.state.store = opened
+    _install_error_handlers(app)
+    _include_routes(app)
+    if STATIC.is_dir():
+        app.mount("/ui", StaticFiles(directory=STATIC, html=True), name="ui")
+    # Outermost last: paths are fixed first, then the body is capped, then CORS answers.
+    if cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(cors_origins),
+            allow_methods=["*"],
+            allow_headers=["*"],
+        )
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(RawPaths)
+    return app
+
+
+def _include_routes(app: FastAPI) -> None:
+    from threadline.server import (
+        _routes_data,
+        _routes_events,
+        _routes_memory,
+        _routes_messages,
+        _routes_search,
+        _routes_sessions,
+    )
+
+    @app.get("/healthz", response_model=HealthOut, tags=["service"])
+    def healthz() -> Any:
+        """Liveness (no key needed)."""
+        return {"status": "ok"}
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        return RedirectResponse("/ui/" if STATIC.is_dir() else "/docs")
+
+    for module in (
+        _routes_sessions,
+        _routes_messages,
+        _routes_memory,
+        _routes_search,
+        _routes_events,
+        _routes_data,
+    ):
+        app.include_router(module.routes)
+
+
+def _version() -> str:
+    from threadline import __version__
+
+    return __version__

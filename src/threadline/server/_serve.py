@@ -1,0 +1,94 @@
+"""``serve``: run the service with uvicorn (one process, or several workers)."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from threadline.errors import InvalidArgumentError
+from threadline.manager import SessionManager
+
+_ENV_DB = "THREADLINE_SERVE_DB"
+_ENV_CONFIG = "THREADLINE_SERVE_CONFIG"
+_ENV_AUTH = "THREADLINE_SERVE_AUTH"
+ENV_POLL = "THREADLINE_EVENTS_POLL"
+"""Seconds between two event polls of a worker (default 0.5): the only cross-worker path on
+SQLite, a safety net beside LISTEN/NOTIFY on PostgreSQL."""
+
+
+def load_configure(spec: str | None) -> Callable[[SessionManager], SessionManager | None] | None:
+    """The ``configure`` hook named ``module:function`` (``None`` for none).
+
+    >>> load_configure(None) is None
+    True
+    >>> load_configure("os.path:basename").__name__
+    'basename'
+    """
+    if not spec:
+        return None
+    module, _, name = spec.partition(":")
+    if not module or not name:
+        raise InvalidArgumentError(f"--config must be module:function, got {spec!r}")
+    fn: Any = importlib.import_module(module)
+    for part in name.split("."):
+        fn = getattr(fn, part)
+    if not callable(fn):
+        raise InvalidArgumentError(f"--config {spec!r} is not callable")
+    return fn  # type: ignore[no-any-return]
+
+
+def app_from_environment() -> Any:
+    """The app of one uvicorn worker, from what :func:`serve` put in the environment."""
+    from threadline.server._app import create_app
+
+    return create_app(
+        os.environ[_ENV_DB],
+        configure=load_configure(os.environ.get(_ENV_CONFIG) or None),
+        auth=os.environ.get(_ENV_AUTH, "1") == "1",
+        poll_interval=float(os.environ.get(ENV_POLL) or 0.5),
+    )
+
+
+def serve(
+    db: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
+    config: str | None = None,
+    auth: bool = True,
+) -> None:
+    """Run the HTTP service on ``db`` with uvicorn until interrupted.
+
+    ``config`` names the ``configure`` hook as ``module:function``; ``workers`` > 1 starts
+    that many processes (each with its own store connection; events reach every worker).
+
+    >>> serve("agent.db", port=8000, workers=4)  # doctest: +SKIP
+    """
+    import uvicorn
+
+    from threadline.server._app import NO_AUTH_WARNING
+
+    load_configure(config)  # fail here, once, rather than in every worker
+    if workers < 1:
+        raise InvalidArgumentError("workers must be at least 1")
+    os.environ[_ENV_DB] = db
+    os.environ[_ENV_CONFIG] = config or ""
+    os.environ[_ENV_AUTH] = "1" if auth else "0"
+    if not auth:
+        print(NO_AUTH_WARNING, file=sys.stderr, flush=True)
+    logging.getLogger("threadline").setLevel(logging.INFO)
+    uvicorn.run(
+        "threadline.server._serve:app_from_environment",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="info",
+        # Event streams never end on their own: give them this long, then close them.
+        timeout_graceful_shutdown=3,
+    )

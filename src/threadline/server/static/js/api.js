@@ -1,0 +1,116 @@
+// The HTTP API of `threadline serve` (/v1), as the viewer uses it. The key lives in the page's
+// session storage only: it is sent as a Bearer header, and as ?access_token= on the event stream
+// (EventSource cannot send headers).
+
+const KEY_NAME = "threadline.apiKey";
+// The API sits beside the viewer: /ui/js/api.js → /v1/ (also under a path prefix).
+export const API_BASE = new URL("../../v1/", import.meta.url);
+
+export class ApiError extends Error {
+  constructor(status, type, message) {
+    super(message);
+    this.status = status;
+    this.type = type;
+  }
+}
+
+export function getKey() { return sessionStorage.getItem(KEY_NAME); }
+export function setKey(key) { sessionStorage.setItem(KEY_NAME, key); }
+export function forgetKey() { sessionStorage.removeItem(KEY_NAME); }
+
+const seg = (value) => encodeURIComponent(value);
+const sessionPath = (id) => `sessions/${seg(id)}`;
+
+function url(path, query) {
+  const target = new URL(path, API_BASE);
+  for (const [name, value] of Object.entries(query || {})) {
+    if (value !== undefined && value !== null && value !== "") target.searchParams.set(name, value);
+  }
+  return target;
+}
+
+async function request(method, path, { query, body, raw } = {}) {
+  const headers = { Accept: "application/json" };
+  const key = getKey();
+  if (key) headers.Authorization = `Bearer ${key}`;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let response;
+  try {
+    response = await fetch(url(path, query), {
+      method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (error) {
+    throw new ApiError(0, "NetworkError", `cannot reach the server (${error.message})`);
+  }
+  if (!response.ok) {
+    let type = response.statusText || "HTTPError";
+    let message = `${method} ${path}: HTTP ${response.status}`;
+    try {
+      const data = await response.json();
+      if (data && data.error) {
+        type = String(data.error.type ?? type);
+        message = String(data.error.message ?? message);
+      }
+    } catch { /* not JSON: keep the status line */ }
+    throw new ApiError(response.status, type, message);
+  }
+  if (raw) return response;
+  if (response.status === 204) return null;
+  const text = await response.text();
+  return text ? JSON.parse(text) : null;
+}
+
+/** Overlays as the tree model takes them. */
+function overlaysOf(result) {
+  return ((result && result.compactions) || []).map((c) => ({
+    id: String(c.id), summary: String(c.summary ?? ""), from: c.from_message_id, to: c.to_message_id,
+    createdAt: String(c.created_at ?? ""),
+  }));
+}
+
+const TREE_PAGE = 1000;
+
+export const api = {
+  listSessions: (query) => request("GET", "sessions", { query }),
+  getSession: (id) => request("GET", sessionPath(id)),
+  history: (id, query) => request("GET", `${sessionPath(id)}/messages`, { query }),
+  branches: (id, messageId) =>
+    request("GET", `${sessionPath(id)}/messages/${seg(messageId)}/branches`),
+  checkout: (id, leafId) => request("PUT", `${sessionPath(id)}/head`, { body: { leaf_id: leafId } }),
+  search: (id, q, limit = 20) => request("GET", `${sessionPath(id)}/search`, { query: { q, limit } }),
+  searchAll: (q, limit = 30) => request("GET", "search", { query: { q, limit } }),
+  blocks: (id) => request("GET", `${sessionPath(id)}/blocks`),
+  state: (id) => request("GET", `${sessionPath(id)}/state`),
+  async attachment(id, ref) {
+    const response = await request("GET", `${sessionPath(id)}/attachments/${seg(ref)}`, { raw: true });
+    return response.blob();
+  },
+  /**
+   * A session's whole tree: {messages: [{id, parentId, message}] (oldest first), headId,
+   * overlays} — every page of GET .../tree (attachments as references) and the compactions.
+   */
+  async tree(id) {
+    const messages = [];
+    let headId = null;
+    let after = 0;
+    const overlays = request("GET", `${sessionPath(id)}/compactions`);
+    overlays.catch(() => {}); // awaited below; this only keeps an early failure from going unhandled
+    for (;;) {
+      const page = await request("GET", `${sessionPath(id)}/tree`, {
+        query: { after_seq: after, limit: TREE_PAGE, attachments: "ref" },
+      });
+      if (after === 0) headId = page.head_id ?? null;
+      for (const node of page.nodes || []) {
+        messages.push({ id: node.message.id, parentId: node.parent_id ?? null, message: node.message });
+      }
+      if (page.next_after_seq === null || page.next_after_seq === undefined) break;
+      after = page.next_after_seq;
+    }
+    return { messages, headId, overlays: overlaysOf(await overlays) };
+  },
+  /** An EventSource on the session's events (the key goes in the query string). */
+  events(id) {
+    const key = getKey();
+    return new EventSource(url(`${sessionPath(id)}/events`, { access_token: key || undefined }));
+  },
+};

@@ -1,0 +1,53 @@
+"""The storage contract, part four: a whole session read and written verbatim (backups,
+``threadline export`` / ``threadline import``, moving sessions between backends)."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from threadline.store._values import SessionDump
+from threadline.types import SessionInfo
+
+
+@runtime_checkable
+class TransferContract(Protocol):
+    """Dump one session with everything hanging off it; load such a dump in one transaction."""
+
+    def dump_session(self, app: str, session_id: str) -> SessionDump | None:
+        """Everything stored for the session (``None`` if it does not exist), in one read:
+        the registry row, the head, every message of the tree with its ``seq``, parent and
+        state-undo record (attachments put back inline), the overlays, the session's blocks,
+        prompt and state, and the ``user:``/``app:`` state and user/app blocks it sees.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> msgs = [{"id": f"m{i}", "role": "user", "parts": []} for i in (1, 2)]
+        >>> _ = store.append_messages("default", "s1", msgs, state_delta=None)
+        >>> dump = store.dump_session("default", "s1")
+        >>> [(m.message["id"], m.parent_id) for m in dump.messages]
+        [('m1', None), ('m2', 'm1')]
+        >>> store.dump_session("default", "nope") is None
+        True
+        """
+
+    def load_session(self, app: str, dump: SessionDump, *, replace: bool = False) -> SessionInfo:
+        """Write a dump into ``app`` as session ``dump.info.id``, in one transaction:
+        registry row (owner, name, usage, metadata, ``created_at``/``updated_at`` as given),
+        messages with their ids, parents, ``seq`` and undo records, head, overlays (ids and
+        times kept), blocks, prompt and state. The session's own rows are written verbatim;
+        the shared ``user:``/``app:`` state and user/app blocks of the dump are upserted
+        (other keys of that user or app are left alone). Messages go out of row under the
+        ``"attach"`` policy whatever the store's own policy, so what was stored fits again.
+
+        ``SessionExistsError`` if the session exists, unless ``replace=True`` (then it is
+        deleted first, in the same transaction). ``InvalidArgumentError`` for an
+        inconsistent dump (a parent after its child, an unknown head or overlay end).
+
+        >>> import threadline
+        >>> source, target = threadline.connect(":memory:"), threadline.connect(":memory:")
+        >>> _ = source.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])
+        >>> target.load_session("default", source.dump_session("default", "s1")).message_count
+        1
+        >>> target.get_path_ids("default", "s1")
+        ['m1']
+        """

@@ -1,0 +1,189 @@
+"""A whole session dumped and loaded verbatim (``Store.dump_session`` / ``load_session``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from threadline.errors import InvalidArgumentError, SessionExistsError
+from threadline.messages import decode_message, text_of
+from threadline.store._common import datetime_to_us, dumps, state_owner, us_to_datetime
+from threadline.store._sql_base import EncodedRow, MessageRow, Row, Tx
+from threadline.store._sql_registry import RegistryMixin
+from threadline.store._sql_text import SQL_STATE_UPSERT
+from threadline.store._sql_tree import TreeMixin
+from threadline.store._values import SessionDump, TreeNode
+from threadline.types import Compaction, SessionInfo
+
+_SQL_ROWS = (
+    "SELECT id, seq, parent_id, state_undo, data FROM tl_messages "
+    "WHERE app = ? AND session_id = ? ORDER BY seq"
+)
+_SQL_HEAD = "SELECT head_id, last_seq FROM tl_sessions WHERE app = ? AND id = ?"
+_SQL_OVERLAYS = (
+    "SELECT id, summary, from_message_id, to_message_id, created_at FROM tl_compactions "
+    "WHERE app = ? AND session_id = ? ORDER BY seq"
+)
+_SQL_SCOPED = (
+    "SELECT owner, label, {value} FROM {table} WHERE app = ? AND ("
+    "(owner = 'session' AND owner_id = ?) OR (owner = 'user' AND owner_id = ?) "
+    "OR (owner = 'app' AND owner_id = '')) ORDER BY owner, label"
+)
+_SQL_BLOCKS = _SQL_SCOPED.format(value="content", table="tl_blocks")
+_SQL_STATE = _SQL_SCOPED.format(value="value", table="tl_state").replace("label", "key")
+_SQL_PROMPT = "SELECT prompt FROM tl_prompts WHERE app = ? AND session_id = ?"
+_SQL_INSERT_SESSION = (
+    "INSERT INTO tl_sessions (app, id, user_id, name, parent_session_id, model, source, "
+    "input_tokens, output_tokens, estimated_cost, end_reason, metadata, head_id, last_seq, "
+    "message_count, created_at, updated_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SQL_INSERT_OVERLAY = (
+    "INSERT INTO tl_compactions (app, session_id, id, summary, from_message_id, "
+    "to_message_id, seq, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SQL_UPSERT_BLOCK = (
+    "INSERT INTO tl_blocks (app, owner, owner_id, label, content, updated_at) "
+    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (app, owner, owner_id, label) DO UPDATE SET "
+    "content = excluded.content, updated_at = excluded.updated_at"
+)
+_SQL_INSERT_PROMPT = (
+    "INSERT INTO tl_prompts (app, session_id, prompt, updated_at) VALUES (?, ?, ?, ?)"
+)
+
+
+def _by_owner(rows: list[Row], decode: bool) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {"session": {}, "user": {}, "app": {}}
+    for owner, key, value in rows:
+        out[owner][key] = json.loads(value) if decode else value
+    return out
+
+
+class TransferMixin(RegistryMixin, TreeMixin):
+    """``dump_session`` and ``load_session`` on the shared SQL (both backends)."""
+
+    def dump_session(self, app: str, session_id: str) -> SessionDump | None:
+        """Everything stored for one session, or ``None`` (``Store.dump_session``)."""
+        return self._read("dump_session", lambda tx: self._dump(tx, app, session_id))
+
+    def _dump(self, tx: Tx, app: str, session_id: str) -> SessionDump | None:
+        info = self._session_row(tx, app, session_id)
+        head = tx.one(_SQL_HEAD, (app, session_id))
+        if info is None or head is None:
+            return None
+        key = (app, session_id)
+        rows = self._session_rows(tx, app, session_id, (_SQL_ROWS, key), 4, "inline")
+        messages = [TreeNode(int(row[1]), row[2], decode_message(row[4])) for row in rows]
+        undo = {row[0]: json.loads(row[3]) for row in rows if row[3]}
+        overlays = [
+            Compaction(r[0], r[1], r[2], r[3], us_to_datetime(int(r[4])))
+            for r in tx.all(_SQL_OVERLAYS, key)
+        ]
+        scoped = (app, session_id, info.user_id if info.user_id is not None else "")
+        blocks = _by_owner(tx.all(_SQL_BLOCKS, scoped), decode=False)
+        state = _by_owner(tx.all(_SQL_STATE, scoped), decode=True)
+        prompt = tx.one(_SQL_PROMPT, key)
+        owned = info.user_id is not None
+        return SessionDump(
+            info, head[0], int(head[1]), messages, undo, overlays,
+            blocks["session"], prompt[0] if prompt else None, state["session"],
+            blocks["user"] if owned else {}, state["user"] if owned else {},
+            blocks["app"], state["app"],
+        )  # fmt: skip
+
+    def load_session(self, app: str, dump: SessionDump, *, replace: bool = False) -> SessionInfo:
+        """Write a dump as session ``dump.info.id`` of ``app`` (``Store.load_session``)."""
+        if not isinstance(dump, SessionDump):
+            raise InvalidArgumentError(f"dump must be a SessionDump, got {type(dump).__name__}")
+        encoded = [
+            self._encode(m.message, "attach", None) for m in dump.messages
+        ]  # outside the transaction: encoding is the slow part
+        return self._write("load_session", lambda tx: self._load(tx, app, dump, encoded, replace))
+
+    def _load(
+        self, tx: Tx, app: str, dump: SessionDump, encoded: list[EncodedRow], replace: bool
+    ) -> SessionInfo:
+        info, session_id = dump.info, dump.info.id
+        if self._claim_session_row(tx, app, session_id) and not replace:
+            raise SessionExistsError(f"session {session_id!r} already exists in app {app!r}")
+        self._delete_session(tx, app, session_id)
+        tx.send(
+            _SQL_INSERT_SESSION,
+            (app, session_id, info.user_id, info.name, info.parent_session_id, info.model,
+             info.source, info.input_tokens, info.output_tokens, info.estimated_cost,
+             info.end_reason, dumps(info.metadata), None, dump.last_seq, len(dump.messages),
+             datetime_to_us(info.created_at), datetime_to_us(info.updated_at)),
+        )  # fmt: skip
+        self._load_messages(tx, app, session_id, dump, encoded)
+        self._load_content(tx, app, dump)
+        final = self._session_row(tx, app, session_id)
+        assert final is not None
+        return final
+
+    def _load_messages(
+        self, tx: Tx, app: str, session_id: str, dump: SessionDump, encoded: list[EncodedRow]
+    ) -> None:
+        nodes: dict[str, tuple[int, int]] = {}  # id -> (depth, path_bytes)
+        last_seq = 0
+        for node, (message, data, size, blobs) in zip(dump.messages, encoded, strict=True):
+            message_id, parent_id = message["id"], node.parent_id
+            if parent_id is not None and parent_id not in nodes:
+                raise InvalidArgumentError(
+                    f"message {message_id!r}: parent {parent_id!r} must come before it"
+                )
+            if message_id in nodes or node.seq <= last_seq:
+                raise InvalidArgumentError(
+                    f"message {message_id!r}: ids must be unique and seq increasing"
+                )
+            depth, path_bytes = nodes[parent_id] if parent_id is not None else (0, 0)
+            record = dump.state_undo.get(message_id)
+            undo = dumps(record) if record else None
+            row = MessageRow(
+                app, session_id, message_id, node.seq, parent_id, message["role"], size,
+                depth + 1, path_bytes + size, message.get("createdAt"), undo, data,
+                text_of(message),
+            )  # fmt: skip
+            self._insert_message(tx, row)
+            if blobs:
+                self._put_blobs(tx, app, session_id, message_id, blobs)
+            self._index_skill_loads(tx, app, session_id, message)
+            nodes[message_id] = (depth + 1, path_bytes + size)
+            last_seq = node.seq
+        if dump.head_id is not None and dump.head_id not in nodes:
+            raise InvalidArgumentError(f"head {dump.head_id!r} is not a message of the session")
+        if set(dump.state_undo) - nodes.keys():
+            raise InvalidArgumentError("state_undo names a message that is not in the dump")
+        if dump.last_seq < last_seq:
+            raise InvalidArgumentError("last_seq is lower than a message's seq")
+        tx.send(
+            "UPDATE tl_sessions SET head_id = ? WHERE app = ? AND id = ?",
+            (dump.head_id, app, session_id),
+        )
+        for seq, overlay in enumerate(dump.compactions, start=1):
+            if overlay.from_message_id not in nodes or overlay.to_message_id not in nodes:
+                raise InvalidArgumentError(f"overlay {overlay.id!r} names unknown messages")
+            tx.send(
+                _SQL_INSERT_OVERLAY,
+                (app, session_id, overlay.id, overlay.summary, overlay.from_message_id,
+                 overlay.to_message_id, seq, datetime_to_us(overlay.created_at)),
+            )  # fmt: skip
+
+    def _load_content(self, tx: Tx, app: str, dump: SessionDump) -> None:
+        session_id, user_id, now = dump.info.id, dump.info.user_id, self._now_us()
+        if dump.prompt is not None:
+            tx.send(_SQL_INSERT_PROMPT, (app, session_id, dump.prompt, now))
+        if user_id is None and (dump.user_state or dump.user_blocks):
+            raise InvalidArgumentError("user state or blocks in a dump of a session without user")
+        # Lock order (SQLBase): the session's rows, then the shared ones in key order.
+        scopes = (
+            ("session", session_id, dump.blocks, dump.state),
+            ("user", user_id or "", dump.user_blocks, dump.user_state),
+            ("app", "", dump.app_blocks, dump.app_state),
+        )
+        for owner, owner_id, blocks, state in scopes:
+            for key, value in sorted(state.items()):
+                if state_owner(key, session_id, user_id) != (owner, owner_id):
+                    raise InvalidArgumentError(f"state key {key!r} is not {owner}-scoped")
+                tx.send(SQL_STATE_UPSERT, (app, owner, owner_id, key, dumps(value)))
+            for label, content in sorted(blocks.items()):
+                tx.send(_SQL_UPSERT_BLOCK, (app, owner, owner_id, label, content, now))

@@ -1,0 +1,139 @@
+"""Server-sent events against a real server: message appended, head moved, compaction —
+and, with two uvicorn workers, every subscriber gets every event whichever worker wrote it
+(PostgreSQL LISTEN/NOTIFY, SQLite polling)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from served import Server, start_server
+
+from conftest import BACKENDS, backend_db
+
+
+class Subscriber:
+    """Reads one SSE stream in a thread; ``events`` are ``(event, data)`` pairs."""
+
+    def __init__(self, server: Server, key: str, session: str) -> None:
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self._client = httpx.Client(base_url=server.url, timeout=httpx.Timeout(30, read=None))
+        self._stream = self._client.stream(
+            "GET", f"/v1/sessions/{session}/events", params={"access_token": key}
+        )
+        self.response = self._stream.__enter__()
+        assert self.response.status_code == 200
+        self.worker = self.response.headers["x-threadline-worker"]
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+        assert self._ready.wait(10), "no subscribed comment"
+
+    def _read(self) -> None:
+        event = None
+        try:
+            for line in self.response.iter_lines():
+                if line.startswith(": subscribed"):
+                    self._ready.set()
+                elif line.startswith("event: "):
+                    event = line[len("event: ") :]
+                elif line.startswith("data: ") and event is not None:
+                    self.events.append((event, json.loads(line[len("data: ") :])))
+                    event = None
+        except httpx.HTTPError:
+            pass  # closed by the test
+
+    def wait_for(self, count: int, kind: str, timeout: float = 15) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = [data for event, data in self.events if event == kind]
+            if len(found) >= count:
+                return found
+            time.sleep(0.05)
+        raise AssertionError(f"worker {self.worker}: {kind} x{count} not seen: {self.events}")
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def test_messages_head_moves_and_compactions_are_pushed(server: Server) -> None:
+    key = server.key("events")
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    with server.client(key) as http:
+        http.post("/v1/sessions", json={"session_id": session})
+        sub = Subscriber(server, key, session)
+        try:
+            for i in range(3):
+                http.post(
+                    f"/v1/sessions/{session}/messages",
+                    json={"id": f"m{i}", "role": "user", "content": f"turn {i}"},
+                )
+            messages = sub.wait_for(3, "message")
+            assert [m["message"]["id"] for m in messages] == ["m0", "m1", "m2"]
+            assert [m["parent_id"] for m in messages] == [None, "m0", "m1"]
+            http.put(f"/v1/sessions/{session}/head", json={"leaf_id": "m0"})
+            assert sub.wait_for(1, "head")[-1]["head_id"] in ("m0", "m2")
+            deadline = time.monotonic() + 10
+            while sub.wait_for(1, "head")[-1]["head_id"] != "m0":
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            http.put(f"/v1/sessions/{session}/head", json={"leaf_id": "m2"})
+            http.post(f"/v1/sessions/{session}/compact", json={})
+            compaction = sub.wait_for(1, "compaction")[0]["compaction"]
+            assert compaction["to_message_id"] == "m1" and compaction["created_at"].endswith("Z")
+        finally:
+            sub.close()
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def two_workers(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
+    tmp = tmp_path_factory.mktemp("workers")
+    # PostgreSQL: no polling within the test's reach, so only LISTEN/NOTIFY can deliver.
+    poll = "0.5" if request.param == "sqlite-file" else "600"
+    db = backend_db(request, request.param, tmp)
+    running = start_server(db, tmp, workers=2, env_extra={"THREADLINE_EVENTS_POLL": poll})
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def test_events_reach_subscribers_on_every_worker(two_workers: Server) -> None:
+    server = two_workers
+    key = server.key("fanout")
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    with server.client(key) as http:
+        http.post("/v1/sessions", json={"session_id": session})
+    subscribers: list[Subscriber] = []
+    try:
+        for _ in range(24):  # connections land on either worker: keep one per worker, two each
+            sub = Subscriber(server, key, session)
+            if sum(s.worker == sub.worker for s in subscribers) >= 2:
+                sub.close()
+            else:
+                subscribers.append(sub)
+            if len({s.worker for s in subscribers}) == 2 and len(subscribers) >= 4:
+                break
+        assert len({s.worker for s in subscribers}) == 2, "all streams landed on one worker"
+        total = 20
+        for i in range(total):  # a fresh connection per write: writes land on both workers
+            with server.client(key) as http:
+                answer = http.post(
+                    f"/v1/sessions/{session}/messages",
+                    json={"id": f"m{i}", "role": "user", "content": f"turn {i}"},
+                )
+                assert answer.status_code == 201
+        for sub in subscribers:
+            ids = [m["message"]["id"] for m in sub.wait_for(total, "message")]
+            assert ids == [f"m{i}" for i in range(total)], sub.worker
+    finally:
+        for sub in subscribers:
+            sub.close()

@@ -29,9 +29,10 @@ the terms, "any" mode ORs them.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -69,6 +70,27 @@ _NO_SPACE_RANGES = (
     (0xFF66, 0xFFDC),  # half-width Katakana and Hangul
     (0x20000, 0x3FFFF),  # CJK ext. B and later
 )
+
+# A superset of the characters that make a one- or two-character term need a substring
+# search (scripts written without spaces, and symbols such as emoji, Unicode
+# category So). Texts containing none of them cannot match such a term.
+WIDE_RANGES = (
+    (0x00A6, 0x00B0), (0x0482, 0x0482), (0x058D, 0x058E), (0x060E, 0x060F), (0x06DE, 0x06FE),
+    (0x07F6, 0x07F6), (0x09FA, 0x09FA), (0x0B70, 0x0B70), (0x0BF3, 0x0BFA), (0x0C7F, 0x0C7F),
+    (0x0D4F, 0x0D79), (0x0E00, 0x0FFF), (0x1000, 0x11FF), (0x1390, 0x1399), (0x166D, 0x166D),
+    (0x1780, 0x17FF), (0x1940, 0x1940), (0x19DE, 0x19FF), (0x1B61, 0x1B7C), (0x2100, 0x21FF),
+    (0x2300, 0x2BFF), (0x2CE5, 0x2CEA), (0x2E50, 0xA4CF), (0xA828, 0xA839), (0xA960, 0xA97F),
+    (0xAA77, 0xAA79), (0xAC00, 0xD7FF), (0xF900, 0xFAFF), (0xFD40, 0xFD4F), (0xFDCF, 0xFDFF),
+    (0xFF66, 0xFFFD), (0x10137, 0x101FC), (0x10877, 0x10878), (0x10AC8, 0x10AC8),
+    (0x1173F, 0x1173F), (0x11FD5, 0x11FF1), (0x16B3C, 0x16B45), (0x1BC9C, 0x1BC9C),
+    (0x1CF50, 0x1DAFF), (0x1E14F, 0x1E14F), (0x1EC70, 0x1EEFF), (0x1F000, 0x3FFFF),
+)  # fmt: skip
+
+WIDE_CLASS = "[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in WIDE_RANGES) + "]"
+"""A regular-expression class of the characters in :data:`WIDE_RANGES` (the same syntax in
+Python's ``re`` and PostgreSQL's ``~``): texts that can hold a one- or two-character
+substring term, which trigram indexes cannot find."""
+
 
 _SCAN_RE = re.compile(r'"([^"]*)"|([^\s"]+)|"')
 
@@ -225,6 +247,115 @@ def bound_terms(terms: Iterable[Term]) -> list[Term]:
     return kept
 
 
+# --------------------------------------------------------------------------- search at scale
+#
+# The rules below keep a search's cost in step with its answer instead of the store's size
+# (docs/search.md, "Cost"). Every threshold is an absolute number of messages, at least
+# 10,000: a store smaller than that never meets one and is searched exactly as before.
+
+COMMON_DOCS = 50_000
+"""A word term found in more than this many messages is *common*: when the query also has a
+rarer word term, common terms are ignored like stop words (they carry almost no ranking
+information and would make the backend score most of the store)."""
+
+RANKED_CANDIDATES = 10_000
+"""At most this many matching messages are scored and ranked per search (on SQLite the newest
+ones); the rest are not considered for the top hits."""
+
+UNRANKED_CANDIDATES = 1_000
+"""When every term is common, at most this many matches are considered (SQLite: the newest
+``limit``, unscored; PostgreSQL: this many, scored): none of them carries ranking
+information."""
+
+LOCAL_SEARCH_STORE = 10_000
+"""In a store holding more messages than this, a search inside one session (of at most
+:data:`LOCAL_SEARCH_SESSION` messages) works on that session's own rows, so its cost follows
+the session's size, not the store's."""
+
+LOCAL_SEARCH_SESSION = 50_000
+"""Sessions larger than this are searched through the store-wide index even when scoped."""
+
+
+def split_common(doc_counts: Sequence[int | None]) -> tuple[list[int], list[int]]:
+    """Indexes of the terms to search with, and of the common ones left out.
+
+    ``doc_counts[i]`` is how many messages term ``i`` occurs in (capped anywhere above
+    :data:`COMMON_DOCS` is fine), or None for a term that is never left out (substring terms,
+    terms without words). Common terms are left out only when some other term is kept.
+
+    >>> split_common([600_000, 120, None])
+    ([1, 2], [0])
+    >>> split_common([600_000, 70_000])
+    ([0, 1], [])
+    """
+    common = [i for i, n in enumerate(doc_counts) if n is not None and n > COMMON_DOCS]
+    if len(common) == len(doc_counts):
+        return list(range(len(doc_counts))), []
+    return [i for i in range(len(doc_counts)) if i not in common], common
+
+
+def rowid_windows(rowids: Sequence[int], max_windows: int = 16) -> list[tuple[int, int]]:
+    """Cover sorted ``rowids`` with at most ``max_windows`` ranges, leaving out the widest gaps.
+
+    A session's messages are interleaved with other sessions' in the store-wide index; range
+    scans over these windows read the session's messages plus only the narrowest gaps.
+
+    >>> rowid_windows([1, 2, 3, 50, 51, 900], max_windows=2)
+    [(1, 51), (900, 900)]
+    >>> rowid_windows([])
+    []
+    """
+    if not rowids:
+        return []
+    gaps = sorted(range(1, len(rowids)), key=lambda i: rowids[i] - rowids[i - 1], reverse=True)
+    cuts = sorted(i for i in gaps[: max_windows - 1] if rowids[i] - rowids[i - 1] > 1)
+    starts = [0, *cuts]
+    ends = [*cuts, len(rowids)]
+    return [(rowids[a], rowids[b - 1]) for a, b in zip(starts, ends, strict=True)]
+
+
+def coverage_scores(
+    words: Sequence[Set[int]],
+    substrings: Sequence[Set[int]],
+    total: int,
+    mode: MatchMode,
+) -> dict[int, float]:
+    """Score the rows of a small corpus (one session) from which terms each row matches.
+
+    ``words[i]`` / ``substrings[i]``: rows matching term ``i`` by its words / only by its
+    substring. A row qualifies when it matches every term ("all") or some term ("any"), and
+    scores the sum of the BM25 inverse document frequency, within the ``total`` rows, of the
+    terms it matches as words (0.0 when it matches only substrings): rows holding more, and
+    rarer, terms rank first.
+
+    >>> scores = coverage_scores([{1, 2}, {2}], [set(), set()], 10, "any")
+    >>> scores[2] > scores[1] > 0
+    True
+    >>> sorted(coverage_scores([{1, 2}, {2}], [set(), {1}], 10, "all"))  # 1: a substring
+    [1, 2]
+    """
+    matched: list[set[int]] = [set(w) | set(s) for w, s in zip(words, substrings, strict=True)]
+    if not matched:
+        return {}
+    rows = set.intersection(*matched) if mode == "all" else set.union(*matched)
+    idf = [math.log(1.0 + (total - len(found) + 0.5) / (len(found) + 0.5)) for found in matched]
+    scores = dict.fromkeys(rows, 0.0)
+    for weight, found in zip(idf, words, strict=True):
+        for row in found:
+            if row in scores:
+                scores[row] += weight
+    return scores
+
+
+def top_rows(scores: Mapping[int, float], order: Mapping[int, int], limit: int) -> list[int]:
+    """The ``limit`` best rows: highest score, then highest ``order`` (newest), then rowid.
+
+    >>> top_rows({1: 0.5, 2: 0.5, 3: 0.9}, {1: 7, 2: 3, 3: 1}, 2)
+    [3, 1]
+    """
+    return sorted(scores, key=lambda row: (-scores[row], -order.get(row, 0), -row))[:limit]
+
+
 SNIPPET_CHARS = 2000
 """A search hit's ``content`` holds at most this many characters of the message's text
 (plus an ellipsis at each cut end), around the first place a term matches."""
@@ -254,16 +385,27 @@ def snippet(text: str, terms: Iterable[Term], limit: int = SNIPPET_CHARS) -> str
 
 
 __all__ = [
+    "COMMON_DOCS",
+    "LOCAL_SEARCH_SESSION",
+    "LOCAL_SEARCH_STORE",
     "MAX_QUERY_CHARS",
     "MAX_SUBSTRING_TERMS",
     "MAX_TERMS",
     "MAX_TERM_CHARS",
+    "RANKED_CANDIDATES",
     "SNIPPET_CHARS",
+    "UNRANKED_CANDIDATES",
+    "WIDE_CLASS",
+    "WIDE_RANGES",
     "MatchMode",
     "Term",
     "bound_terms",
+    "coverage_scores",
     "make_term",
     "parse_query",
+    "rowid_windows",
     "snippet",
+    "split_common",
     "tokenize",
+    "top_rows",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from threadline._search_query import WIDE_CLASS
 from threadline.errors import ThreadlineError
 
 if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
@@ -121,6 +122,12 @@ SCHEMA_VERSION = len(MIGRATIONS)  # derived, so adding a migration cannot leave 
 # Trigram indexes are checked on every open, outside the version scheme: they need pg_trgm,
 # which may only become available after the tables were created.
 _TRGM_INDEXES = ("tl_messages", "tl_entries")
+WIDE_TEXT = f"search_text ~ '{WIDE_CLASS}'"
+"""True for texts that can hold a one- or two-character CJK / symbol substring: trigrams
+cannot find such terms, so they are looked for among these texts only (the partial index
+``tl_messages_wide``; a query must repeat this very condition for the planner to use it)."""
+# Like the trigram indexes, checked on every open (an index, not a table: no data to migrate).
+_WIDE_INDEX = f"CREATE INDEX IF NOT EXISTS tl_messages_wide ON tl_messages (app) WHERE {WIDE_TEXT}"
 _trgm_warned = False
 
 
@@ -132,7 +139,8 @@ _HERE = "to_regclass(quote_ident(current_schema()) || '.{name}')"
 
 def _schema_is_current(conn: PgConn) -> bool:
     """Cheap check without the lock: right version and both trigram indexes present."""
-    names = ", ".join(f"{_HERE.format(name=t + '_trgm')} IS NOT NULL" for t in _TRGM_INDEXES)
+    indexes = [t + "_trgm" for t in _TRGM_INDEXES] + ["tl_messages_wide"]
+    names = ", ".join(f"{_HERE.format(name=name)} IS NOT NULL" for name in indexes)
     row = conn.execute(f"SELECT {_HERE.format(name='tl_meta')} IS NOT NULL, {names}").fetchone()
     if row is None or not all(row):
         return False
@@ -208,3 +216,4 @@ def ensure_schema(conn: PgConn) -> None:
             [str(SCHEMA_VERSION)],
         )
         _ensure_trgm_indexes(conn)
+        conn.execute(_WIDE_INDEX)

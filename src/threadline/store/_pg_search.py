@@ -3,10 +3,13 @@ next to the SQL that runs them."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from threadline._search_query import MatchMode, Term
+from threadline import _search_query as rules
+from threadline._search_query import WIDE_CLASS, MatchMode, Term
+from threadline.store._pg_schema import WIDE_TEXT
 from threadline.store._sql import (
     OwnerFilter,
     owner_clause,
@@ -16,6 +19,9 @@ if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
     from psycopg import Connection
 
     PgConn = Connection[tuple[Any, ...]]
+
+
+_WIDE = re.compile(WIDE_CLASS)
 
 
 def like_pattern(text: str) -> str:
@@ -56,11 +62,14 @@ def pg_tsquery_parts(terms: Iterable[Term]) -> list[tuple[str, str]]:
 
 
 class _TermSQL(NamedTuple):
-    """One search term as SQL pieces: its tsquery function and text, and its LIKE pattern."""
+    """One search term as SQL pieces: its tsquery function and text, and its LIKE pattern
+    (``wide``: a one- or two-character substring, looked for among :data:`WIDE_TEXT` only).
+    """
 
     function: str | None
     text: str
     pattern: str | None
+    wide: bool = False
 
 
 _TSQUERY_FUNCTIONS = frozenset({"plainto_tsquery", "phraseto_tsquery"})
@@ -74,8 +83,11 @@ def _compile_terms(terms: Sequence[Term]) -> list[_TermSQL]:
         if function is not None and function not in _TSQUERY_FUNCTIONS:
             raise AssertionError(f"unexpected tsquery function {function!r}")
         pattern = like_pattern(term.substring) if term.needs_substring and term.substring else None
+        wide = (
+            pattern is not None and len(term.substring) < 3 and bool(_WIDE.search(term.substring))
+        )
         if function is not None or pattern is not None:
-            out.append(_TermSQL(function, text, pattern))
+            out.append(_TermSQL(function, text, pattern, wide))
     return out
 
 
@@ -84,8 +96,11 @@ def _tsquery(terms: Sequence[_TermSQL], joiner: str) -> tuple[str, list[Any]]:
     return f"({sql})", [t.text for t in terms]
 
 
-def _like(text_col: str) -> str:
-    return f"{text_col} LIKE ? ESCAPE '\\'"
+def _like(text_col: str, wide: bool = False) -> str:
+    like = f"{text_col} LIKE ? ESCAPE '\\'"
+    # Trigrams cannot find a substring under three characters: the partial index of the
+    # texts holding CJK or symbols can (the planner needs the index's exact condition).
+    return f"({WIDE_TEXT} AND {like})" if wide else like
 
 
 _IN_CHUNKS = (
@@ -121,7 +136,7 @@ def _condition(
             clauses.append(clause)
         for t in terms:
             if t.pattern:
-                clauses.append(_like(text_col))
+                clauses.append(_like(text_col, t.wide))
                 params.append(t.pattern)
         return " OR ".join(clauses), params
     words_only = [t for t in terms if t.function and not t.pattern]
@@ -141,10 +156,10 @@ def _condition(
     for t in terms:
         if t.pattern and t.function:
             clause, term_params = _matches(tsv, f"{t.function}('english', ?)", [t.text], chunks)
-            clauses.append(f"({clause} OR {_like(text_col)})")
+            clauses.append(f"({clause} OR {_like(text_col, t.wide)})")
             params += [*term_params, t.pattern]
         elif t.pattern:
-            clauses.append(_like(text_col))
+            clauses.append(_like(text_col, t.wide))
             params.append(t.pattern)
     return " AND ".join(clauses), params
 
@@ -180,12 +195,22 @@ def message_search_sql(
     limit: int,
     *,
     long_texts: bool = False,
+    candidates: int | None = None,
+    scan_session: bool = False,
 ) -> tuple[str, list[Any]] | None:
     """SQL (``?`` placeholders) and parameters of one message-search pass; None if no term.
 
     Rows: ``(session_id, id, role, data, score)``, best first, ties newest ``seq`` first.
     ``long_texts``: only messages whose text is longer than one word index holds, matched
     against all their word chunks (a second, small pass; the first one skips no message).
+    ``candidates``: score only that many matching messages (any ones: PostgreSQL has no
+    store-wide order to pick the newest by). ``scan_session``: read the session's rows and
+    test each (cost in step with the session) instead of the store-wide indexes.
+
+    >>> from threadline._search_query import parse_query
+    >>> sql, _ = message_search_sql("a", parse_query("x"), "all", None, None, 10, candidates=99)
+    >>> "LIMIT 99" in sql
+    True
     """
     compiled = _compile_terms(terms)
     if not compiled:
@@ -198,21 +223,115 @@ def message_search_sql(
             "EXISTS (SELECT 1 FROM tl_message_chunks c0 WHERE c0.app = m.app "
             "AND c0.session_id = m.session_id AND c0.message_id = m.id AND c0.idx = 1)"
         )
-    join = ""
+    source, source_params = "tl_messages m", []
     if session_id is not None:
         scope.append("m.session_id = ?")
         scope_params.append(session_id)
+        if scan_session:  # OFFSET 0: a fence the planner cannot push the text tests through
+            source = "(SELECT * FROM tl_messages WHERE app = ? AND session_id = ? OFFSET 0) m"
+            source_params = [app, session_id]
+    join = ""
     if owner is not None:
         join = " JOIN tl_sessions s ON s.app = m.app AND s.id = m.session_id"
         owner_where, owner_params = owner_clause(owner, "s.user_id")
         scope.append("TRUE" + owner_where)
         scope_params += owner_params
-    sql = (
-        f"SELECT m.session_id, m.id, m.role, m.data, {score} AS score FROM tl_messages m{join} "
-        f"WHERE {' AND '.join(scope)} AND ({where}) "
-        "ORDER BY score DESC, m.seq DESC, m.session_id, m.id LIMIT ?"
-    )
-    return sql, [*score_params, *scope_params, *where_params, limit]
+    order = "ORDER BY score DESC, m.seq DESC, m.session_id, m.id LIMIT ?"
+    if candidates is not None:
+        sql = (
+            f"SELECT m.session_id, m.id, m.role, m.data, {score} AS score FROM ("
+            f"SELECT m.* FROM {source}{join} WHERE {' AND '.join(scope)} AND ({where}) "
+            f"LIMIT {int(candidates)}) m {order}"
+        )
+    else:
+        sql = (
+            f"SELECT m.session_id, m.id, m.role, m.data, {score} AS score FROM {source}{join} "
+            f"WHERE {' AND '.join(scope)} AND ({where}) {order}"
+        )
+    params = [*score_params, *source_params, *scope_params, *where_params, limit]
+    return sql, params
+
+
+_SQL_SESSION_SIZE = "SELECT message_count FROM tl_sessions WHERE app = ? AND id = ?"
+# One round trip: the planner's row count of tl_messages and, per text, its number of
+# lexemes and an estimate of the messages holding all of them, from the frequencies of the
+# most common lexemes that ANALYZE keeps (a lexeme not among them counts as rare).
+_SQL_ESTIMATES = """
+WITH n AS (SELECT GREATEST(reltuples, 0) AS n FROM pg_class WHERE oid = 'tl_messages'::regclass),
+common AS (
+    SELECT unnest(most_common_elems::text::text[]) AS lexeme,
+        unnest(most_common_elem_freqs) AS freq
+    FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'tl_messages'
+    AND attname = 'tsv'),
+terms AS (
+    SELECT i, tsvector_to_array(to_tsvector('english', txt)) AS lexemes
+    FROM unnest(?::text[]) WITH ORDINALITY AS t(txt, i))
+SELECT (SELECT n FROM n)::bigint,
+    ARRAY(SELECT cardinality(lexemes) FROM terms ORDER BY i),
+    ARRAY(SELECT COALESCE((SELECT min(COALESCE(c.freq, 0)) FROM unnest(lexemes) AS l(lexeme)
+        LEFT JOIN common c USING (lexeme)), 0) * (SELECT n FROM n) FROM terms ORDER BY i)
+"""
+
+
+class _Reader(Protocol):
+    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None: ...
+
+
+class _SearchTx(_Reader, Protocol):
+    #: The plan of a search's "all" pass, reused by its "any" pass: (key, plan, scan).
+    search_plan: tuple[Any, Plan, bool] | None
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+
+class Plan(NamedTuple):
+    """How to search a store: the terms kept and how many matches to score (None: all)."""
+
+    terms: list[Term]
+    candidates: int | None = None
+
+
+def plan_terms(tx: _Reader, terms: Sequence[Term]) -> Plan:
+    """The plan of one app- or user-wide search pass (docs/search.md, "Cost").
+
+    In a store of more than :data:`~threadline._search_query.RANKED_CANDIDATES` messages
+    (by the planner's count), at most that many matches are scored. In a store of more than
+    :data:`~threadline._search_query.COMMON_DOCS`, terms of words estimated in more than that
+    many messages are left out when another term remains (when every term is that common,
+    only :data:`~threadline._search_query.UNRANKED_CANDIDATES` matches are scored), and
+    terms of stop words only (which match nothing) are dropped.
+    """
+    compiled = [_compile_terms([term]) for term in terms]
+    plain = [bool(c and c[0].function and not c[0].pattern) for c in compiled]
+    texts = [c[0].text for c, is_plain in zip(compiled, plain, strict=True) if is_plain]
+    row = tx.one(_SQL_ESTIMATES, [texts])
+    size = int(row[0]) if row else 0
+    if size <= rules.RANKED_CANDIDATES:
+        return Plan(list(terms))
+    if size <= rules.COMMON_DOCS or row is None:
+        return Plan(list(terms), rules.RANKED_CANDIDATES)
+    lexemes, estimates = iter(row[1]), iter(row[2])
+    kept_terms: list[Term] = []
+    counts: list[int | None] = []
+    for term, is_plain in zip(terms, plain, strict=True):
+        if is_plain:
+            estimate = next(estimates)
+            if not next(lexemes):
+                continue  # only stop words: matches nothing, ignored by && and || anyway
+            counts.append(int(estimate))
+        else:
+            counts.append(None)
+        kept_terms.append(term)
+    kept, common = rules.split_common(counts)
+    if not common and all(n is not None and n > rules.COMMON_DOCS for n in counts):
+        return Plan(kept_terms, rules.UNRANKED_CANDIDATES)
+    return Plan([kept_terms[i] for i in kept], rules.RANKED_CANDIDATES)
+
+
+def session_scan(tx: _Reader, app: str, session_id: str) -> bool:
+    """True if a search inside this session should test the session's rows one by one."""
+    row = tx.one(_SQL_SESSION_SIZE, [app, session_id])
+    return row is not None and int(row[0]) <= rules.LOCAL_SEARCH_SESSION
 
 
 def entry_search_sql(
@@ -229,3 +348,50 @@ def entry_search_sql(
         f"AND ({where}) ORDER BY {score} DESC, updated_at DESC, key LIMIT ?"
     )
     return sql, [app, label, *where_params, *score_params, limit]
+
+
+def search_message_rows(
+    tx: _SearchTx,
+    app: str,
+    terms: Sequence[Term],
+    mode: MatchMode,
+    session_id: str | None,
+    owner: OwnerFilter,
+    limit: int,
+) -> list[tuple[Any, ...]]:
+    """One search pass (``SQLStore._search_message_rows``): rows ``(session_id, id, role,
+    data, score)``, best first, in one round trip after the plan's."""
+    # In one session, test its own rows (docs/search.md, "Cost"); else bound the work.
+    key = (tuple(terms), session_id)
+    if mode == "any" and tx.search_plan is not None and tx.search_plan[0] == key:
+        _, plan, scan = tx.search_plan
+    else:
+        scan = session_id is not None and session_scan(tx, app, session_id)
+        plan = Plan(list(terms)) if session_id is not None else plan_terms(tx, terms)
+        tx.search_plan = (key, plan, scan)
+    terms = plan.terms
+    built = message_search_sql(
+        app, terms, mode, session_id, owner, limit,
+        candidates=None if plan.candidates is None else max(plan.candidates, limit),
+        scan_session=scan,
+    )  # fmt: skip
+    if built is None:
+        return []
+    # Long texts are also matched against every word chunk: a small second pass over
+    # only the messages that have chunks (in the same round trip), merged by score.
+    more = message_search_sql(app, terms, mode, session_id, owner, limit, long_texts=True)
+    assert more is not None
+    both = tx.all(
+        f"SELECT 0, row_number() OVER (), a.* FROM ({built[0]}) a "
+        f"UNION ALL SELECT 1, row_number() OVER (), b.* FROM ({more[0]}) b",
+        [*built[1], *more[1]],
+    )
+    both.sort(key=lambda row: (row[0], row[1]))
+    rows = [row[2:] for row in both if row[0] == 0]
+    extra = [row[2:] for row in both if row[0] == 1]
+    if not extra:
+        return rows
+    seen = {(row[0], row[1]) for row in rows}
+    rows += [row for row in extra if (row[0], row[1]) not in seen]
+    rows.sort(key=lambda row: -float(row[4]))
+    return rows[:limit]

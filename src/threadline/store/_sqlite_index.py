@@ -45,12 +45,15 @@ class _Tx:
     with that connection's in-memory index of messages not indexed yet (``_index_pending``).
     """
 
-    __slots__ = ("conn", "pending_count", "pending_version")
+    __slots__ = ("conn", "doc_counts", "pending_count", "pending_version")
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.pending_version: tuple[int, int] | None = None
         self.pending_count = 0
+        #: Capped document counts of FTS expressions, made by the "all" pass of a search and
+        #: reused by its "any" pass (see SQLiteStore._search_message_rows).
+        self.doc_counts: dict[str, int] = {}
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         return self.conn.execute(sql, params).rowcount

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
-from threadline._search_query import MatchMode, Term
+from threadline._search_query import WIDE_CLASS, MatchMode, Term
 from threadline.store._sql import (
     Row,
 )
@@ -24,9 +24,10 @@ def fts5_quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def fts5_term(term: Term) -> str | None:
+def fts5_term(term: Term, forms: Mapping[str, Sequence[str]] | None = None) -> str | None:
     """The FTS5 expression for one term, or None without tokens: a quoted phrase of its
-    tokens; a single word ORs its inflections (:func:`word_forms`), one per Porter stem.
+    tokens; a single word ORs its inflections (:func:`word_forms`), one per Porter stem, or
+    those of ``forms[word]`` when given (the forms a large index holds: same matches).
 
     >>> from threadline._search_query import parse_query
     >>> fts5_term(parse_query("bob@example.com")[0])
@@ -37,13 +38,24 @@ def fts5_term(term: Term) -> str | None:
     if not term.tokens:
         return None
     if not term.is_phrase and len(term.tokens) == 1:
-        forms = _STEMMER.distinct(word_forms(term.tokens[0]))
+        word = term.tokens[0]
+        found = forms.get(word) if forms is not None else None
+        chosen = list(found) if found else single_word_forms(word)
         return (
-            "(" + " OR ".join(map(fts5_quote, forms)) + ")"
-            if len(forms) > 1
-            else (fts5_quote(forms[0]))
+            "(" + " OR ".join(map(fts5_quote, chosen)) + ")"
+            if len(chosen) > 1
+            else (fts5_quote(chosen[0]))
         )
     return fts5_quote(" ".join(term.tokens))
+
+
+def single_word_forms(word: str) -> list[str]:
+    """The forms a one-word term matches: :func:`word_forms`, one per Porter stem.
+
+    >>> single_word_forms("deploys")
+    ['deploys', 'deployment']
+    """
+    return _STEMMER.distinct(word_forms(word))
 
 
 _SUFFIXES = ("ments", "ment", "ings", "ing", "ions", "ion", "ers", "er", "ed", "es", "s", "ly")
@@ -156,28 +168,16 @@ class _Stemmer:
 _STEMMER = _Stemmer()
 
 
-def _fts_match(terms: Sequence[Term], mode: MatchMode) -> str | None:
-    parts = [p for p in (fts5_term(t) for t in terms) if p is not None]
+def _fts_match(
+    terms: Sequence[Term], mode: MatchMode, forms: Mapping[str, Sequence[str]] | None = None
+) -> str | None:
+    parts = [p for p in (fts5_term(t, forms) for t in terms) if p is not None]
     return (" AND " if mode == "all" else " OR ").join(parts) if parts else None
 
 
 _LIKE_SPECIAL = re.compile(r"[%_]")
 
-# A superset of the characters that make a one- or two-character term need a substring
-# search (search_query: scripts written without spaces, and symbols such as emoji, Unicode
-# category So). Texts containing none of them cannot match such a term.
-_WIDE_RANGES = (
-    (0x00A6, 0x00B0), (0x0482, 0x0482), (0x058D, 0x058E), (0x060E, 0x060F), (0x06DE, 0x06FE),
-    (0x07F6, 0x07F6), (0x09FA, 0x09FA), (0x0B70, 0x0B70), (0x0BF3, 0x0BFA), (0x0C7F, 0x0C7F),
-    (0x0D4F, 0x0D79), (0x0E00, 0x0FFF), (0x1000, 0x11FF), (0x1390, 0x1399), (0x166D, 0x166D),
-    (0x1780, 0x17FF), (0x1940, 0x1940), (0x19DE, 0x19FF), (0x1B61, 0x1B7C), (0x2100, 0x21FF),
-    (0x2300, 0x2BFF), (0x2CE5, 0x2CEA), (0x2E50, 0xA4CF), (0xA828, 0xA839), (0xA960, 0xA97F),
-    (0xAA77, 0xAA79), (0xAC00, 0xD7FF), (0xF900, 0xFAFF), (0xFD40, 0xFD4F), (0xFDCF, 0xFDFF),
-    (0xFF66, 0xFFFD), (0x10137, 0x101FC), (0x10877, 0x10878), (0x10AC8, 0x10AC8),
-    (0x1173F, 0x1173F), (0x11FD5, 0x11FF1), (0x16B3C, 0x16B45), (0x1BC9C, 0x1BC9C),
-    (0x1CF50, 0x1DAFF), (0x1E14F, 0x1E14F), (0x1EC70, 0x1EEFF), (0x1F000, 0x3FFFF),
-)  # fmt: skip
-_WIDE = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _WIDE_RANGES) + "]")
+_WIDE = re.compile(WIDE_CLASS)
 
 
 def _needs_substring(term: Term) -> bool:
@@ -256,8 +256,49 @@ def _row_satisfies(corpus: _Corpus, term: Term) -> tuple[str, list[Any]]:
     return "(" + " OR ".join(parts) + ")", params
 
 
+class Bound(NamedTuple):
+    """How a large store's search bounds its word matches (None: every match is ranked).
+
+    ``ranked``: score the newest ``candidates`` matches with bm25; otherwise take the newest
+    ``candidates`` matches unscored (:data:`UNRANKED_SCORE`), when every term is common.
+    """
+
+    candidates: int
+    ranked: bool
+
+
+UNRANKED_SCORE = 1e-9
+"""Score of word hits that were not ranked (every term common): above substring-only hits
+(0.0), below any bm25 score (FTS5 floors each term's weight at 1e-6)."""
+
+
+def _word_rows(
+    corpus: _Corpus, match: str, scope: str, scope_params: list[Any], bound: Bound | None
+) -> tuple[str, list[Any]]:
+    """Rows ``(rid, ord, score)`` of messages matching ``match`` as words."""
+    # CROSS JOIN and "+": the FTS query must drive (SQLite would otherwise run the MATCH
+    # once per scope row).
+    score = f"-{corpus.fts}.rank" if bound is None or bound.ranked else repr(UNRANKED_SCORE)
+    sql = (
+        f"SELECT x.rowid AS rid, {corpus.order} AS ord, {score} AS score "
+        f"FROM {corpus.fts} CROSS JOIN {corpus.table} x ON x.rowid = {corpus.fts}.rowid "
+        f"WHERE {corpus.fts} MATCH ? AND {scope.format(p='+')}"
+    )
+    if bound is not None:  # FTS5 walks its doclists newest first and stops (no sort)
+        sql = (
+            f"SELECT * FROM ({sql} ORDER BY {corpus.fts}.rowid DESC LIMIT {int(bound.candidates)})"
+        )
+    return sql, [match, *scope_params]
+
+
 def _search_sql(
-    corpus: _Corpus, terms: Sequence[Term], mode: MatchMode, scope: str, scope_params: list[Any]
+    corpus: _Corpus,
+    terms: Sequence[Term],
+    mode: MatchMode,
+    scope: str,
+    scope_params: list[Any],
+    bound: Bound | None = None,
+    forms: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[str, list[Any]]:
     """One query: word hits ranked by bm25, plus hits owed to substrings, scored 0.
 
@@ -267,23 +308,18 @@ def _search_sql(
     candidates being few). In "all" mode the branches are disjoint; in "any" mode a row can
     be in both and ``GROUP BY`` keeps its best score.
     """
-    match = _fts_match(terms, mode)
+    match = _fts_match(terms, mode, forms)
     substring_terms = [t for t in terms if _needs_substring(t)]
     if not substring_terms:
-        return _word_search_sql(corpus, match, scope, scope_params)
+        return _word_search_sql(corpus, match, scope, scope_params, bound)
     branches: list[str] = []
     params: list[Any] = []
     # In "all" mode a term without words (emoji...) can only match through its substring:
     # then no row matches every term as words and branch 1 is left out.
     if match is not None and (mode == "any" or all(fts5_term(t) for t in terms)):
-        branches.append(
-            f"SELECT x.rowid AS rid, {corpus.order} AS ord, -{corpus.fts}.rank AS score "
-            # CROSS JOIN and "+": the FTS query must drive (SQLite would otherwise run the
-            # MATCH once per scope row).
-            f"FROM {corpus.fts} CROSS JOIN {corpus.table} x ON x.rowid = {corpus.fts}.rowid "
-            f"WHERE {corpus.fts} MATCH ? AND {scope.format(p='+')}"
-        )
-        params += [match, *scope_params]
+        words_sql, words_params = _word_rows(corpus, match, scope, scope_params, bound)
+        branches.append(words_sql)
+        params += words_params
     drivers = [_substring_only_rows(corpus, t) for t in substring_terms]
     checks = [_row_satisfies(corpus, t) for t in terms] if mode == "all" and len(terms) > 1 else []
     branches.append(
@@ -313,19 +349,24 @@ def _search_sql(
 
 
 def _word_search_sql(
-    corpus: _Corpus, match: str | None, scope: str, scope_params: list[Any]
+    corpus: _Corpus, match: str | None, scope: str, scope_params: list[Any], bound: Bound | None
 ) -> tuple[str, list[Any]]:
     """Word terms only: rank the porter matches, then load the bodies of the top rows."""
     if match is None:
         return "", []
-    top = (
-        f"SELECT x.rowid AS rid, {corpus.fts}.rank AS r, {corpus.order} AS ord "
-        f"FROM {corpus.fts} CROSS JOIN {corpus.table} x ON x.rowid = {corpus.fts}.rowid "
-        f"WHERE {corpus.fts} MATCH ? AND {scope.format(p='+')} "
-        "ORDER BY r, ord DESC, rid DESC LIMIT ?"
-    )
+    if bound is None:
+        top = (
+            f"SELECT x.rowid AS rid, {corpus.fts}.rank AS r, {corpus.order} AS ord "
+            f"FROM {corpus.fts} CROSS JOIN {corpus.table} x ON x.rowid = {corpus.fts}.rowid "
+            f"WHERE {corpus.fts} MATCH ? AND {scope.format(p='+')} "
+            "ORDER BY r, ord DESC, rid DESC LIMIT ?"
+        )
+        params = [match, *scope_params]
+    else:
+        rows, params = _word_rows(corpus, match, scope, scope_params, bound)
+        top = f"SELECT rid, -score AS r, ord FROM ({rows}) ORDER BY r, ord DESC, rid DESC LIMIT ?"
     sql = (
         f"SELECT {corpus.columns}, -h.r, h.ord FROM ({top}) h "
         f"JOIN {corpus.table} x ON x.rowid = h.rid ORDER BY h.r, h.ord DESC, h.rid DESC"
     )
-    return sql, [match, *scope_params]
+    return sql, params

@@ -70,10 +70,8 @@ from threadline.store._pg_schema import (
     TSV_CHARS,
     ensure_schema,
 )
-from threadline.store._pg_search import (
-    entry_search_sql,
-    message_search_sql,
-)
+from threadline.store._pg_search import Plan, entry_search_sql, search_message_rows
+from threadline.store._pg_search import message_search_sql as message_search_sql  # re-export
 
 __all__ = ["EXTRA_HINT", "PostgresStore", "split_pool_options"]
 
@@ -207,12 +205,14 @@ class _PgTx:
     until a result is needed (``one``, ``all``, ``many``, a row count) or the transaction
     ends."""
 
-    __slots__ = ("conn", "held", "pipelined")
+    __slots__ = ("conn", "held", "pipelined", "search_plan")
 
     def __init__(self, conn: PgConn, *, pipelined: bool = False) -> None:
         self.conn = conn
         self.pipelined = pipelined
         self.held: tuple[str, list[Any]] | None = None
+        #: The plan of a search's "all" pass, reused by its "any" pass: (key, plan, scan).
+        self.search_plan: tuple[Any, Plan, bool] | None = None
 
     def hold(self, sql: str, params: Sequence[Any] = ()) -> None:
         """Send a statement with the next one sent, as a data-modifying CTE of it: one
@@ -532,21 +532,8 @@ class PostgresStore(SQLStore):
         owner: OwnerFilter,
         limit: int,
     ) -> list[Row]:
-        built = message_search_sql(app, terms, mode, session_id, owner, limit)
-        if built is None:
-            return []
-        rows = tx.all(*built)
-        # Long texts are also matched against every word chunk: a small second pass over
-        # only the messages that have chunks, merged by score.
-        more = message_search_sql(app, terms, mode, session_id, owner, limit, long_texts=True)
-        assert more is not None
-        extra = tx.all(*more)
-        if not extra:
-            return rows
-        seen = {(row[0], row[1]) for row in rows}
-        rows += [row for row in extra if (row[0], row[1]) not in seen]
-        rows.sort(key=lambda row: -float(row[4]))
-        return rows[:limit]
+        assert isinstance(tx, _PgTx)
+        return search_message_rows(tx, app, terms, mode, session_id, owner, limit)
 
     def _search_entry_rows(
         self, tx: Tx, app: str, label: str, terms: Sequence[Term], mode: MatchMode, limit: int

@@ -41,6 +41,7 @@ from threadline.store._sql import (
 )
 from threadline.store._sqlite_index import SQLiteIndex, _Tx
 from threadline.store._sqlite_paths import is_memory, opens_read_only, read_only_path
+from threadline.store._sqlite_scale import Plan, local_session, plan_terms, session_search
 from threadline.store._sqlite_schema import (
     _SQL_VERSION,
     MIGRATIONS,
@@ -312,10 +313,18 @@ class SQLiteStore(SQLiteIndex):
         if own:
             tx.conn.execute("BEGIN")
         try:
-            rows = self._search(tx, _MESSAGES, terms, mode, scope, params, limit)
-            if self._index_pending(tx):
-                pending = self._search(tx, _PENDING, terms, mode, scope, params, limit)
-                rows = sorted(rows + pending, key=_hit_order)[:limit]
+            pending = self._index_pending(tx)
+            if session_id is not None and local_session(tx.conn, app, session_id):
+                corpora = [_MESSAGES, _PENDING] if pending else [_MESSAGES]
+                rows = session_search(tx.conn, corpora, terms, mode, app, session_id, limit)
+                return [row[:-1] for row in rows]
+            if mode == "all":  # a new search (the "any" pass reuses the all pass's counts)
+                tx.doc_counts.clear()
+            plan = plan_terms(tx.conn, _MESSAGES, terms, limit, tx.doc_counts)
+            rows = self._search(tx, _MESSAGES, plan.terms, mode, scope, params, limit, plan)
+            if pending:
+                pending_rows = self._search(tx, _PENDING, plan.terms, mode, scope, params, limit)
+                rows = sorted(rows + pending_rows, key=_hit_order)[:limit]
         finally:
             if own:
                 tx.conn.execute("COMMIT")
@@ -336,8 +345,10 @@ class SQLiteStore(SQLiteIndex):
         scope: str,
         scope_params: list[Any],
         limit: int,
+        plan: Plan | None = None,
     ) -> list[Row]:
-        sql, params = _search_sql(corpus, terms, mode, scope, scope_params)
+        bound, forms = (plan.bound, plan.forms) if plan is not None else (None, None)
+        sql, params = _search_sql(corpus, terms, mode, scope, scope_params, bound, forms)
         if not sql:
             return []
         rows = tx.conn.execute(sql, (*params, limit)).fetchall()

@@ -1,0 +1,183 @@
+"""SQLite search in large stores: leaving out common terms, and searching one session's rows.
+
+The rules and thresholds are dialect-free (``threadline._search_query``, docs/search.md
+"Cost"); this module holds the SQL that applies them to the FTS5 tables.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from threadline import _search_query as rules
+from threadline._search_query import MatchMode, Term
+from threadline.store._sql import Row, _in_list
+from threadline.store._sqlite_search import (
+    Bound,
+    _Corpus,
+    _needs_substring,
+    _substring_source,
+    fts5_quote,
+    fts5_term,
+    single_word_forms,
+)
+
+_SQL_SIZE = "SELECT COALESCE(MAX(rowid), 0) FROM tl_messages"
+_SQL_SESSION_SIZE = "SELECT message_count FROM tl_sessions WHERE app = ? AND id = ?"
+_SQL_SESSION_ROWS = "SELECT rowid, seq FROM tl_messages WHERE app = ? AND session_id = ?"
+
+
+def store_size(conn: sqlite3.Connection) -> int:
+    """An upper bound of the number of messages (the highest rowid: no scan)."""
+    return int(conn.execute(_SQL_SIZE).fetchone()[0])
+
+
+def _doc_count(
+    conn: sqlite3.Connection, corpus: _Corpus, match: str, cap: int, cache: dict[str, int]
+) -> int:
+    """Messages matching ``match``, counted up to ``cap`` (so the cost is bounded by it).
+
+    ``cache``: counts already made in this database version (the "all" and "any" passes of
+    one search count the same terms).
+    """
+    key = f"{corpus.fts} {cap} {match}"
+    if key not in cache:
+        sql = (
+            f"SELECT count(*) FROM (SELECT 1 FROM {corpus.fts} "
+            f"WHERE {corpus.fts} MATCH ? LIMIT {int(cap)})"
+        )
+        if len(cache) > 1024:
+            cache.clear()
+        cache[key] = int(conn.execute(sql, (match,)).fetchone()[0])
+    return cache[key]
+
+
+class Plan(NamedTuple):
+    """How to search a store: the terms kept, the bound on ranked matches (None: rank every
+    match) and, per single word, the forms of it the index holds (None: all of them)."""
+
+    terms: list[Term]
+    bound: Bound | None = None
+    forms: dict[str, list[str]] | None = None
+
+
+def plan_terms(
+    conn: sqlite3.Connection,
+    corpus: _Corpus,
+    terms: Sequence[Term],
+    limit: int,
+    cache: dict[str, int],
+) -> Plan:
+    """The plan of one search pass of a large store.
+
+    Terms of plain words found in more than :data:`~threadline._search_query.COMMON_DOCS`
+    messages (phrases: whose every word is) are left out when another term remains; when every
+    term is that common, the newest ``limit`` matches are returned unranked. Forms of a word
+    that no message holds are left out of its expression (same matches, less to score).
+    Stores of at most :data:`~threadline._search_query.RANKED_CANDIDATES` messages are searched
+    as they always were.
+    """
+    size = store_size(conn)
+    if size <= rules.RANKED_CANDIDATES:
+        return Plan(list(terms))
+    bound = Bound(max(rules.RANKED_CANDIDATES, limit), ranked=True)
+    cap = rules.COMMON_DOCS + 1
+    counts: list[int | None] = []
+    forms: dict[str, list[str]] = {}
+    for term in terms:
+        if fts5_term(term) is None or _needs_substring(term):
+            counts.append(None)
+        elif len(term.tokens) > 1:  # a phrase is as common as its rarest word, at most
+            # (counting the phrase itself would read the positions of every candidate)
+            counts.append(
+                min(_doc_count(conn, corpus, fts5_quote(t), cap, cache) for t in term.tokens)
+            )
+        else:
+            # The word as written is counted; its other forms are only checked for existence.
+            word = term.tokens[0]
+            variants = single_word_forms(word)
+            counts.append(_doc_count(conn, corpus, fts5_quote(variants[0]), cap, cache))
+            held = [variants[0]] if counts[-1] else []
+            held += [f for f in variants[1:] if _doc_count(conn, corpus, fts5_quote(f), 1, cache)]
+            forms[word] = held or [word]
+    if size <= rules.COMMON_DOCS:
+        return Plan(list(terms), bound, forms)
+    kept, common = rules.split_common(counts)
+    if not common and all(n is not None and n > rules.COMMON_DOCS for n in counts):
+        return Plan(list(terms), Bound(limit, ranked=False), forms)
+    return Plan([terms[i] for i in kept], bound, forms)
+
+
+def local_session(conn: sqlite3.Connection, app: str, session_id: str) -> bool:
+    """True if a search inside this session should read the session's own rows."""
+    if store_size(conn) <= rules.LOCAL_SEARCH_STORE:
+        return False
+    row = conn.execute(_SQL_SESSION_SIZE, (app, session_id)).fetchone()
+    return row is not None and int(row[0]) <= rules.LOCAL_SEARCH_SESSION
+
+
+def _window_rows(
+    conn: sqlite3.Connection, sql: str, params: list[Any], windows: list[tuple[int, int]]
+) -> set[int]:
+    found: set[int] = set()
+    for low, high in windows:
+        found.update(r for (r,) in conn.execute(sql, (*params, low, high)))
+    return found
+
+
+def session_search(
+    conn: sqlite3.Connection,
+    corpora: Sequence[_Corpus],
+    terms: Sequence[Term],
+    mode: MatchMode,
+    app: str,
+    session_id: str,
+    limit: int,
+) -> list[Row]:
+    """Search one session through rowid-range scans of its own rows; rows
+    ``(session_id, id, role, data, score, seq)``, scored by
+    :func:`~threadline._search_query.coverage_scores`.
+
+    The index is read only inside the windows that cover the session's rowids
+    (:func:`~threadline._search_query.rowid_windows`), so the cost follows the session's
+    size, plus the messages other sessions wrote in between, whatever the size of the store.
+    ``corpora[0]`` is the store's index, the others the small in-memory one of pending rows.
+    """
+    seqs = {int(r): int(s) for r, s in conn.execute(_SQL_SESSION_ROWS, (app, session_id))}
+    if not seqs:
+        return []
+    ordered = sorted(seqs)
+    windows = rules.rowid_windows(ordered)
+    whole = [(ordered[0], ordered[-1])]  # the in-memory index of pending rows is tiny
+    words: list[set[int]] = []
+    substrings: list[set[int]] = []
+    for term in terms:
+        matched, by_substring = set(), set()
+        for corpus in corpora:
+            spans = windows if corpus is corpora[0] else whole
+            expression = fts5_term(term)
+            if expression is not None:
+                sql = (
+                    f"SELECT rowid FROM {corpus.fts} WHERE {corpus.fts} MATCH ? "
+                    "AND rowid BETWEEN ? AND ?"
+                )
+                matched |= _window_rows(conn, sql, [expression], spans)
+            if _needs_substring(term):
+                source, test, params = _substring_source(corpus, term)
+                sql = f"SELECT rowid FROM {source} WHERE {test} AND rowid BETWEEN ? AND ?"
+                by_substring |= _window_rows(conn, sql, params, spans)
+        matched &= seqs.keys()
+        words.append(matched)
+        substrings.append((by_substring & seqs.keys()) - matched)
+    scores = rules.coverage_scores(words, substrings, len(seqs), mode)
+    top = rules.top_rows(scores, seqs, limit)
+    if not top:
+        return []
+    loaded: dict[int, Row] = {}
+    for start in range(0, len(top), 500):
+        batch = top[start : start + 500]
+        sql = "SELECT rowid, session_id, id, role, data FROM tl_messages WHERE rowid IN "
+        for row in conn.execute(sql + _in_list(len(batch)), batch):
+            loaded[int(row[0])] = row[1:]
+    return [(*loaded[r], scores[r], seqs[r]) for r in top if r in loaded]

@@ -1,8 +1,8 @@
 """``threadline demo``: every step printed, a real store left behind, and the way on to
 ``show``, ``serve`` and the viewer."""
-
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -30,7 +30,11 @@ def test_demo_runs_every_step_and_points_at_the_viewer(run: Run, tmp_path: Path)
         assert step in result.out
     assert "Written to memory." in result.out
     assert f"threadline show {db} trip --app demo" in result.out
+    assert f"threadline keys create --db {db} --app demo   # a key for the viewer" in result.out
     assert f"threadline serve --db {db}   # then open http://127.0.0.1:8000/ui" in result.out
+    # the key it suggests creating is one the server accepts for the demo's app
+    key_out = run("keys", "create", "--db", db, "--app", "demo", "--json")
+    assert key_out.code == 0 and json.loads(key_out.out)["app"] == "demo"
     # the commands it suggests work
     assert run("show", db, "trip", "--app", "demo").code == 0
 

@@ -80,6 +80,7 @@ def _next_steps(path: str) -> list[str]:
     return [
         f"threadline sessions {path} --app {APP}",
         f"threadline show {path} trip --app {APP}",
+        f"threadline keys create --db {path} --app {APP}   # a key for the viewer",
         f"threadline serve --db {path}   # then open http://127.0.0.1:8000/ui",
     ]
 

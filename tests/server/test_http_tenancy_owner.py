@@ -85,6 +85,7 @@ def test_a_user_bound_key_may_not_write_app_wide_data(server: Server) -> None:
         ana.post(f"/v1/sessions/{mine}/messages", json={"role": "user", "content": "hi"})
         for method, path, body in (
             ("PATCH", f"/v1/sessions/{mine}/state", {"topic": "x", "app:currency": "XXX"}),
+            ("POST", "/v1/sessions", {"session_id": f"{mine}-2", "state": {"app:k": 1}}),
             (
                 "POST",
                 f"/v1/sessions/{mine}/messages",
@@ -105,6 +106,7 @@ def test_a_user_bound_key_may_not_write_app_wide_data(server: Server) -> None:
         assert ana.get(f"/v1/sessions/{mine}/state").json()["state"] == {}
         assert ana.get(f"/v1/sessions/{mine}/head").json()["head_id"] is not None
         assert len(ana.get(f"/v1/sessions/{mine}/messages").json()["messages"]) == 1
+        assert ana.get(f"/v1/sessions/{mine}-2").status_code == 404
         assert ana.get(f"/v1/sessions/{mine}/blocks/rules").json()["content"] == ""
         # her own data is hers to write
         own = ana.patch(f"/v1/sessions/{mine}/state", json={"user:lang": "pt", "topic": "x"})

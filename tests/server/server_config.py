@@ -15,9 +15,11 @@ def summarize(history: list[dict[str, Any]]) -> CompactResult | None:
 
 
 def configure(manager: SessionManager) -> SessionManager:
-    """A writable ``memory`` block, a read-only ``soul``, a compaction function."""
+    """A writable ``memory`` block, a read-only ``soul``, an app-wide ``rules`` block, a
+    compaction function."""
     return (
         manager.with_context("soul", provider="You are a careful assistant.")
         .with_context("memory", description="Learned facts", max_tokens=200)
+        .with_context("rules", description="Rules of the whole app", scope="app")
         .on_compaction(summarize)
     )

@@ -121,7 +121,7 @@ def test_blocks_prompt_tools_compaction_state_attachments(server: Server) -> Non
         for i in range(4):
             http.post(f"/v1/sessions/{s}/messages", json=user(f"turn {i}", f"t{i}"))
         blocks = http.get(f"/v1/sessions/{s}/blocks").json()["blocks"]
-        assert {b["label"] for b in blocks} == {"soul", "memory"}
+        assert {b["label"] for b in blocks} == {"soul", "memory", "rules"}
         put = http.put(f"/v1/sessions/{s}/blocks/memory", json={"content": "Likes tea."})
         assert put.json()["content"] == "Likes tea."
         more = http.post(f"/v1/sessions/{s}/blocks/memory", json={"content": "Hates rain."})

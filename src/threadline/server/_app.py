@@ -23,7 +23,7 @@ from threadline.server._events import EventHub
 from threadline.server._limits import BodyLimit
 from threadline.server._models import HealthOut
 from threadline.server._paths import RawPaths
-from threadline.server._tenancy import NotFound, Tenants
+from threadline.server._tenancy import Forbidden, NotFound, Tenants
 from threadline.store import PostgresStore, Store, connect
 
 _log = logging.getLogger("threadline.server")
@@ -81,6 +81,10 @@ def _install_error_handlers(app: FastAPI) -> None:
         if status >= 500:
             _log.warning("threadline: storage error on %s: %s", request.url.path, exc)
         return _error(status, type(exc).__name__, _errors.message_of(exc))
+
+    @app.exception_handler(Forbidden)
+    async def forbidden(request: Request, exc: Forbidden) -> JSONResponse:
+        return _error(403, "Forbidden", str(exc))
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> JSONResponse:

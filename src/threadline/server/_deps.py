@@ -17,6 +17,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     for status, text in (
         (400, "Bad input"),
         (401, "Missing, unknown or revoked API key"),
+        (403, "A key bound to a user writing app-wide data"),
         (404, "Missing, or another tenant's"),
         (409, "Already exists"),
         (413, "Body too large"),

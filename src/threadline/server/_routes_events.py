@@ -5,15 +5,41 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
+from collections.abc import Awaitable, Callable
 
 from fastapi import Depends, Header, Query, Request, Security
 from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials
 
+from threadline.server._auth import bearer_key
 from threadline.server._deps import bearer, hub, request_tenant, router
-from threadline.server._tenancy import Tenant
+from threadline.server._tenancy import Tenant, Tenants
 
 routes = router()
+
+# How often an open stream checks that its key was not revoked meanwhile (through the key
+# cache: a revoked key closes the stream within this plus ``key_cache_ttl`` seconds).
+KEY_RECHECK_SECONDS = 5.0
+
+
+def _gone(request: Request) -> Callable[[], Awaitable[bool]]:
+    """Whether the stream should end: the client left, or (every ``KEY_RECHECK_SECONDS``)
+    its key is no longer live."""
+    tenants: Tenants = request.app.state.tenants
+    key = bearer_key(request.scope) if tenants.auth else None
+    due = time.monotonic() + KEY_RECHECK_SECONDS
+
+    async def gone() -> bool:
+        nonlocal due
+        if await request.is_disconnected():
+            return True
+        if key is None or time.monotonic() < due:
+            return False
+        due = time.monotonic() + KEY_RECHECK_SECONDS
+        return not await asyncio.to_thread(tenants.live, key)
+
+    return gone
 
 
 def _stream_tenant(
@@ -36,9 +62,10 @@ async def events(
 ) -> StreamingResponse:
     """Server-sent events from now on: ``message`` (appended, with ``seq`` and
     ``parent_id``), ``head`` (moved) and ``compaction`` (an overlay stored); comments keep the
-    connection alive."""
+    connection alive. The stream ends when the client leaves or its key is revoked (checked
+    every few seconds)."""
     await asyncio.to_thread(tenant.require, session_id)
-    stream = hub(request).subscribe(tenant.app, session_id, request.is_disconnected)
+    stream = hub(request).subscribe(tenant.app, session_id, _gone(request))
     headers = {
         "Cache-Control": "no-cache",
         "X-Accel-Buffering": "no",

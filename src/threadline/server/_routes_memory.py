@@ -46,7 +46,9 @@ def replace_block(
     session_id: str, label: str, body: BlockIn, request: Request, tenant: Tenant = TenantDep
 ) -> Any:
     """Replace a writable block's content (its ``max_tokens`` is enforced)."""
-    block = tenant.writable(session_id).replace_context_block(label, body.content)
+    session = tenant.writable(session_id)
+    tenant.check_block(session, label)
+    block = session.replace_context_block(label, body.content)
     changed(request, tenant, session_id)
     return plain(block)
 
@@ -56,7 +58,9 @@ def append_block(
     session_id: str, label: str, body: BlockIn, request: Request, tenant: Tenant = TenantDep
 ) -> Any:
     """Append to a writable block's content."""
-    block = tenant.writable(session_id).append_context_block(label, body.content)
+    session = tenant.writable(session_id)
+    tenant.check_block(session, label)
+    block = session.append_context_block(label, body.content)
     changed(request, tenant, session_id)
     return plain(block)
 
@@ -98,9 +102,12 @@ def call_tool(
     tenant: Tenant = TenantDep,
 ) -> Any:
     """Run a memory tool as a model would; failures come back as ``"Error: ..."`` results."""
-    tools = tenant.session(session_id).tools()
+    session = tenant.session(session_id)
+    tools = session.tools()
     if name not in tools:
         raise NotFound(f"no tool {name!r} in session {session_id!r}")
+    if name == "set_context":
+        tenant.check_block(session, (arguments or {}).get("label"))
     result = tools.execute(name, arguments or {})
     changed(request, tenant, session_id)
     return {"result": result}
@@ -140,6 +147,7 @@ def update_state(
 ) -> Any:
     """Apply a delta atomically (``null`` deletes a key)."""
     session = tenant.writable(session_id)
+    tenant.check_state(delta)
     session.update_state(delta)
     changed(request, tenant, session_id)
     return {"state": dict(session.state)}
@@ -152,9 +160,11 @@ def update_state(
     responses={200: {"content": {"application/octet-stream": {}, "text/plain": {}}}},
 )
 def read_attachment(session_id: str, ref: str, tenant: Tenant = TenantDep) -> Response:
-    """The content of an attachment (``ref``: ``sha256:<hex>``, from history with
-    ``attachments=ref``): bytes as ``application/octet-stream``, text as ``text/plain``."""
-    content = tenant.session(session_id).read_attachment(ref)
+    """The content of an attachment a message of this session refers to (``ref``:
+    ``sha256:<hex>``, from history with ``attachments=ref``; 404 for any other): bytes as
+    ``application/octet-stream``, text as ``text/plain``."""
+    tenant.require(session_id)
+    content = tenant.manager.store.read_attachment(tenant.app, ref, session_id=session_id)
     if isinstance(content, str):
         return Response(content, media_type="text/plain; charset=utf-8")
     return Response(content, media_type="application/octet-stream")

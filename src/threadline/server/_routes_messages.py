@@ -111,6 +111,7 @@ def append_messages(
     else:
         parent = parent_id if parent_id is not None else batch.parent_id
         if batch.state_delta is not None:
+            tenant.check_state(batch.state_delta)
             one = session.append_message(batch.messages[0], parent, state_delta=batch.state_delta)
             stored = {"messages": [one]}
         else:

@@ -32,6 +32,7 @@ def create_session(body: SessionIn, tenant: Tenant = TenantDep) -> Any:
         if fields["user_id"] not in (None, tenant.user):
             raise InvalidArgumentError(f"this API key is bound to user {tenant.user!r}")
         fields["user_id"] = tenant.user
+    tenant.check_state(fields["state"])
     return plain(tenant.manager.create(**fields))
 
 

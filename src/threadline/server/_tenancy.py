@@ -1,8 +1,11 @@
 """Who a request is: its app (and user, for a user-bound key), from the API key.
 
 One :class:`~threadline.SessionManager` per app, built on first use and handed to the
-``configure`` hook. A key reaches only its app; a user-bound key reaches only that user's
-sessions — anything else is reported missing (404), never forbidden, so ids do not leak.
+``configure`` hook. A key reaches only its app; a user-bound key reaches only the sessions
+owned by exactly its user (not the app's owner-less ones, which the library's in-process
+rules let any user see) — anything else is reported missing (404), never forbidden, so ids
+do not leak. A user-bound key may not write what every user of the app sees (``app:`` state,
+app-scoped blocks): that is forbidden (403).
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from threadline.errors import InvalidArgumentError, SessionNotFoundError
+from threadline._state import scope_of
+from threadline.errors import InvalidArgumentError, SessionNotFoundError, StoreError
 from threadline.manager import SessionManager
 from threadline.server._keys import hash_key
 from threadline.session import Session
@@ -24,6 +28,10 @@ Configure = Callable[[SessionManager], SessionManager | None]
 
 class NotFound(Exception):
     """Something that is not a session, message or block is missing (or not the key's): 404."""
+
+
+class Forbidden(Exception):
+    """A user-bound key writing app-wide data (``app:`` state, an app-scoped block): 403."""
 
 
 class Unauthorized(Exception):
@@ -46,10 +54,10 @@ class Tenant:
     manager: SessionManager
 
     def require(self, session_id: str) -> SessionInfo:
-        """The session's registry row; ``SessionNotFoundError`` if it does not exist or
-        belongs to another user than the key's."""
-        info = self.manager.get(session_id, user_id=self.user)
-        if info is None:
+        """The session's registry row; ``SessionNotFoundError`` if it does not exist or is
+        not owned by the key's user (for a user-bound key: owner-less sessions are missing)."""
+        info = self.manager.get(session_id)
+        if info is None or not self._owns(info.user_id):
             raise SessionNotFoundError(f"session {session_id!r} not found")
         return info
 
@@ -60,8 +68,48 @@ class Tenant:
 
     def writable(self, session_id: str) -> Session:
         """A session to write to: created on the first write (owned by the key's user) as
-        the library does; another user's session is missing."""
-        return self.manager.get_session(session_id, user_id=self.user)
+        the library does; a session the key's user does not own is missing."""
+        info = self.manager.get(session_id)
+        if info is None:
+            return self.manager.get_session(session_id, user_id=self.user)
+        if not self._owns(info.user_id):
+            raise SessionNotFoundError(f"session {session_id!r} not found")
+        # the owner's Session object, the one reads use (a manager caches one per owner given)
+        return self.manager.get_session(session_id, user_id=info.user_id)
+
+    def _owns(self, owner: str | None) -> bool:
+        return self.user is None or owner == self.user
+
+    def check_state(self, delta: object) -> None:
+        """:class:`Forbidden` if a user-bound key's state delta touches ``app:`` keys.
+
+        >>> import threadline
+        >>> t = Tenant("travel", "ana", threadline.SessionManager(":memory:", "travel"))
+        >>> t.check_state({"user:lang": "pt", "topic": "hotels"})
+        >>> t.check_state({"app:currency": "EUR"})
+        Traceback (most recent call last):
+        threadline.server._tenancy.Forbidden: a key bound to a user may not write 'app:' state
+        """
+        if self.user is None or not isinstance(delta, dict):
+            return
+        if any(isinstance(k, str) and scope_of(k) == "app" for k in delta):
+            raise Forbidden("a key bound to a user may not write 'app:' state")
+
+    def check_block(self, session: Session, label: object) -> None:
+        """:class:`Forbidden` if a user-bound key would write an app-scoped block.
+
+        >>> import threadline
+        >>> m = threadline.SessionManager(":memory:", "travel").with_context("rules", scope="app")
+        >>> t = Tenant("travel", "ana", m)
+        >>> t.check_block(m.get_session("s1", user_id="ana"), "rules")
+        Traceback (most recent call last):
+        threadline.server._tenancy.Forbidden: a key bound to a user may not write ... 'rules'
+        """
+        if self.user is None or not isinstance(label, str):
+            return
+        block = session.get_context_block(label)
+        if block is not None and block.scope == "app":
+            raise Forbidden(f"a key bound to a user may not write the app-wide block {label!r}")
 
     def user_filter(self, user_id: str | None) -> tuple[bool, str | None]:
         """``(visible, user)`` for a ``user_id`` query: a user-bound key sees only its user
@@ -144,6 +192,29 @@ class Tenants:
         if self.key_cache_ttl:
             self._remember(digest, tenant)
         return tenant
+
+    def live(self, key: str) -> bool:
+        """Whether a key is still known and not revoked (from the cache when it holds the key,
+        so a revocation shows within ``key_cache_ttl`` seconds). A store error counts as live:
+        it is not the key's fault, and the caller asks again later.
+
+        >>> import threadline
+        >>> from threadline.server import create_key, key_id_of, revoke_key
+        >>> store = threadline.connect(":memory:")
+        >>> key = create_key(store, "travel")
+        >>> tenants = Tenants(store, None, auth=True)
+        >>> tenants.live(key), revoke_key(store, key_id_of(key)), tenants.live(key)
+        (True, True, False)
+        """
+        if self.cached(key) is not None:
+            return True
+        try:
+            self.from_key(key)
+        except Unauthorized:
+            return False
+        except StoreError:
+            return True
+        return True
 
     def _remember(self, digest: str, tenant: Tenant) -> None:
         now = time.monotonic()

@@ -321,10 +321,11 @@ class TreeContract(Protocol):
         []
         """
 
-    def read_attachment(self, app: str, ref: Any) -> bytes | str:
+    def read_attachment(self, app: str, ref: Any, *, session_id: str | None = None) -> bytes | str:
         """The content of an attachment of ``app`` (a reference dict found in a message read
         with ``attachments="ref"``, or ``"sha256:<hex>"``): ``bytes`` for file data, ``str``
-        for text. ``InvalidArgumentError`` if ``app`` has no such attachment.
+        for text. ``AttachmentNotFoundError`` if ``app`` has no such attachment, or with
+        ``session_id``, if no message of that session refers to it.
 
         >>> import threadline
         >>> store = threadline.connect(":memory:")
@@ -336,4 +337,7 @@ class TreeContract(Protocol):
         True
         >>> store.get_path("app", "s")[0]["parts"][0]["url"] == image
         True
+        >>> store.read_attachment("app", ref, session_id="other")
+        Traceback (most recent call last):
+        threadline.errors.AttachmentNotFoundError: session 'other' has no attachment sha256:...
         """

@@ -41,6 +41,9 @@ _SQL_CHUNKS = "SELECT data FROM tl_attachment_chunks WHERE app = ? AND sha256 = 
 _SQL_KIND = "SELECT kind FROM tl_attachments WHERE app = ? AND sha256 = ?"
 SQL_SESSION_HAS_REFS = "SELECT 1 FROM tl_message_refs WHERE app = ? AND session_id = ? LIMIT 1"
 _SQL_STILL_USED = "SELECT 1 FROM tl_message_refs WHERE app = ? AND sha256 = ? LIMIT 1"
+_SQL_SESSION_REFERS = (
+    "SELECT 1 FROM tl_message_refs WHERE app = ? AND sha256 = ? AND session_id = ? LIMIT 1"
+)
 
 
 _HAS_REFS = methodcaller("__contains__", MARKER_JSON)
@@ -135,11 +138,12 @@ class AttachmentMixin(SQLBase):
     def _full_message(self, tx: Tx, app: str, data: str) -> Message:
         return decode_message(self._full(tx, app, data))
 
-    def read_attachment(self, app: str, ref: Any) -> bytes | str:
+    def read_attachment(self, app: str, ref: Any, *, session_id: str | None = None) -> bytes | str:
         """The content of an attachment of ``app``: ``bytes`` for file data, ``str`` for text.
 
         ``ref`` is a reference dict (``get_history(attachments="ref")``) or ``"sha256:<hex>"``.
-        ``AttachmentNotFoundError`` for an attachment the app does not have.
+        ``AttachmentNotFoundError`` for an attachment the app does not have (with
+        ``session_id``: that no message of that session refers to).
 
         >>> import threadline
         >>> from threadline._attachments import ATTACH_MIN_BYTES
@@ -154,6 +158,11 @@ class AttachmentMixin(SQLBase):
         sha = ref_sha(ref)
 
         def run(tx: Tx) -> bytes | str:
+            refers = (app, sha, session_id)
+            if session_id is not None and tx.one(_SQL_SESSION_REFERS, refers) is None:
+                raise AttachmentNotFoundError(
+                    f"session {session_id!r} has no attachment sha256:{sha[:12]}…"
+                )
             data = self._blob_data(tx, app, sha)
             kind = ref.get("kind") if isinstance(ref, dict) else None
             if kind is None:

@@ -241,3 +241,19 @@ def test_an_empty_session_says_so(run: Run, tmp_path: Path) -> None:
         result = run(command, db, "new")
         assert result.code == 0 and "(no messages)" in result.out
     assert run("show", db, "new", "--json").json()["messages"] == []
+
+
+def test_python_dash_m_threadline_is_the_command(tmp_path: Path) -> None:
+    """``python -m threadline`` runs the CLI (it failed: no ``threadline.__main__``)."""
+    import subprocess
+    import sys
+
+    missing = tmp_path / "nope.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "threadline", "sessions", str(missing)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "nope.db" in done.stderr and not missing.exists()

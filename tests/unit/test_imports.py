@@ -19,6 +19,7 @@ import threadline
 # Modules allowed to import third-party packages (at import time or lazily).
 NOT_CORE = (
     "threadline.cli",
+    "threadline.__main__",  # python -m threadline: the CLI
     "threadline.server",
     "threadline.client",
     "threadline.integrations",

@@ -257,7 +257,7 @@ def test_a_bad_second_record_writes_nothing(store: Any) -> None:
     for session_id in ("trip", "anon"):
         store.append_messages(APP, session_id, [user("after the export", id="late")])
     before = _rows(store, ALL_TABLES)
-    with pytest.raises(InvalidArgumentError, match="export record 2: .*'ghost' must come before"):
+    with pytest.raises(InvalidArgumentError, match=r"export record 2: .*'ghost' must come before"):
         import_sessions(store, bad, replace=True)
     assert _rows(store, ALL_TABLES) == before
     # into an empty store: not even the first session is written

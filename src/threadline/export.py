@@ -49,6 +49,7 @@ from typing import IO, Any
 
 from threadline._validate import INT64_MAX, check_id, check_optional_id
 from threadline.errors import InvalidArgumentError, SessionExistsError, SessionNotFoundError
+from threadline.store._dump_check import check_dump
 from threadline.store.base import SessionDump, Store, TreeNode
 from threadline.types import Compaction, SessionInfo
 
@@ -107,10 +108,13 @@ def import_sessions(
     """Write exported records into ``store`` (into ``app`` when given, else each record's own
     app); returns the session ids imported, in order.
 
-    Every record is checked before anything is written: a malformed one raises
-    ``InvalidArgumentError`` naming it, and a session that already exists raises
-    ``SessionExistsError`` unless ``replace=True`` (which replaces it). Each session is then
-    written in one transaction (all of it or nothing).
+    All or nothing: every record is checked before anything is written (its fields, then
+    its tree with ``threadline.store.check_dump``: parents before children, unique ids,
+    head, undo records and overlay ends in the tree, state keys under their scope), and a
+    bad one raises ``InvalidArgumentError`` naming it; a session that already exists raises
+    ``SessionExistsError`` unless ``replace=True`` (which replaces it). All the sessions are
+    then written in ONE transaction (``Store.load_sessions``), so a failure while writing
+    (say another client creating one of the sessions meanwhile) leaves the store as it was.
 
     >>> import threadline
     >>> store = threadline.connect(":memory:")
@@ -128,6 +132,7 @@ def import_sessions(
     for index, record in enumerate(records, start=1):
         try:
             parsed.append(_dump_of(record, app))
+            check_dump(parsed[-1][1])
         except (InvalidArgumentError, KeyError, TypeError, ValueError) as exc:
             raise InvalidArgumentError(f"export record {index}: {_reason(exc)}") from None
     seen: set[tuple[str, str]] = set()
@@ -142,8 +147,7 @@ def import_sessions(
                     f"session {dump.info.id!r} already exists in app {target!r} "
                     "(replace=True, or threadline import --replace, overwrites it)"
                 )
-    for target, dump in parsed:
-        store.load_session(target, dump, replace=replace)
+    store.load_sessions(parsed, replace=replace)
     return [dump.info.id for _, dump in parsed]
 
 

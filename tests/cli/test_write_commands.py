@@ -4,6 +4,7 @@ PostgreSQL, and export → import through the command line giving identical sess
 from __future__ import annotations
 
 import io
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,33 @@ def test_import_refuses_an_existing_session_unless_replace(
     assert run("import", file_store_url, str(backup), "--replace").code == 0
     with threadline.connect(file_store_url) as store:
         assert store.get_message(APP, "trip", "late") is None
+
+
+def test_import_with_a_bad_second_record_writes_nothing(
+    run: Run, file_store_url: str, tmp_path: Path
+) -> None:
+    source = f"sqlite:///{tmp_path / 'source.db'}"
+    _fill(source)
+    lines = _export(run, source)
+    second = json.loads(lines[1])
+    second["messages"][-1]["parent_id"] = "ghost"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([lines[0], json.dumps(second), *lines[2:]]) + "\n")
+    refused = run("import", file_store_url, str(bad))
+    assert refused.code == 1
+    assert refused.err.startswith("threadline: export record 2: message ")
+    assert "'ghost' must come before it" in refused.err
+    with threadline.connect(file_store_url) as store:
+        assert store.count_sessions(APP) == 0  # not even record 1
+    # --replace: the sessions already there stay as they are
+    good = tmp_path / "good.jsonl"
+    good.write_text("\n".join(lines) + "\n")
+    assert run("import", file_store_url, str(good)).code == 0
+    with threadline.connect(file_store_url) as store:
+        store.append_messages(APP, "trip", [user("later", id="late")])
+    before = _export(run, file_store_url)
+    assert run("import", file_store_url, str(bad), "--replace").code == 1
+    assert _export(run, file_store_url) == before
 
 
 def test_import_reads_stdin_and_retargets_the_app(

@@ -234,3 +234,114 @@ def test_list_apps_counts_sessions_per_app(store: Any) -> None:
     assert store.list_apps() == {"other": 1, APP: 3}
     store.delete_session("other", "elsewhere")
     assert store.list_apps() == {APP: 3}
+
+
+# ------------------------------------------------------------ all or nothing (any record)
+
+ALL_TABLES = ("tl_sessions", "tl_messages", "tl_compactions", "tl_skill_loads", "tl_prompts",
+              "tl_blocks", "tl_state", *ATTACHMENT_TABLES)  # fmt: skip
+
+
+def _ghost_parent(record: dict[str, Any]) -> dict[str, Any]:
+    bad = json.loads(json.dumps(record))
+    bad["messages"][-1]["parent_id"] = "ghost"
+    return bad
+
+
+def test_a_bad_second_record_writes_nothing(store: Any) -> None:
+    fill(store)
+    records = list(export_sessions(store, APP))
+    assert len(records) == 3
+    bad = [records[0], _ghost_parent(records[1]), records[2]]
+    # replace=True: the sessions already there are left exactly as they are
+    for session_id in ("trip", "anon"):
+        store.append_messages(APP, session_id, [user("after the export", id="late")])
+    before = _rows(store, ALL_TABLES)
+    with pytest.raises(InvalidArgumentError, match=r"export record 2: .*'ghost' must come before"):
+        import_sessions(store, bad, replace=True)
+    assert _rows(store, ALL_TABLES) == before
+    # into an empty store: not even the first session is written
+    _wipe(store)
+    empty = _rows(store, ALL_TABLES)
+    with pytest.raises(InvalidArgumentError, match="export record 2"):
+        import_sessions(store, bad)
+    assert _rows(store, ALL_TABLES) == empty
+    assert import_sessions(store, records) == [r["session"]["id"] for r in records]
+
+
+def test_load_sessions_is_one_transaction(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    fill(store)
+    dumps = [(APP, store.dump_session(APP, info.id)) for info in store.list_sessions(APP).sessions]
+    store.delete_session(APP, dumps[0][1].info.id)
+    before = _rows(store, ALL_TABLES)
+    # the first session is new, the second exists: refused, and the first is not written
+    with pytest.raises(SessionExistsError):
+        store.load_sessions(dumps[:2])
+    assert _rows(store, ALL_TABLES) == before
+
+    # a failure after every session's rows were sent rolls them all back
+    def fail(*args: Any) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(store, "_load_shared", fail)
+    with pytest.raises(RuntimeError, match="disk full"):
+        store.load_sessions(dumps, replace=True)
+    monkeypatch.undo()
+    assert _rows(store, ALL_TABLES) == before
+    assert [i.id for i in store.load_sessions(dumps, replace=True)] == [d.info.id for _, d in dumps]
+    with pytest.raises(InvalidArgumentError, match="appears twice"):
+        store.load_sessions([dumps[0], dumps[0]], replace=True)
+
+
+def _corruptions(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Ways to make one record inconsistent, each caught before anything is written."""
+    out = []
+
+    def corrupt(change: Any) -> None:
+        bad = json.loads(json.dumps(record))
+        change(bad)
+        out.append(bad)
+
+    corrupt(lambda r: r["messages"][-1].update(parent_id="ghost"))
+    corrupt(lambda r: r.update(head="ghost"))
+    corrupt(lambda r: r.update(last_seq=r["messages"][-1]["seq"] - 1))
+    corrupt(lambda r: r["messages"].append(r["messages"][0]))
+    corrupt(lambda r: r.update(format="x"))
+    corrupt(lambda r: r["compactions"].append({**_OVERLAY, "from_message_id": "ghost"}))
+    corrupt(lambda r: r["state"].update({"app:misplaced": 1}))
+    corrupt(lambda r: r.pop("session"))
+    if len(record["messages"]) > 1:
+        corrupt(lambda r: r["messages"].reverse())
+    return out
+
+
+_OVERLAY = {"id": "c9", "summary": "s", "from_message_id": "m0", "to_message_id": "m0",
+            "created_at": "2026-01-02T03:04:05.000000Z"}  # fmt: skip
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    sizes=st.lists(st.integers(1, 4), min_size=2, max_size=4),
+    which=st.integers(0, 3),
+    how=st.integers(0, 8),
+    replace=st.booleans(),
+)
+def test_corrupting_any_record_leaves_the_store_unchanged(
+    store: Any, sizes: list[int], which: int, how: int, replace: bool
+) -> None:
+    source = threadline.connect(":memory:")
+    for s, size in enumerate(sizes):
+        for i in range(size):
+            message = user(f"message {i}", id=f"m{i}")
+            source.append_messages("a", f"s{s}", [message], state_delta={"k": i})
+    records = list(export_sessions(source, "a"))
+    index = which % len(records)
+    kinds = _corruptions(records[index])
+    records[index] = kinds[how % len(kinds)]
+    if replace:  # the sessions to be replaced exist in the target and must stay as they are
+        for s in range(len(sizes)):
+            store.append_messages("a", f"s{s}", [user("target's own", id="t")], None)
+    before = _rows(store, ALL_TABLES)
+    with pytest.raises(InvalidArgumentError, match=f"export record {index + 1}: "):
+        import_sessions(store, records, replace=replace)
+    assert _rows(store, ALL_TABLES) == before

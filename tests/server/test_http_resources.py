@@ -236,3 +236,33 @@ def test_export_then_import_into_another_app_gives_the_same_sessions(server: Ser
         refused = bound.post("/v1/import", content=exported.content, headers=ndjson)
         assert refused.status_code == 400
         assert len(bound.get("/v1/export").text.splitlines()) == 1  # ana's own session
+
+
+def test_import_with_a_bad_second_record_writes_nothing(server: Server) -> None:
+    import json
+
+    source, target = f"ex-{uuid.uuid4().hex[:8]}", f"im-{uuid.uuid4().hex[:8]}"
+    with server.client(server.key(source)) as http:
+        for session_id in ("b1", "b2"):
+            http.post("/v1/sessions", json={"session_id": session_id})
+            http.post(f"/v1/sessions/{session_id}/messages", json=user("hello", "m1"))
+            http.post(f"/v1/sessions/{session_id}/messages", json=user("more", "m2"))
+        lines = http.get("/v1/export").text.splitlines()
+    assert len(lines) == 2
+    second = json.loads(lines[1])
+    second["messages"][-1]["parent_id"] = "ghost"
+    bad = (lines[0] + "\n" + json.dumps(second) + "\n").encode()
+    ndjson = {"content-type": "application/x-ndjson"}
+    with server.client(server.key(target)) as http:
+        refused = http.post("/v1/import", content=bad, headers=ndjson)
+        assert refused.status_code == 400
+        assert "export record 2" in refused.text
+        assert http.get("/v1/sessions").json()["sessions"] == []  # not even record 1
+        # a fixed file then imports (no 409 from a half-done first attempt)
+        good = ("\n".join(lines) + "\n").encode()
+        assert http.post("/v1/import", content=good, headers=ndjson).status_code == 201
+        http.post("/v1/sessions/b1/messages", json=user("later", "late"))
+        before = http.get("/v1/export").text
+        replaced = http.post("/v1/import", content=bad, headers=ndjson, params={"replace": True})
+        assert replaced.status_code == 400
+        assert http.get("/v1/export").text == before

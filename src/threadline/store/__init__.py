@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from threadline.errors import InvalidArgumentError
+from threadline.store._dump_check import check_dump
 from threadline.store._sqlite_paths import is_memory
 from threadline.store.base import (
     UNSET,
@@ -43,6 +44,7 @@ __all__ = [
     "SkillLoad",
     "Store",
     "TreeNode",
+    "check_dump",
     "connect",
 ]
 

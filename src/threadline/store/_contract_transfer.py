@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from threadline.store._values import SessionDump
@@ -41,7 +42,8 @@ class TransferContract(Protocol):
 
         ``SessionExistsError`` if the session exists, unless ``replace=True`` (then it is
         deleted first, in the same transaction). ``InvalidArgumentError`` for an
-        inconsistent dump (a parent after its child, an unknown head or overlay end).
+        inconsistent dump (a parent after its child, an unknown head or overlay end...: the
+        rules of ``threadline.store.check_dump``), raised before anything is written.
 
         >>> import threadline
         >>> source, target = threadline.connect(":memory:"), threadline.connect(":memory:")
@@ -50,4 +52,25 @@ class TransferContract(Protocol):
         1
         >>> target.get_path_ids("default", "s1")
         ['m1']
+        """
+
+    def load_sessions(
+        self, items: Sequence[tuple[str, SessionDump]], *, replace: bool = False
+    ) -> list[SessionInfo]:
+        """Write several ``(app, dump)`` pairs as ``load_session`` does each, all in ONE
+        transaction: every dump is checked first, and if any is inconsistent, exists
+        (without ``replace=True``) or fails while writing, nothing at all is written.
+        Returns the loaded sessions in the order given. ``InvalidArgumentError`` when one
+        ``(app, session id)`` appears twice. What ``threadline.export.import_sessions`` uses.
+
+        >>> import threadline
+        >>> source, target = threadline.connect(":memory:"), threadline.connect(":memory:")
+        >>> for sid in ("s1", "s2"):
+        ...     _ = source.append_messages("a", sid, [{"id": "m1", "role": "user", "parts": []}])
+        >>> dumps = [("a", source.dump_session("a", sid)) for sid in ("s1", "s2")]
+        >>> [info.id for info in target.load_sessions(dumps)]
+        ['s1', 's2']
+        >>> target.load_sessions(dumps)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        threadline.errors.SessionExistsError: session 's1' already exists in app 'a'
         """

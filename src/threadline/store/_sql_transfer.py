@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from threadline.errors import InvalidArgumentError, SessionExistsError
 from threadline.messages import decode_message, text_of
-from threadline.store._common import datetime_to_us, dumps, state_owner, us_to_datetime
+from threadline.store._common import datetime_to_us, dumps, us_to_datetime
+from threadline.store._dump_check import check_dump
 from threadline.store._sql_base import EncodedRow, MessageRow, Row, Tx
 from threadline.store._sql_registry import RegistryMixin
 from threadline.store._sql_text import SQL_STATE_UPSERT
@@ -93,19 +95,47 @@ class TransferMixin(RegistryMixin, TreeMixin):
 
     def load_session(self, app: str, dump: SessionDump, *, replace: bool = False) -> SessionInfo:
         """Write a dump as session ``dump.info.id`` of ``app`` (``Store.load_session``)."""
-        if not isinstance(dump, SessionDump):
-            raise InvalidArgumentError(f"dump must be a SessionDump, got {type(dump).__name__}")
+        return self.load_sessions([(app, dump)], replace=replace)[0]
+
+    def load_sessions(
+        self, items: Sequence[tuple[str, SessionDump]], *, replace: bool = False
+    ) -> list[SessionInfo]:
+        """Write ``(app, dump)`` pairs in one transaction (``Store.load_sessions``)."""
+        items = list(items)
+        keys: set[tuple[str, str]] = set()
+        for app, dump in items:
+            check_dump(dump)
+            if (app, dump.info.id) in keys:
+                raise InvalidArgumentError(f"session {dump.info.id!r} appears twice")
+            keys.add((app, dump.info.id))
         encoded = [
-            self._encode(m.message, "attach", None) for m in dump.messages
+            [self._encode(m.message, "attach", None) for m in dump.messages] for _, dump in items
         ]  # outside the transaction: encoding is the slow part
-        return self._write("load_session", lambda tx: self._load(tx, app, dump, encoded, replace))
+        return self._write("load_sessions", lambda tx: self._load(tx, items, encoded, replace))
 
     def _load(
-        self, tx: Tx, app: str, dump: SessionDump, encoded: list[EncodedRow], replace: bool
-    ) -> SessionInfo:
+        self,
+        tx: Tx,
+        items: list[tuple[str, SessionDump]],
+        encoded: list[list[EncodedRow]],
+        replace: bool,
+    ) -> list[SessionInfo]:
+        # Lock order (SQLBase): the registry rows in id order, then each session's own rows,
+        # then the shared user/app rows of all of them in key order.
+        order = sorted(range(len(items)), key=lambda i: (items[i][0], items[i][1].info.id))
+        for i in order:
+            app, session_id = items[i][0], items[i][1].info.id
+            if self._claim_session_row(tx, app, session_id) and not replace:
+                raise SessionExistsError(f"session {session_id!r} already exists in app {app!r}")
+        for i in order:
+            self._load_one(tx, items[i][0], items[i][1], encoded[i])
+        self._load_shared(tx, [items[i] for i in order])
+        loaded = [self._session_row(tx, app, dump.info.id) for app, dump in items]
+        assert all(info is not None for info in loaded)
+        return [info for info in loaded if info is not None]
+
+    def _load_one(self, tx: Tx, app: str, dump: SessionDump, encoded: list[EncodedRow]) -> None:
         info, session_id = dump.info, dump.info.id
-        if self._claim_session_row(tx, app, session_id) and not replace:
-            raise SessionExistsError(f"session {session_id!r} already exists in app {app!r}")
         self._delete_session(tx, app, session_id)
         tx.send(
             _SQL_INSERT_SESSION,
@@ -115,26 +145,21 @@ class TransferMixin(RegistryMixin, TreeMixin):
              datetime_to_us(info.created_at), datetime_to_us(info.updated_at)),
         )  # fmt: skip
         self._load_messages(tx, app, session_id, dump, encoded)
-        self._load_content(tx, app, dump)
-        final = self._session_row(tx, app, session_id)
-        assert final is not None
-        return final
+        now = self._now_us()
+        if dump.prompt is not None:
+            tx.send(_SQL_INSERT_PROMPT, (app, session_id, dump.prompt, now))
+        for key, value in sorted(dump.state.items()):
+            tx.send(SQL_STATE_UPSERT, (app, "session", session_id, key, dumps(value)))
+        for label, content in sorted(dump.blocks.items()):
+            tx.send(_SQL_UPSERT_BLOCK, (app, "session", session_id, label, content, now))
 
     def _load_messages(
         self, tx: Tx, app: str, session_id: str, dump: SessionDump, encoded: list[EncodedRow]
     ) -> None:
+        """Insert the (already checked, see ``check_dump``) tree, head and overlays."""
         nodes: dict[str, tuple[int, int]] = {}  # id -> (depth, path_bytes)
-        last_seq = 0
         for node, (message, data, size, blobs) in zip(dump.messages, encoded, strict=True):
             message_id, parent_id = message["id"], node.parent_id
-            if parent_id is not None and parent_id not in nodes:
-                raise InvalidArgumentError(
-                    f"message {message_id!r}: parent {parent_id!r} must come before it"
-                )
-            if message_id in nodes or node.seq <= last_seq:
-                raise InvalidArgumentError(
-                    f"message {message_id!r}: ids must be unique and seq increasing"
-                )
             depth, path_bytes = nodes[parent_id] if parent_id is not None else (0, 0)
             record = dump.state_undo.get(message_id)
             undo = dumps(record) if record else None
@@ -148,42 +173,31 @@ class TransferMixin(RegistryMixin, TreeMixin):
                 self._put_blobs(tx, app, session_id, message_id, blobs)
             self._index_skill_loads(tx, app, session_id, message)
             nodes[message_id] = (depth + 1, path_bytes + size)
-            last_seq = node.seq
-        if dump.head_id is not None and dump.head_id not in nodes:
-            raise InvalidArgumentError(f"head {dump.head_id!r} is not a message of the session")
-        if set(dump.state_undo) - nodes.keys():
-            raise InvalidArgumentError("state_undo names a message that is not in the dump")
-        if dump.last_seq < last_seq:
-            raise InvalidArgumentError("last_seq is lower than a message's seq")
         tx.send(
             "UPDATE tl_sessions SET head_id = ? WHERE app = ? AND id = ?",
             (dump.head_id, app, session_id),
         )
         for seq, overlay in enumerate(dump.compactions, start=1):
-            if overlay.from_message_id not in nodes or overlay.to_message_id not in nodes:
-                raise InvalidArgumentError(f"overlay {overlay.id!r} names unknown messages")
             tx.send(
                 _SQL_INSERT_OVERLAY,
                 (app, session_id, overlay.id, overlay.summary, overlay.from_message_id,
                  overlay.to_message_id, seq, datetime_to_us(overlay.created_at)),
             )  # fmt: skip
 
-    def _load_content(self, tx: Tx, app: str, dump: SessionDump) -> None:
-        session_id, user_id, now = dump.info.id, dump.info.user_id, self._now_us()
-        if dump.prompt is not None:
-            tx.send(_SQL_INSERT_PROMPT, (app, session_id, dump.prompt, now))
-        if user_id is None and (dump.user_state or dump.user_blocks):
-            raise InvalidArgumentError("user state or blocks in a dump of a session without user")
-        # Lock order (SQLBase): the session's rows, then the shared ones in key order.
-        scopes = (
-            ("session", session_id, dump.blocks, dump.state),
-            ("user", user_id or "", dump.user_blocks, dump.user_state),
-            ("app", "", dump.app_blocks, dump.app_state),
-        )
-        for owner, owner_id, blocks, state in scopes:
-            for key, value in sorted(state.items()):
-                if state_owner(key, session_id, user_id) != (owner, owner_id):
-                    raise InvalidArgumentError(f"state key {key!r} is not {owner}-scoped")
-                tx.send(SQL_STATE_UPSERT, (app, owner, owner_id, key, dumps(value)))
-            for label, content in sorted(blocks.items()):
-                tx.send(_SQL_UPSERT_BLOCK, (app, owner, owner_id, label, content, now))
+    def _load_shared(self, tx: Tx, items: list[tuple[str, SessionDump]]) -> None:
+        """Upsert the user/app state and blocks of the dumps (a later dump's value wins)."""
+        state: dict[tuple[str, str, str, str], Any] = {}
+        blocks: dict[tuple[str, str, str, str], str] = {}
+        for app, dump in items:
+            user_id = dump.info.user_id or ""
+            for owner, owner_id, values, labels in (
+                ("user", user_id, dump.user_state, dump.user_blocks),
+                ("app", "", dump.app_state, dump.app_blocks),
+            ):
+                state.update({(app, owner, owner_id, k): v for k, v in values.items()})
+                blocks.update({(app, owner, owner_id, k): v for k, v in labels.items()})
+        now = self._now_us()
+        for (app, owner, owner_id, key), value in sorted(state.items()):
+            tx.send(SQL_STATE_UPSERT, (app, owner, owner_id, key, dumps(value)))
+        for (app, owner, owner_id, label), content in sorted(blocks.items()):
+            tx.send(_SQL_UPSERT_BLOCK, (app, owner, owner_id, label, content, now))

@@ -1,0 +1,65 @@
+"""The consistency rules of a :class:`SessionDump`, checked without touching a store.
+
+``Store.load_session`` runs them before writing, and ``threadline.export.import_sessions``
+runs them on every record before the first write, so an import is refused whole.
+"""
+
+from __future__ import annotations
+
+from threadline.errors import InvalidArgumentError
+from threadline.store._common import state_owner
+from threadline.store._values import SessionDump
+
+
+def check_dump(dump: SessionDump) -> None:
+    """Raise ``InvalidArgumentError`` unless ``dump`` is a consistent session: every parent
+    before its child, unique message ids, increasing ``seq`` (``last_seq`` at least the
+    highest), head, undo records and overlay ends naming messages of the dump, and every
+    state key stored under the owner its scope names.
+
+    >>> import dataclasses, threadline
+    >>> store = threadline.connect(":memory:")
+    >>> _ = store.append_messages("app", "s1", [{"id": "m1", "role": "user", "parts": []}])
+    >>> dump = store.dump_session("app", "s1")
+    >>> check_dump(dump)
+    >>> check_dump(dataclasses.replace(dump, head_id="ghost"))
+    Traceback (most recent call last):
+    threadline.errors.InvalidArgumentError: head 'ghost' is not a message of the session
+    """
+    if not isinstance(dump, SessionDump):
+        raise InvalidArgumentError(f"dump must be a SessionDump, got {type(dump).__name__}")
+    seen: set[str] = set()
+    last_seq = 0
+    for node in dump.messages:
+        message_id, parent_id = node.message["id"], node.parent_id
+        if parent_id is not None and parent_id not in seen:
+            raise InvalidArgumentError(
+                f"message {message_id!r}: parent {parent_id!r} must come before it"
+            )
+        if message_id in seen or node.seq <= last_seq:
+            raise InvalidArgumentError(
+                f"message {message_id!r}: ids must be unique and seq increasing"
+            )
+        seen.add(message_id)
+        last_seq = node.seq
+    if dump.head_id is not None and dump.head_id not in seen:
+        raise InvalidArgumentError(f"head {dump.head_id!r} is not a message of the session")
+    if set(dump.state_undo) - seen:
+        raise InvalidArgumentError("state_undo names a message that is not in the dump")
+    if dump.last_seq < last_seq:
+        raise InvalidArgumentError("last_seq is lower than a message's seq")
+    for overlay in dump.compactions:
+        if overlay.from_message_id not in seen or overlay.to_message_id not in seen:
+            raise InvalidArgumentError(f"overlay {overlay.id!r} names unknown messages")
+    session_id, user_id = dump.info.id, dump.info.user_id
+    if user_id is None and (dump.user_state or dump.user_blocks):
+        raise InvalidArgumentError("user state or blocks in a dump of a session without user")
+    scopes = (
+        ("session", session_id, dump.state),
+        ("user", user_id or "", dump.user_state),
+        ("app", "", dump.app_state),
+    )
+    for owner, owner_id, state in scopes:
+        for key in state:
+            if state_owner(key, session_id, user_id) != (owner, owner_id):
+                raise InvalidArgumentError(f"state key {key!r} is not {owner}-scoped")

@@ -4,8 +4,16 @@ Keys are scoped by prefix: ``app:`` (every session of the app), ``user:`` (every
 one user), ``temp:`` (only the live session object, never stored), anything else (this
 session). A ``None`` value in a delta deletes the key.
 
+Keys under :data:`INTERNAL_PREFIX` are the bookkeeping of an adapter (e.g. the Google ADK
+session service): stored per session with the ``Store``'s writes, atomically with them, but
+never part of any state a read returns (``get_state``, listings, exports), and refused by
+every public write (``validate_delta``).
+
 >>> scope_of("user:name"), scope_of("temp:draft"), scope_of("topic")
 ('user', 'temp', 'session')
+>>> scope_of(INTERNAL_PREFIX + "adk")
+'internal'
+
 >>> split_delta({"temp:x": 1, "topic": "tea"})
 ({'topic': 'tea'}, {'temp:x': 1})
 """
@@ -18,11 +26,13 @@ from typing import Any, Literal
 from threadline._validate import check_id, json_problem
 from threadline.errors import InvalidArgumentError, ThreadlineError
 
-StateScope = Literal["app", "user", "temp", "session"]
+StateScope = Literal["app", "user", "temp", "session", "internal"]
 
 APP_PREFIX = "app:"
 USER_PREFIX = "user:"
 TEMP_PREFIX = "temp:"
+#: Reserved prefix of internal (adapter) keys: the one definition of what state reads hide.
+INTERNAL_PREFIX = "__threadline__:"
 
 
 def scope_of(key: str) -> StateScope:
@@ -37,23 +47,33 @@ def scope_of(key: str) -> StateScope:
         return "user"
     if key.startswith(TEMP_PREFIX):
         return "temp"
+    if key.startswith(INTERNAL_PREFIX):
+        return "internal"
     return "session"
 
 
 def validate_delta(delta: object) -> dict[str, Any]:
     """Check a state delta: a mapping of non-empty string keys to JSON values (or ``None``).
 
-    Returns a plain-dict copy. Raises ``InvalidArgumentError`` naming the bad key.
+    Returns a plain-dict copy. Raises ``InvalidArgumentError`` naming the bad key; keys
+    under :data:`INTERNAL_PREFIX` are reserved (no public write reaches them).
 
     >>> validate_delta({"a": 1})
     {'a': 1}
+    >>> validate_delta({"__threadline__:x": 1})
+    Traceback (most recent call last):
+    ...
+    threadline.errors.InvalidArgumentError: state key '__threadline__:x' is reserved
     """
     if not isinstance(delta, Mapping):
         raise InvalidArgumentError(f"a state delta must be a mapping, got {type(delta).__name__}")
     out: dict[str, Any] = {}
     for key, value in delta.items():
         check_id("state keys", key)
-        if scope_of(key) != "temp":
+        scope = scope_of(key)
+        if scope == "internal":
+            raise InvalidArgumentError(f"state key {key!r} is reserved")
+        if scope != "temp":
             problem = json_problem(value)
             if problem is not None:
                 raise InvalidArgumentError(f"state value of {key!r} is not storable: {problem}")
@@ -240,6 +260,7 @@ class StateView:
 
 __all__ = [
     "APP_PREFIX",
+    "INTERNAL_PREFIX",
     "TEMP_PREFIX",
     "USER_PREFIX",
     "StateScope",

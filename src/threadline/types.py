@@ -220,6 +220,9 @@ class SessionListing:
 
     ``info`` is decoded from the row when first read, so a caller that needs only the id,
     owner, head and state (an adapter listing 10,000 sessions) does not pay for it.
+    ``internal`` holds the session's internal keys (the reserved ``__threadline__:`` prefix:
+    an adapter's bookkeeping, written with a ``Store`` write's ``state_delta``), for the
+    adapter that wrote them; they are in no state, nor in :meth:`to_dict`.
 
     >>> import threadline
     >>> store = threadline.connect(":memory:")
@@ -229,7 +232,9 @@ class SessionListing:
     ('s1', 'u1', {'topic': 'tea'}, 'u1')
     """
 
-    __slots__ = ("_info", "_row", "head_id", "id", "last_message_at", "state", "user_id")
+    __slots__ = (
+        "_info", "_row", "head_id", "id", "internal", "last_message_at", "state", "user_id"
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -237,6 +242,7 @@ class SessionListing:
         state: dict[str, Any],
         head_id: str | None,
         last_message_at: str | None,
+        internal: dict[str, Any] | None = None,
     ) -> None:
         self._row = row
         self._info: SessionInfo | None = None
@@ -245,6 +251,7 @@ class SessionListing:
         self.state = state
         self.head_id = head_id
         self.last_message_at = last_message_at
+        self.internal: dict[str, Any] = {} if internal is None else internal
 
     @property
     def info(self) -> SessionInfo:

@@ -25,6 +25,7 @@ from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
 import threadline
+from threadline._state import INTERNAL_PREFIX
 from threadline.integrations.adk import (
     ThreadlineSessionService,
     event_to_message,
@@ -260,7 +261,7 @@ async def test_sessions_without_the_bookkeeping_key_are_still_listed(
     service: ThreadlineSessionService, store: Store
 ) -> None:
     await service.create_session(app_name=APP, user_id="u1", session_id="s1", state={"k": 1})
-    store.update_state(APP, "u1/s1", "u1", {"__adk_last_update__": None})
+    store.update_state(APP, "u1/s1", "u1", {INTERNAL_PREFIX + "adk": None})
     (listed,) = (await service.list_sessions(app_name=APP)).sessions
     got = await reload(service, "u1", "s1")
     assert (listed.id, listed.state, listed.last_update_time) == (
@@ -419,9 +420,10 @@ async def test_state_scopes_are_threadline_scopes(
     assert store.get_state(APP, "elsewhere", "u1") == {"app:a": 1, "user:b": 2}
     stored = store.get_state(APP, "u1/s1", "u1")
     (event,) = (await reload(service, "u1", "s1")).events
-    # The adapter's bookkeeping key (head id, last update time) is the only extra session key.
-    assert stored.pop("__adk_last_update__") == [event.id, event.timestamp]
+    # The adapter's bookkeeping (head id, last update time) is internal: in no state read.
     assert stored == {"app:a": 1, "user:b": 2, "c": 3}
+    (listing,) = store.list_sessions_with_state(APP).sessions
+    assert listing.internal == {INTERNAL_PREFIX + "adk": [event.id, event.timestamp]}
 
 
 # -- get_user_state ---------------------------------------------------------------------------

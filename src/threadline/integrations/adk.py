@@ -76,6 +76,7 @@ from google.adk.sessions.state import State
 from google.genai import types as genai_types
 from pydantic_core import to_jsonable_python
 
+from threadline._state import INTERNAL_PREFIX
 from threadline.errors import SessionExistsError
 from threadline.formats import from_genai, to_genai
 from threadline.messages import format_timestamp, parse_timestamp
@@ -170,10 +171,13 @@ _listed_session = _pick_session_builder()
 _KEY = "adk"  # registry metadata and message metadata key
 _NONE = {"__adk_none__": True}  # how a None state value is stored (threadline's None deletes)
 _PAGE = 1000  # sessions per page of list_sessions_with_state
-# Session-state key holding [head message id, last_update_time] of an ADK session, written with
-# each append's delta (same transaction), never shown in ADK state: lets list_sessions read the
-# exact float timestamp without reading each session's last event.
-_LAST = "__adk_last_update__"
+# Internal state key (threadline's reserved prefix: in no state any read returns, refused by
+# every public write) holding [head message id, last_update_time] of an ADK session, written
+# with each append's delta (same transaction): lets list_sessions read the exact float
+# timestamp without reading each session's last event.
+_LAST = INTERNAL_PREFIX + "adk"
+# Where earlier versions kept it, as a plain session key: never shown, deleted on next append.
+_LEGACY_LAST = "__adk_last_update__"
 _FORGOTTEN = "forgotten:"  # state key prefix, in a memory session, of deleted memory ids
 
 
@@ -329,7 +333,11 @@ def _encode_delta(delta: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _decode_state(stored: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: None if value == _NONE else value for key, value in stored.items() if key != _LAST}
+    return {
+        key: None if value == _NONE else value
+        for key, value in stored.items()
+        if key != _LEGACY_LAST
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -377,6 +385,9 @@ class ThreadlineSessionService(BaseSessionService):
         self._locks: weakref.WeakValueDictionary[tuple[str, str, str], asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
+        # (app, threadline id) of sessions seen holding the bookkeeping key where earlier
+        # versions kept it (a plain session key): their next append deletes it.
+        self._legacy: set[tuple[str, str]] = set()
 
     async def _run(self, function: Callable[..., _T], /, *args: Any) -> _T:
         return await asyncio.to_thread(function, *args)
@@ -392,7 +403,10 @@ class ThreadlineSessionService(BaseSessionService):
 
     # -- reads -------------------------------------------------------------------------------
     def _state(self, app_name: str, tl_id: str, user_id: str) -> dict[str, Any]:
-        return _decode_state(self.store.get_state(app_name, tl_id, user_id))
+        stored = self.store.get_state(app_name, tl_id, user_id)
+        if _LEGACY_LAST in stored:
+            self._legacy.add((app_name, tl_id))
+        return _decode_state(stored)
 
     def _last_update(self, head: Mapping[str, Any] | None, entry: Mapping[str, Any]) -> float:
         if head is not None:
@@ -505,8 +519,12 @@ class ThreadlineSessionService(BaseSessionService):
 
     def _listed_update(self, app_name: str, listing: SessionListing) -> float | None:
         """``last_update_time`` of a listed ADK session (its bookkeeping key is popped from
-        ``listing.state``); ``None`` for a session not made through this service."""
-        last = listing.state.pop(_LAST, None)
+        ``listing.internal``); ``None`` for a session not made through this service."""
+        last = listing.internal.get(_LAST)
+        legacy = listing.state.pop(_LEGACY_LAST, None)
+        if legacy is not None:
+            self._legacy.add((app_name, listing.id))
+            last = last or legacy
         if isinstance(last, list) and len(last) == 2 and last[0] == listing.head_id:
             return float(last[1])
         # No bookkeeping key, or messages written around this service: read the registry.
@@ -643,9 +661,14 @@ class ThreadlineSessionService(BaseSessionService):
         message = event_to_message(event, message_id=message_id)
         delta = _encode_delta(event.actions.state_delta) if event.actions else {}
         delta[_LAST] = [message["id"], event.timestamp]
+        legacy = (app_name, tl_id) in self._legacy
+        if legacy:
+            delta[_LEGACY_LAST] = None
         stored = self.store.append_messages(
             app_name, tl_id, [message], user_id=user_id, state_delta=delta
         )
+        if legacy:
+            self._legacy.discard((app_name, tl_id))
         return str(stored[0]["id"])
 
     async def append_event(self, session: Session, event: Event) -> Event:

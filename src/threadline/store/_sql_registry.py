@@ -128,21 +128,30 @@ class RegistryMixin(AttachmentMixin):
         self, app: str, *, user_id: str | None = None, limit: int = 50, cursor: str | None = None
     ) -> SessionListingPage:
         """``list_sessions`` with each session's state, head id and head ``createdAt``, in one
-        query per page (the dialect aggregates the state rows into one JSON object)."""
+        query per page (the dialect aggregates the state rows into one JSON object). The
+        session's internal keys come apart, in ``internal`` (never in ``state``)."""
         where, params = _list_filter(app, user_id, limit, cursor, prefix="s.")
-        state = (
+        state, internal = (
             f"(SELECT {self._STATE_OBJECT} FROM tl_state t WHERE t.app = s.app "
-            "AND t.owner = 'session' AND t.owner_id = s.id)"
+            f"AND t.owner = '{owner}' AND t.owner_id = s.id)"
+            for owner in ("session", "internal")
         )
         sql = (
-            f"SELECT {_PREFIXED_COLUMNS}, {state}, s.head_id, m.created_at FROM tl_sessions s "
-            "LEFT JOIN tl_messages m ON m.app = s.app AND m.session_id = s.id AND m.id = s.head_id "
+            f"SELECT {_PREFIXED_COLUMNS}, {state}, s.head_id, m.created_at, {internal} "
+            "FROM tl_sessions s LEFT JOIN tl_messages m "
+            "ON m.app = s.app AND m.session_id = s.id AND m.id = s.head_id "
             f"WHERE {where} ORDER BY s.updated_at DESC, s.id DESC LIMIT ?"
         )
         rows = self._read("list_sessions", lambda tx: tx.all(sql, (*params, limit + 1)))
         loads = loads_stored
         listings = [
-            SessionListing(row, loads(row[15]) if row[15] and row[15] != "{}" else {}, *row[16:])
+            SessionListing(
+                row,
+                loads(row[15]) if row[15] and row[15] != "{}" else {},
+                row[16],
+                row[17],
+                loads(row[18]) if row[18] and row[18] != "{}" else {},
+            )
             for row in rows[:limit]
         ]
         return SessionListingPage(sessions=listings, next_cursor=_next_cursor(rows, limit))
@@ -216,7 +225,9 @@ class RegistryMixin(AttachmentMixin):
             "DELETE FROM tl_blocks WHERE app = ? AND owner = 'session' AND owner_id = ?", key
         )
         changed += tx.execute(
-            "DELETE FROM tl_state WHERE app = ? AND owner = 'session' AND owner_id = ?", key
+            "DELETE FROM tl_state WHERE app = ? AND owner IN ('session', 'internal') "
+            "AND owner_id = ?",
+            key,
         )
         tx.send("DELETE FROM tl_sessions WHERE app = ? AND id = ?", key)
         return existed or changed > 0

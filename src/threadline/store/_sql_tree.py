@@ -18,6 +18,7 @@ from threadline.messages import (
 from threadline.store._common import (
     chained_tail,
     dumps,
+    is_session_key,
     state_undo,
     stored_delta,
 )
@@ -128,7 +129,9 @@ class TreeMixin(AttachmentMixin):
         explicit = isinstance(parent_id, str)
         if explicit:
             queries.append((SQL_NODE, (*key, parent_id)))
-        if delta:
+        # Only session keys are undone (and need their current values read).
+        undone = any(is_session_key(k) for k in delta)
+        if undone:
             queries.append((SQL_SESSION_STATE, key))
         results = tx.many(queries)
         state = results[0][0] if results[0] else None
@@ -136,7 +139,8 @@ class TreeMixin(AttachmentMixin):
         _check_owner(app, session_id, state[4] if state else None, user_id)
         undo = None
         if delta:
-            undo = dumps(state_undo(delta, {row[0]: row[1] for row in results[-1]}))
+            current = {row[0]: row[1] for row in results[-1]} if undone else {}
+            undo = dumps(state_undo(delta, current))
         # id -> (data, depth, path_bytes) of the messages known to be stored
         stored_at = state[5] if state is not None and len(state) > 5 else None
         known: dict[str, Row] = {}

@@ -99,6 +99,21 @@ class SessionExistsError(ThreadlineError):
     """
 
 
+class HeadMovedError(ThreadlineError):
+    """A conditional append (``Store.append_messages(..., if_head=...)``) found the session's
+    head elsewhere than the caller expected: another writer appended (or moved the head) since
+    the caller read it. Nothing was written.
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> _ = store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])
+    >>> store.append_messages("default", "s1", [{"id": "m2", "role": "user", "parts": []}],
+    ...                       if_head=None)
+    Traceback (most recent call last):
+    threadline.errors.HeadMovedError: the head of session 's1' is 'm1', not None
+    """
+
+
 class ReadOnlyBlockError(ThreadlineError):
     """A write was attempted on a read-only context block.
 
@@ -163,6 +178,7 @@ __all__ = [
     "BlockNotFoundError",
     "BlockTooLargeError",
     "CompactionError",
+    "HeadMovedError",
     "InvalidArgumentError",
     "InvalidMessageError",
     "MessageNotFoundError",

@@ -656,6 +656,33 @@ async def test_concurrent_stale_copies_let_exactly_one_writer_win(
     assert len((await reload(service, "u1", session.id)).events) == 1
 
 
+async def test_stale_copies_in_two_services_of_their_own_let_exactly_one_writer_win(
+    file_store_url: str,
+) -> None:
+    # Two stores (as two processes have): no lock of this process serialises them, the
+    # append's own transaction must (its condition on the head).
+    services = [ThreadlineSessionService(file_store_url) for _ in range(2)]
+    try:
+        session = await services[0].create_session(app_name=APP, user_id="u1")
+        for round_ in range(5):
+            copies = [
+                await s.get_session(app_name=APP, user_id="u1", session_id=session.id)
+                for s in services
+            ]
+            results = await asyncio.gather(
+                *(
+                    s.append_event(c, delta_event({"k": f"{round_}{i}"}))  # type: ignore[arg-type]
+                    for i, (s, c) in enumerate(zip(services, copies, strict=True))
+                ),
+                return_exceptions=True,
+            )
+            assert sum(isinstance(r, StaleSessionError) for r in results) == 1
+        assert len((await reload(services[1], "u1", session.id)).events) == 5
+    finally:
+        for s in services:
+            await s.close()
+
+
 async def test_an_equal_redelivered_event_is_stored_and_applied_once(
     service: ThreadlineSessionService,
 ) -> None:

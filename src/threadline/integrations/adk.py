@@ -77,10 +77,11 @@ from google.genai import types as genai_types
 from pydantic_core import to_jsonable_python
 
 from threadline._state import INTERNAL_PREFIX
-from threadline.errors import SessionExistsError
+from threadline.errors import HeadMovedError, SessionExistsError
+from threadline.errors import SessionNotFoundError as ThreadlineSessionNotFoundError
 from threadline.formats import from_genai, to_genai
 from threadline.messages import format_timestamp, parse_timestamp
-from threadline.store import Store, connect
+from threadline.store import UNSET, Store, connect
 from threadline.types import SessionListing
 
 __all__ = [
@@ -639,37 +640,48 @@ class ThreadlineSessionService(BaseSessionService):
             await self._run(self._delete_sync, app_name, user_id, normal)
 
     def _append_sync(self, session: Session, event: Event) -> str | None:
-        """Write the event; the new head id, or ``None`` for an equal event already stored."""
+        """Write the event; the new head id, or ``None`` for an equal event already stored.
+
+        One store call, one transaction: the append is conditional on the head the session
+        object was read at (``if_head``), so a writer that appended since (in any process)
+        makes it fail as stale with nothing written, and a message id already stored comes
+        back instead of being written (a re-delivery, or an id to write under a new one)."""
         app_name, user_id = session.app_name, session.user_id
         tl_id = threadline_session_id(user_id, session.id)
-        if _registry_entry(self.store.get_session(app_name, tl_id), user_id) is None:
-            raise SessionNotFoundError(f"Session {session.id} not found.")
-        tail = self.store.get_path_tail(app_name, tl_id, 1)  # the head's id, nothing decoded
         marker = session._storage_update_marker
-        if marker is not None and marker != (tail[-1][0] if tail else ""):
-            raise StaleSessionError(
-                "The session has been modified in storage since it was loaded. "
-                "Please reload the session before appending more events."
-            )
-        message_id = event.id or None
-        if message_id is not None:
-            existing = self.store.get_message(app_name, tl_id, message_id)
-            if existing is not None:
-                if message_to_event(existing) == event:
-                    return None  # a re-delivery: not written, state not applied again
-                message_id = f"{event.id}~{uuid.uuid4().hex[:12]}"
-        message = event_to_message(event, message_id=message_id)
+        head: Any = UNSET  # a Session this service did not hand out: no head to expect
+        if marker is None:
+            if _registry_entry(self.store.get_session(app_name, tl_id), user_id) is None:
+                raise SessionNotFoundError(f"Session {session.id} not found.")
+        else:
+            head = marker or None
         delta = _encode_delta(event.actions.state_delta) if event.actions else {}
-        delta[_LAST] = [message["id"], event.timestamp]
         legacy = (app_name, tl_id) in self._legacy
         if legacy:
             delta[_LEGACY_LAST] = None
-        stored = self.store.append_messages(
-            app_name, tl_id, [message], user_id=user_id, state_delta=delta
-        )
+        message = event_to_message(event, message_id=event.id or None)
+        while True:
+            delta[_LAST] = [message["id"], event.timestamp]
+            try:
+                (stored,) = self.store.append_messages(
+                    app_name, tl_id, [message], user_id=user_id, state_delta=delta, if_head=head
+                )
+            except ThreadlineSessionNotFoundError:
+                raise SessionNotFoundError(f"Session {session.id} not found.") from None
+            except HeadMovedError:
+                raise StaleSessionError(
+                    "The session has been modified in storage since it was loaded. "
+                    "Please reload the session before appending more events."
+                ) from None
+            if stored is message:  # written
+                break
+            if message_to_event(stored) == event:
+                return None  # a re-delivery: not written, state not applied again
+            # Another event under this id: store this one under an id of its own.
+            message = {**message, "id": f"{event.id}~{uuid.uuid4().hex[:12]}"}
         if legacy:
             self._legacy.discard((app_name, tl_id))
-        return str(stored[0]["id"])
+        return str(message["id"])
 
     async def append_event(self, session: Session, event: Event) -> Event:
         """Persist ``event`` (not a ``partial`` one) with its state delta in one transaction and

@@ -22,6 +22,7 @@ _STATUS: tuple[tuple[type[errors.ThreadlineError], int], ...] = (
     (errors.BlockNotFoundError, 404),
     (errors.AttachmentNotFoundError, 404),
     (errors.SessionExistsError, 409),
+    (errors.HeadMovedError, 409),
     (errors.StoreError, 503),
 )
 

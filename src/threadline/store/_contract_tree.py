@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from threadline.store._values import RecentPath, TreeNode
+from threadline.store._values import UNSET, RecentPath, TreeNode
 from threadline.types import (
     AUTO,
     AutoType,
@@ -31,6 +31,7 @@ class TreeContract(Protocol):
         state_delta: Mapping[str, Any] | None = None,
         size_policy: str | None = None,
         max_message_bytes: int | None = None,
+        if_head: Any = UNSET,
     ) -> list[Message]:
         """Append already-normalised messages in one transaction; each parents the next.
 
@@ -47,7 +48,13 @@ class TreeContract(Protocol):
         transaction with ``user_id`` resolving ``user:`` keys, and the previous values are
         recorded with the message so that :meth:`rewind` can undo it; it is not applied when
         the message already existed. Skill loads found in the messages
-        (``threadline.messages.skill_loads_of``) are indexed.
+        (``threadline.messages.skill_loads_of``) are indexed. The returned list holds the
+        given message object for each message written, the stored one for each that existed.
+
+        ``if_head`` makes the append conditional (optimistic concurrency): the session must
+        exist (``SessionNotFoundError``) and its head must be that message id (``None``: no
+        head yet), checked in the same transaction, else ``HeadMovedError`` and nothing is
+        written.
 
         >>> import threadline
         >>> store = threadline.connect(":memory:")

@@ -336,8 +336,9 @@ class SQLBase(ABC):
         """The first read of an append: :data:`SQL_HEAD_STATE`. A backend whose inserts get
         no answer before the commit (PostgreSQL's pipeline) adds a sixth column, which of
         ``ids`` are stored already as 1-based positions in ``ids`` (exact: the session row
-        is locked), and its
-        ``_insert_message`` is then only called for the others."""
+        is locked), and its ``_insert_message`` is then only called for the others; a
+        backend whose session lock inserts a missing registry row adds a seventh, whether
+        the row is that new one (the session did not exist)."""
         return SQL_HEAD_STATE, (app, session_id)
 
     # ------------------------------------------------------------------ lifecycle

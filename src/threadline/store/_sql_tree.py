@@ -6,8 +6,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from threadline.errors import (
+    HeadMovedError,
     InvalidArgumentError,
     MessageNotFoundError,
+    SessionNotFoundError,
 )
 from threadline.messages import (
     decode_message,
@@ -56,6 +58,7 @@ from threadline.store._sql_text import (
     SQL_TAIL_BY_SEQ,
     SQL_TAIL_HEAD,
 )
+from threadline.store._values import UNSET
 from threadline.store.base import RecentPath
 from threadline.types import (
     AUTO,
@@ -80,6 +83,16 @@ def _start_parent(
     return (parent_id, int(node[0]), int(node[1])) if node else None
 
 
+def _check_head(app: str, session_id: str, state: Row | None, expected: str | None) -> None:
+    """The condition of an ``if_head`` append, on its head-state row: ``None``, or a seventh
+    column that is true (a row the backend's session lock just made), is no session."""
+    if state is None or (len(state) > 6 and state[6]):
+        raise SessionNotFoundError(f"session {session_id!r} not found in app {app!r}")
+    if state[0] != expected:
+        head = state[0]
+        raise HeadMovedError(f"the head of session {session_id!r} is {head!r}, not {expected!r}")
+
+
 class TreeMixin(AttachmentMixin):
     """The message tree: appends, updates, deletes, the head and path reads."""
 
@@ -96,17 +109,22 @@ class TreeMixin(AttachmentMixin):
         state_delta: Mapping[str, Any] | None = None,
         size_policy: str | None = None,
         max_message_bytes: int | None = None,
+        if_head: Any = UNSET,
     ) -> list[Message]:
         """Append normalised messages in one transaction; each parents the next."""
         delta = stored_delta(state_delta, user_id)
         if delta and len(messages) != 1:
             raise InvalidArgumentError("state_delta needs exactly one message")
+        if if_head is not UNSET and if_head is not None and not isinstance(if_head, str):
+            raise InvalidArgumentError(f"if_head must be a message id or None, got {if_head!r}")
         if not messages:
             return []
         encoded = [self._encode(m, size_policy, max_message_bytes) for m in messages]
         return self._write(
             "append_messages",
-            lambda tx: self._append(tx, app, session_id, encoded, parent_id, user_id, delta),
+            lambda tx: self._append(
+                tx, app, session_id, encoded, parent_id, user_id, delta, if_head
+            ),
             lock=(app, session_id, user_id),
         )
 
@@ -119,6 +137,7 @@ class TreeMixin(AttachmentMixin):
         parent_id: str | AutoType | None,
         user_id: str | None,
         delta: dict[str, Any],
+        if_head: Any = UNSET,
     ) -> list[Message]:
         key = (app, session_id)
         # Everything the append must know before writing, read in one round trip (Tx.many):
@@ -137,6 +156,8 @@ class TreeMixin(AttachmentMixin):
         state = results[0][0] if results[0] else None
         node = results[1] if explicit else []
         _check_owner(app, session_id, state[4] if state else None, user_id)
+        if if_head is not UNSET:
+            _check_head(app, session_id, state, if_head)
         undo = None
         if delta:
             current = {row[0]: row[1] for row in results[-1]} if undone else {}

@@ -295,7 +295,9 @@ def _head_state_sql(count: int) -> str:
     (``CASE``/``IN (?, ...)``, each id twice): a prepared statement's generic plan then probes
     the primary key per id, where an array parameter of unknown length may be planned as a
     scan of the session's messages (and an array costs psycopg more to send). Past
-    :data:`_IN_LIST_MAX` ids they go as one array (each array twice)."""
+    :data:`_IN_LIST_MAX` ids they go as one array (each array twice). A seventh column says
+    whether the registry row is new, made by this transaction's lock (``_LOCK_SESSION``):
+    the session did not exist before the append (``if_head`` appends need it)."""
     if count <= _IN_LIST_MAX:
         position = "CASE i.id " + " ".join(f"WHEN ? THEN {n}" for n in range(1, count + 1))
         position, ids = position + " END", _in_list(count)
@@ -305,7 +307,8 @@ def _head_state_sql(count: int) -> str:
     return SQL_HEAD_STATE.replace(
         " FROM tl_sessions s ",
         f", ARRAY(SELECT {position} FROM tl_messages i "
-        f"WHERE i.app = s.app AND i.session_id = s.id AND i.id IN {ids}) FROM tl_sessions s ",
+        f"WHERE i.app = s.app AND i.session_id = s.id AND i.id IN {ids}), "
+        "s.xmin = pg_current_xact_id()::xid FROM tl_sessions s ",
     )
 
 

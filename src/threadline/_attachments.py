@@ -124,11 +124,12 @@ def extract(message: Mapping[str, Any]) -> Extracted:
     """
     blobs: dict[str, Blob] = {}
     extra = 0
+    short = ATTACH_MIN_BYTES // 4  # fewer characters than this: cannot be long enough
 
     def walk(value: Any) -> Any:
         nonlocal extra
         if isinstance(value, str):
-            if len(value) < ATTACH_MIN_BYTES // 4:  # cannot be long enough: skip the count
+            if len(value) < short:  # skip the count
                 return value
             size = len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
             if size < ATTACH_MIN_BYTES:
@@ -137,14 +138,34 @@ def extract(message: Mapping[str, Any]) -> Extracted:
             blobs.setdefault(blob.sha256, blob)
             extra += more
             return ref
+        # Containers are copied only on the way to a replaced string; short strings and
+        # scalars (nearly everything) are passed over without a call.
         if isinstance(value, dict):
             if MARKER in value:
                 raise InvalidMessageError(f"the key {MARKER!r} is reserved for attachments")
-            changed = {k: walk(v) for k, v in value.items()}
-            return changed if any(changed[k] is not value[k] for k in value) else value
+            copied: dict[str, Any] | None = None
+            for key, item in value.items():
+                if isinstance(item, str) and len(item) < short:
+                    continue
+                if isinstance(item, (str, dict, list)):
+                    new = walk(item)
+                    if new is not item:
+                        if copied is None:
+                            copied = dict(value)
+                        copied[key] = new
+            return value if copied is None else copied
         if isinstance(value, list):
-            items = [walk(v) for v in value]
-            return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+            listed: list[Any] | None = None
+            for index, item in enumerate(value):
+                if isinstance(item, str) and len(item) < short:
+                    continue
+                if isinstance(item, (str, dict, list)):
+                    new = walk(item)
+                    if new is not item:
+                        if listed is None:
+                            listed = list(value)
+                        listed[index] = new
+            return value if listed is None else listed
         return value
 
     row = walk(dict(message))

@@ -203,8 +203,8 @@ def _memory_session_id(user_id: str) -> str:
 
 
 def _content_json(content: genai_types.Content) -> dict[str, Any]:
-    dumped: dict[str, Any] = json.loads(content.model_dump_json(exclude_none=True, by_alias=True))
-    return dumped
+    # mode="json" gives what model_dump_json then json.loads gives, at half the cost.
+    return content.model_dump(mode="json", exclude_none=True, by_alias=True)
 
 
 def _created_at(timestamp: float) -> str | None:
@@ -216,13 +216,11 @@ def _created_at(timestamp: float) -> str | None:
 
 def _event_json(event: Event) -> dict[str, Any]:
     try:
-        text = event.model_dump_json(exclude={"content"})
+        return event.model_dump(mode="json", exclude={"content"})
     except Exception:  # a value pydantic cannot serialise (e.g. a callable in state_delta)
         data = event.model_dump(exclude={"content"})
         safe: dict[str, Any] = to_jsonable_python(data, fallback=repr)
         return safe
-    loaded: dict[str, Any] = json.loads(text)
-    return loaded
 
 
 def event_to_message(event: Event, *, message_id: str | None = None) -> dict[str, Any]:
@@ -496,20 +494,32 @@ class ThreadlineSessionService(BaseSessionService):
                 owner = listing.user_id
                 if owner is None:
                     continue
-                if owner not in shared:
+                known = shared.get(owner)
+                if known is None:
                     prefix = threadline_session_id(owner, "")
-                    shared[owner] = prefix, self._state(app_name, prefix, owner)
-                prefix, common = shared[owner]
-                if not listing.id.startswith(prefix):
+                    known = shared[owner] = prefix, self._state(app_name, prefix, owner)
+                prefix, common = known
+                tl_id = listing.id
+                if not tl_id.startswith(prefix):
                     continue
-                last = self._listed_update(app_name, listing)
-                if last is None:
-                    continue
-                state = listing.state
+                state = listing.state  # a dict of its own (the store decodes one per session)
+                last = listing.internal.get(_LAST)
+                if (  # the common case, inline: bookkeeping of the current head
+                    type(last) is list
+                    and len(last) == 2
+                    and last[0] == listing.head_id
+                    and _LEGACY_LAST not in state
+                ):
+                    last = float(last[1])
+                else:
+                    last = self._listed_update(app_name, listing)
+                    if last is None:
+                        continue
                 if _NONE in state.values():
                     state = _decode_state(state)
-                state = {**common, **state} if state else dict(common)
-                found.append((last, owner, listing.id[len(prefix) :], state))
+                if common:
+                    state = {**common, **state}
+                found.append((last, owner, tl_id[len(prefix) :], state))
             cursor = page.next_cursor
             if cursor is None:
                 break

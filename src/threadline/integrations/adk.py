@@ -27,12 +27,18 @@ How ADK's model maps onto threadline (docs: README "Google ADK"):
 * ``last_update_time`` is the timestamp of the session's last event (its creation time while it
   has none). ``list_sessions`` orders by it, then user, then id (ADK's order). It reads the
   sessions with ``Store.list_sessions_with_state`` (one query per 1,000 sessions); the exact
-  float is kept, with the head id it belongs to, under the session-state key
-  ``__adk_last_update__`` (written in each event's transaction, never in ADK state), so no
-  session's last event is read unless messages were written around this service.
-* ``append_event`` raises ``StaleSessionError`` when the session object was read before another
-  writer appended (as ``DatabaseSessionService``), and ignores an equal re-delivery of an event
-  already stored (as ``InMemorySessionService``).
+  float is kept, with the head id it belongs to, in threadline-internal state
+  (``__threadline__:adk``: written in each event's transaction, shown by no state read, ADK's
+  or threadline's, and refused by threadline's public state writes), so no session's last
+  event is read unless messages were written around this service. Sessions written before
+  that kept it as the plain session key ``__adk_last_update__``: it is read the same, never
+  shown, and deleted by the session's next event.
+* ``append_event`` is one store call (one transaction): the message, its state delta and the
+  bookkeeping, on condition that the head is still the one the session object was read at
+  (``append_messages(if_head=...)``). So it raises ``StaleSessionError`` when another writer,
+  in any process, appended since (as ``DatabaseSessionService``), ``SessionNotFoundError``
+  when the session is gone, and ignores an equal re-delivery of an event already stored (as
+  ``InMemorySessionService``).
 
 Every storage call runs in a worker thread (``asyncio.to_thread``): the event loop never
 blocks on the database.

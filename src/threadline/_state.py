@@ -5,9 +5,10 @@ one user), ``temp:`` (only the live session object, never stored), anything else
 session). A ``None`` value in a delta deletes the key.
 
 Keys under :data:`INTERNAL_PREFIX` are the bookkeeping of an adapter (e.g. the Google ADK
-session service): stored per session with the ``Store``'s writes, atomically with them, but
-never part of any state a read returns (``get_state``, listings, exports), and refused by
-every public write (``validate_delta``).
+session service): stored with the session's own keys by the ``Store``'s writes, atomically
+with them, but never part of any state a read returns (``get_state``, listings, exports: each
+takes them out with :func:`split_internal`), and refused by every public write
+(``validate_delta``).
 
 >>> scope_of("user:name"), scope_of("temp:draft"), scope_of("topic")
 ('user', 'temp', 'session')
@@ -50,6 +51,23 @@ def scope_of(key: str) -> StateScope:
     if key.startswith(INTERNAL_PREFIX):
         return "internal"
     return "session"
+
+
+#: What a stored JSON object text holds when it has an internal key (a cheap test before
+#: decoding it).
+INTERNAL_JSON = '"' + INTERNAL_PREFIX
+
+
+def split_internal(state: dict[str, Any]) -> dict[str, Any]:
+    """Take the internal keys out of ``state`` (in place) and return them: the one place
+    where reads hide them.
+
+    >>> state = {"topic": "tea", INTERNAL_PREFIX + "adk": [None, 1.5]}
+    >>> split_internal(state), state
+    ({'__threadline__:adk': [None, 1.5]}, {'topic': 'tea'})
+    """
+    hidden = [key for key in state if key.startswith(INTERNAL_PREFIX)]
+    return {key: state.pop(key) for key in hidden}
 
 
 def validate_delta(delta: object) -> dict[str, Any]:
@@ -260,6 +278,7 @@ class StateView:
 
 __all__ = [
     "APP_PREFIX",
+    "INTERNAL_JSON",
     "INTERNAL_PREFIX",
     "TEMP_PREFIX",
     "USER_PREFIX",
@@ -270,5 +289,6 @@ __all__ = [
     "merge_state",
     "scope_of",
     "split_delta",
+    "split_internal",
     "validate_delta",
 ]

@@ -212,19 +212,17 @@ def chained_tail(rows: Sequence[Sequence[Any]]) -> list[tuple[str, str, int]] | 
 
 def state_owner(key: str, session_id: str, user_id: str | None) -> tuple[str, str]:
     """``(owner, owner_id)`` of a stored state key; ``user:`` keys need ``user_id``. Internal
-    keys (``_state.INTERNAL_PREFIX``) have their own owner, ``'internal'``, which no state
-    read selects: that is what hides them.
+    keys (``_state.INTERNAL_PREFIX``) are stored with the session's keys (one index range:
+    a listing reads both with one lookup); reads take them out (``_state.split_internal``).
 
     >>> state_owner("app:x", "s1", None), state_owner("x", "s1", None)
     (('app', ''), ('session', 's1'))
     >>> state_owner("__threadline__:adk", "s1", None)
-    ('internal', 's1')
+    ('session', 's1')
     """
     scope = scope_of(key)
     if scope == "app":
         return "app", ""
-    if scope == "internal":
-        return "internal", session_id
     if scope == "user":
         if user_id is None:
             raise InvalidArgumentError(f"state key {key!r} needs a user_id")

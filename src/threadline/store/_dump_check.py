@@ -6,6 +6,7 @@ runs them on every record before the first write, so an import is refused whole.
 
 from __future__ import annotations
 
+from threadline._state import scope_of
 from threadline.errors import InvalidArgumentError
 from threadline.store._common import state_owner
 from threadline.store._values import SessionDump
@@ -61,5 +62,7 @@ def check_dump(dump: SessionDump) -> None:
     )
     for owner, owner_id, state in scopes:
         for key in state:
+            if scope_of(key) == "internal":
+                raise InvalidArgumentError(f"state key {key!r} is reserved")
             if state_owner(key, session_id, user_id) != (owner, owner_id):
                 raise InvalidArgumentError(f"state key {key!r} is not {owner}-scoped")

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from threadline._state import INTERNAL_JSON, split_internal
 from threadline.errors import (
     InvalidArgumentError,
     SessionExistsError,
@@ -65,6 +66,16 @@ def _next_cursor(rows: Sequence[Sequence[Any]], limit: int) -> str | None:
         return None
     last = rows[limit - 1]
     return encode_cursor(last[14], last[0])
+
+
+def _listing(row: tuple[Any, ...]) -> SessionListing:
+    """A row of ``list_sessions_with_state``: its state object decoded, internal keys apart."""
+    text = row[15]
+    if not text or text == "{}":
+        return SessionListing(row, {}, row[16], row[17])
+    state = loads_stored(text)
+    internal = split_internal(state) if INTERNAL_JSON in text else None
+    return SessionListing(row, state, row[16], row[17], internal)
 
 
 class RegistryMixin(AttachmentMixin):
@@ -131,29 +142,17 @@ class RegistryMixin(AttachmentMixin):
         query per page (the dialect aggregates the state rows into one JSON object). The
         session's internal keys come apart, in ``internal`` (never in ``state``)."""
         where, params = _list_filter(app, user_id, limit, cursor, prefix="s.")
-        state, internal = (
+        state = (
             f"(SELECT {self._STATE_OBJECT} FROM tl_state t WHERE t.app = s.app "
-            f"AND t.owner = '{owner}' AND t.owner_id = s.id)"
-            for owner in ("session", "internal")
+            "AND t.owner = 'session' AND t.owner_id = s.id)"
         )
         sql = (
-            f"SELECT {_PREFIXED_COLUMNS}, {state}, s.head_id, m.created_at, {internal} "
-            "FROM tl_sessions s LEFT JOIN tl_messages m "
-            "ON m.app = s.app AND m.session_id = s.id AND m.id = s.head_id "
+            f"SELECT {_PREFIXED_COLUMNS}, {state}, s.head_id, m.created_at FROM tl_sessions s "
+            "LEFT JOIN tl_messages m ON m.app = s.app AND m.session_id = s.id AND m.id = s.head_id "
             f"WHERE {where} ORDER BY s.updated_at DESC, s.id DESC LIMIT ?"
         )
         rows = self._read("list_sessions", lambda tx: tx.all(sql, (*params, limit + 1)))
-        loads = loads_stored
-        listings = [
-            SessionListing(
-                row,
-                loads(row[15]) if row[15] and row[15] != "{}" else {},
-                row[16],
-                row[17],
-                loads(row[18]) if row[18] and row[18] != "{}" else {},
-            )
-            for row in rows[:limit]
-        ]
+        listings = [_listing(row) for row in rows[:limit]]
         return SessionListingPage(sessions=listings, next_cursor=_next_cursor(rows, limit))
 
     def update_session(
@@ -225,9 +224,7 @@ class RegistryMixin(AttachmentMixin):
             "DELETE FROM tl_blocks WHERE app = ? AND owner = 'session' AND owner_id = ?", key
         )
         changed += tx.execute(
-            "DELETE FROM tl_state WHERE app = ? AND owner IN ('session', 'internal') "
-            "AND owner_id = ?",
-            key,
+            "DELETE FROM tl_state WHERE app = ? AND owner = 'session' AND owner_id = ?", key
         )
         tx.send("DELETE FROM tl_sessions WHERE app = ? AND id = ?", key)
         return existed or changed > 0

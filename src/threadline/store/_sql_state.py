@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from threadline._state import split_internal
 from threadline.errors import (
     MessageNotFoundError,
 )
@@ -43,7 +44,9 @@ class StateMixin(SQLBase):
         rows = self._read("get_state", lambda tx: tx.all(sql, (app, user, session_id)))
         if user_id is None:
             rows = [row for row in rows if row[0] != "user"]
-        return {key: json.loads(value) for _, key, value in rows}
+        state = {key: json.loads(value) for _, key, value in rows}
+        split_internal(state)
+        return state
 
     def update_state(
         self, app: str, session_id: str, user_id: str | None, delta: Mapping[str, Any]

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from threadline._state import split_internal
 from threadline.errors import InvalidArgumentError, SessionExistsError
 from threadline.messages import decode_message, text_of
 from threadline.store._common import datetime_to_us, dumps, us_to_datetime
@@ -84,6 +85,7 @@ class TransferMixin(RegistryMixin, TreeMixin):
         scoped = (app, session_id, info.user_id if info.user_id is not None else "")
         blocks = _by_owner(tx.all(_SQL_BLOCKS, scoped), decode=False)
         state = _by_owner(tx.all(_SQL_STATE, scoped), decode=True)
+        split_internal(state["session"])
         prompt = tx.one(_SQL_PROMPT, key)
         owned = info.user_id is not None
         return SessionDump(

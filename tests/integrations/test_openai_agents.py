@@ -113,7 +113,7 @@ def test_no_storage_call_runs_on_the_event_loop(store_url: str) -> None:
     store = threadline.connect(store_url)
     seen: list[int] = []
     for name in ("append_messages", "get_path_encoded", "get_history_encoded", "get_path_tail",
-                 "get_compactions", "delete_messages", "set_head", "clear_messages",
+                 "get_history_tail_encoded", "get_compactions", "delete_messages", "set_head", "clear_messages",
                  "search_messages"):  # fmt: skip
         method = getattr(store, name)
 

@@ -135,16 +135,17 @@ class ThreadlineSession:
         return await self._off_loop(self._read_items, limit)
 
     def _read_items(self, limit: int | None) -> list[Any]:
-        store, app = self._store(), self._session.app_name
-        if store.get_compactions(app, self.session_id):
+        store, app, sid = self._store(), self._session.app_name, self.session_id
+        # The rows and the overlays in one read transaction.
+        rows: Sequence[Sequence[Any]]
+        if limit is None:
+            rows, overlays = store.get_history_encoded(app, sid)
+        else:
+            rows, overlays = store.get_history_tail_encoded(app, sid, limit)
+        if overlays:
             # Summaries take the place of what they cover: threadline's overlay read.
             items = to_openai_responses(self._session.get_history(limit=limit))
         else:
-            rows: Sequence[Sequence[Any]]
-            if limit is None:
-                rows = store.get_path_encoded(app, self.session_id)
-            else:
-                rows = store.get_path_tail(app, self.session_id, limit)
             items = []
             for row in rows:
                 items.extend(self._items_of(row[0], row[1]))

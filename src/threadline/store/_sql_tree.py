@@ -458,20 +458,21 @@ class TreeMixin(AttachmentMixin):
         else:
             sql, params = SQL_TAIL, (*key, leaf_id, *key, count)
 
-        def run(tx: Tx) -> tuple[list[Row], list[Row]]:
+        def run(tx: Tx) -> tuple[list[Any], list[Row]]:
             found = tx.all(SQL_COMPACTIONS, key) if overlays else []
             # An unbranched tail (the common case) is the newest rows by seq: one range scan
             # instead of a primary-key probe per message; the tree walk otherwise.
             if leaf_id is None:
-                tail = chained_tail(tx.all(SQL_TAIL_BY_SEQ, (*key, count)))
-                if tail is not None:
-                    return self._with_attachments(tx, app, list(tail), 1, attachments), found
-            return self._session_rows(tx, app, session_id, (sql, params), 1, attachments), found
+                tail: list[Any] | None = chained_tail(tx.all(SQL_TAIL_BY_SEQ, (*key, count)))
+                if tail is not None:  # already (id, data, depth) tuples
+                    return self._with_attachments(tx, app, tail, 1, attachments), found
+            rows = self._session_rows(tx, app, session_id, (sql, params), 1, attachments)
+            return [(row[0], row[1], int(row[2])) for row in rows], found
 
         rows, found = self._read(operation, run)
         if leaf_id is not None and not rows:
             raise MessageNotFoundError(f"message {leaf_id!r} not in session")
-        return [(row[0], row[1], int(row[2])) for row in rows], compactions_of(found)
+        return rows, compactions_of(found)
 
     def get_path_ids(self, app: str, session_id: str, leaf_id: str | None = None) -> list[str]:
         """Ids of :meth:`get_path` without loading bodies."""

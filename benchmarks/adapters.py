@@ -14,7 +14,8 @@ is given ``?synchronous=full``, its default being NORMAL):
 With ``THREADLINE_BENCH_PG_DSN`` set, ThreadlineSession on PostgreSQL and SQLAlchemySession on
 the same server (``postgresql+psycopg``, a fresh schema each, dropped afterwards) are added.
 
-Workloads (median of calls that alternate between the backends, so load hits all alike):
+Workloads (median of calls that alternate between the backends, so load hits all alike; the
+order rotates each round, so no backend always runs right after the same other one):
   add_items     one item per call (µs)
   get_items 50  the newest 50 items of the session (µs), once converted in this process
   get_items 50, cold  the same read by a fresh ThreadlineSession object (nothing converted yet)
@@ -105,14 +106,22 @@ async def timed(coro: Any) -> float:
     return time.perf_counter() - start
 
 
+def rotated(backends: list[tuple[str, Any]], i: int) -> list[tuple[str, Any]]:
+    """The backends in round ``i``'s order: each takes every position equally often (in a
+    fixed order one backend always follows the same one, e.g. SQLAlchemySession's
+    rollback-journal commit, whose file-system journal work the next fsync may pay)."""
+    k = i % len(backends)
+    return backends[k:] + backends[:k]
+
+
 async def workload(backends: list[tuple[str, Any]], texts: list[str]) -> dict[str, list[float]]:
     adds: dict[str, list[float]] = {name: [] for name, _ in backends}
-    for text in texts:
-        for name, session in backends:
+    for i, text in enumerate(texts):
+        for name, session in rotated(backends, i):
             adds[name].append(await timed(session.add_items([{"role": "user", "content": text}])))
     reads: dict[str, list[float]] = {name: [] for name, _ in backends}
-    for _ in range(40):
-        for name, session in backends:
+    for i in range(40):
+        for name, session in rotated(backends, i):
             reads[name].append(await timed(session.get_items(limit=50)))
     got = {name: len(await session.get_items(limit=50)) for name, session in backends}
     assert set(got.values()) == {50}, got

@@ -158,6 +158,11 @@ class ProviderBackend:
         first = max(len(rows) - count, 0)
         return [(mid, data, first + k + 1) for k, (mid, data) in enumerate(rows[first:])]
 
+    def get_history_tail_encoded(
+        self, count: int, leaf_id: str | None = None, *, attachments: str = "inline"
+    ) -> tuple[list[tuple[str, str, int]], list[Compaction]]:
+        return self.get_path_tail(count, leaf_id), self.get_compactions()
+
     def get_recent_path(self, max_bytes: int, min_messages: int) -> RecentPath:
         path = self.get_path()
         sizes = [len(encode_message(m).encode("utf-8")) for m in path]

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
-import uuid
+import time
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -38,12 +39,16 @@ _FIRST_KEYS = ("id", "role", "parts", "createdAt", "metadata")
 
 
 def new_id() -> str:
-    """Return a new unique message id (32 lowercase hex characters).
+    """Return a new unique message id: 32 lowercase hex characters, time-ordered — the first
+    12 are the creation time in milliseconds, the other 20 random (80 bits) — so ids made
+    later sort later and the stores' id indexes grow at one end instead of splitting pages
+    anywhere.
 
-    >>> len(new_id())
-    32
+    >>> first, second = new_id(), new_id()
+    >>> len(first), first[:12] <= second[:12]
+    (32, True)
     """
-    return uuid.uuid4().hex
+    return f"{time.time_ns() // 1_000_000:012x}{os.urandom(10).hex()}"
 
 
 def is_overlay_id(message_id: object) -> bool:

@@ -607,19 +607,19 @@ class Session:
         """The newest part of the history (overlays applied) that decides ``window``, reading
         about as many rows as it keeps: the read doubles only while an overlay reaches back
         past its start or the window is not decided by it yet."""
-        compactions = self._backend.get_compactions()
         count = window.first_read()
+        rows, compactions = self._backend.get_history_tail_encoded(
+            count, leaf_id, attachments=attachments
+        )
         while True:
-            rows = self._backend.get_path_tail(count, leaf_id, attachments=attachments)
             complete = not rows or rows[0][2] == 1
             encoded = [(message_id, data) for message_id, data, _ in rows]
-            if not complete and overlays_cross_start(encoded, compactions):
-                count *= 2
-                continue
-            history = apply_overlays_encoded(encoded, compactions, decode_message)
-            if complete or window.decided_by(history):
-                return history
+            if complete or not overlays_cross_start(encoded, compactions):
+                history = apply_overlays_encoded(encoded, compactions, decode_message)
+                if complete or window.decided_by(history):
+                    return history
             count *= 2
+            rows = self._backend.get_path_tail(count, leaf_id, attachments=attachments)
 
     def get_recent_history(self, max_bytes: int, min_recent_messages: int = 1) -> RecentHistory:
         """Newest messages of the head path whose stored JSON fits ``max_bytes``.

@@ -3,6 +3,7 @@ keys made by the command authenticate against a real uvicorn started by the comm
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -61,32 +63,85 @@ def _wait(url: str, process: subprocess.Popen[str]) -> None:
     raise AssertionError("serve did not come up")
 
 
-def test_serve_runs_the_service_with_keys_from_the_command(run: Run, tmp_path: Path) -> None:
-    db = str(tmp_path / "served.db")
-    assert run("demo", "--db", db, "--json").code == 0
-    key = run("keys", "create", db, "--app", "demo", "--json").json()["key"]
+@contextlib.contextmanager
+def _serving(db: str, *options: str) -> Iterator[tuple[str, list[str]]]:
+    """``threadline serve DB OPTIONS --json`` in a process: its base URL, and (after the
+    block) what it printed in ``printed[0]``."""
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    command = [sys.executable, "-m", "threadline.cli", "serve", db, "--port", str(port)]
     process = subprocess.Popen(
-        [sys.executable, "-m", "threadline.cli", "serve", db, "--port", str(port), "--json"],
+        [*command, *options, "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
     )
     base = f"http://127.0.0.1:{port}"
+    printed: list[str] = []
     try:
         _wait(f"{base}/healthz", process)
+        yield base, printed
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=30)
+        printed.append(out)
+
+
+def test_serve_runs_the_service_with_keys_from_the_command(run: Run, tmp_path: Path) -> None:
+    db = str(tmp_path / "served.db")
+    assert run("demo", "--db", db, "--json").code == 0
+    key = run("keys", "create", db, "--app", "demo", "--json").json()["key"]
+    with _serving(db) as (base, printed):
         auth = {"Authorization": f"Bearer {key}"}
         sessions = httpx.get(f"{base}/v1/sessions", headers=auth, timeout=10).json()["sessions"]
         assert "trip" in {s["id"] for s in sessions}
         assert httpx.get(f"{base}/v1/sessions", timeout=10).status_code == 401
         assert httpx.get(f"{base}/ui/", timeout=10).status_code == 200
-    finally:
-        process.send_signal(signal.SIGINT)
-        out, _ = process.communicate(timeout=30)
-    announced, _ = json.JSONDecoder().raw_decode(out)  # what serve printed before starting
-    assert announced["viewer"] == f"{base}/ui"
+    announced, _ = json.JSONDecoder().raw_decode(printed[0])  # printed before starting
+    assert announced["viewer"] == f"{base}/ui" and announced["app"] is None
+
+
+def test_serve_app_and_user_narrow_the_service(run: Run, tmp_path: Path) -> None:
+    db = str(tmp_path / "narrow.db")
+    assert run("demo", "--db", db, "--app", "travel", "--user", "ana", "--json").code == 0
+    app_wide = run("keys", "create", db, "--app", "travel", "--json").json()["key"]
+    ben = run("keys", "create", db, "--app", "travel", "--user", "ben", "--json").json()["key"]
+    other_app = run("keys", "create", db, "--app", "shop", "--json").json()["key"]
+
+    def get(base: str, path: str, key: str | None = None, **headers: str) -> httpx.Response:
+        if key is not None:
+            headers["Authorization"] = f"Bearer {key}"
+        return httpx.get(f"{base}{path}", headers=headers, timeout=10)
+
+    with _serving(db, "--app", "travel", "--user", "ana") as (base, printed):
+        listed = get(base, "/v1/sessions", app_wide).json()["sessions"]
+        # an app-wide key acts as ana: her sessions, not ben's (nor owner-less ones)
+        assert listed and {s["user_id"] for s in listed} == {"ana"}
+        assert get(base, "/v1/sessions/madrid", app_wide).status_code == 404
+        refused = get(base, "/v1/sessions", ben)
+        assert refused.status_code == 401 and "user 'ana' only" in refused.text
+        assert get(base, "/v1/sessions", other_app).status_code == 401
+    announced, _ = json.JSONDecoder().raw_decode(printed[0])
+    assert (announced["app"], announced["user"]) == ("travel", "ana")
+
+    with _serving(db, "--no-auth", "--app", "travel") as (base, _):
+        ids = {s["id"] for s in get(base, "/v1/sessions").json()["sessions"]}
+        assert {"trip", "madrid"} <= ids  # the app without a header, every user's
+        named = get(base, "/v1/sessions", **{"X-Threadline-App": "shop"})
+        assert named.status_code == 400 and "app 'travel' only" in named.text
+
+
+def test_keys_revoke_checks_app_and_user_when_given(run: Run, tmp_path: Path) -> None:
+    db = str(tmp_path / "keys.db")
+    made = run("keys", "create", db, "--app", "travel", "--user", "ana", "--json").json()
+    wrong_app = run("keys", "revoke", db, made["id"], "--app", "shop")
+    assert wrong_app.code == 1 and "nothing was revoked" in wrong_app.err
+    wrong_user = run("keys", "revoke", db, made["id"], "--user", "ben")
+    assert wrong_user.code == 1 and "user 'ben'" in wrong_user.err
+    assert not run("keys", "list", db, "--json").json()["keys"][0]["revoked"]
+    done = run("keys", "revoke", db, made["id"], "--app", "travel", "--user", "ana", "--json")
+    assert done.json() == {"revoked": made["id"]}
 
 
 def test_serve_without_the_store_argument_is_an_error(run: Run) -> None:

@@ -99,6 +99,11 @@ class _CountingStore:
         self.rows_read += len(rows)
         return rows
 
+    def get_history_tail_encoded(self, *args: Any, **kwargs: Any) -> Any:
+        rows, overlays = self._store.get_history_tail_encoded(*args, **kwargs)
+        self.rows_read += len(rows)
+        return rows, overlays
+
     def get_path_encoded(self, *args: Any, **kwargs: Any) -> Any:
         raise AssertionError("get_history(runs=...) read the whole path")
 

@@ -113,8 +113,8 @@ def test_no_storage_call_runs_on_the_event_loop(store_url: str) -> None:
     store = threadline.connect(store_url)
     seen: list[int] = []
     for name in ("append_messages", "get_path_encoded", "get_history_encoded", "get_path_tail",
-                 "get_compactions", "delete_messages", "set_head", "clear_messages",
-                 "search_messages"):  # fmt: skip
+                 "get_history_tail_encoded", "get_compactions", "delete_messages", "set_head",
+                 "clear_messages", "search_messages"):  # fmt: skip
         method = getattr(store, name)
 
         def recording(*args: Any, _method: Any = method, **kwargs: Any) -> Any:

@@ -45,6 +45,18 @@ def test_new_id_is_unique_string() -> None:
     assert all(isinstance(i, str) and i and not is_overlay_id(i) for i in ids)
 
 
+def test_new_ids_are_hex_and_time_ordered() -> None:
+    import re
+    import time
+
+    first = new_id()
+    time.sleep(0.002)  # a later millisecond
+    later = [new_id() for _ in range(100)]
+    assert all(re.fullmatch("[0-9a-f]{32}", i) for i in [first, *later])
+    assert all(first < i for i in later)  # a later id sorts after an earlier one
+    assert abs(int(first[:12], 16) - time.time() * 1000) < 60_000  # its prefix is the time
+
+
 def test_now_iso_is_canonical_and_current() -> None:
     value = now_iso()
     assert CANONICAL.fullmatch(value)

@@ -7,23 +7,26 @@ compaction — then how to look at the result (``show``, ``serve`` and the viewe
 
 from __future__ import annotations
 
+import shlex
 import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 
 import threadline
-from threadline.cli._common import CliError, JsonOption, console, emit_json, info_json
+from threadline.cli._common import ENV_APP, CliError, JsonOption, console, emit_json, info_json
 from threadline.cli._show import draw_tree
 from threadline.messages import assistant, text_of, tool_call, user
 from threadline.session import Session
 
-__all__ = ["APP", "demo"]
+__all__ = ["APP", "USER", "demo"]
 
 APP = "demo"
+USER = "ana"
 
 
 def demo(
@@ -35,65 +38,80 @@ def demo(
             help="SQLite file to write (default: a new file in a temporary directory).",
         ),
     ] = None,
+    app: Annotated[
+        str,
+        typer.Option("--app", envvar=ENV_APP, show_envvar=True, help="The app to write."),
+    ] = APP,
+    user: Annotated[
+        str, typer.Option("--user", help="The user owning the trip (a second user is added).")
+    ] = USER,
     as_json: JsonOption = False,
 ) -> None:
     """Run a scripted conversation and print what happens. On embedded SQLite: branches,
     checkout, search, memory blocks, users, state, a fork and compaction."""
+    for name, value in (("--app", app), ("--user", user)):
+        if not value.strip():
+            raise CliError(f"{name} must name something")
     path = db or str(Path(tempfile.mkdtemp(prefix="threadline-")) / "demo.db")
     if Path(path).exists():
         with threadline.connect(path, read_only=True) as existing:
-            if existing.count_sessions(APP):
-                raise CliError(f"{path} already holds the demo (app {APP!r}); pass a new --db")
+            if existing.count_sessions(app):
+                raise CliError(f"{path} already holds the demo (app {app!r}); pass a new --db")
     out = Console(quiet=True) if as_json else console()
     out.rule("[bold]threadline demo")
-    out.print(f"Embedded SQLite store: [cyan]{path}[/] (app [cyan]{APP}[/])")
+    where = f"[cyan]{escape(path)}[/] (app [cyan]{escape(app)}[/], user [cyan]{escape(user)}[/])"
+    out.print(f"Embedded SQLite store: {where}")
     with threadline.connect(path) as store:
         manager = (
-            threadline.SessionManager(store, app_name=APP)
+            threadline.SessionManager(store, app_name=app)
             .with_context("soul", provider="You are a concise travel assistant.")
             .with_context("memory", description="Facts about the user", max_tokens=200)
             .with_context("profile", description="Shared across the user's chats", scope="user")
             .with_searchable_history("history")
         )
-        _branches(out, manager, store)
+        _branches(out, manager, store, user)
         _memory(out, manager)
-        _users_and_fork(out, manager)
-        _compaction(out, store)
+        _users_and_fork(out, manager, user)
+        _compaction(out, store, app)
         listed = manager.list().sessions
     if as_json:
         emit_json(
             {
                 "db": path,
-                "app": APP,
+                "app": app,
+                "user": user,
                 "sessions": [info_json(i) for i in listed],
-                "next": _next_steps(path),
+                "next": _next_steps(path, app),
             }
         )
         return
     out.rule("[bold green]done")
     out.print("\n[bold]Look around:[/]")
-    for command in _next_steps(path):
+    for command in _next_steps(path, app):
         out.print(f"  {command}", markup=False, soft_wrap=True)
 
 
-def _next_steps(path: str) -> list[str]:
+def _next_steps(path: str, app: str) -> list[str]:
+    name = shlex.quote(app)
     return [
-        f"threadline sessions {path} --app {APP}",
-        f"threadline show {path} trip --app {APP}",
-        f"threadline keys create --db {path} --app {APP}   # a key for the viewer",
+        f"threadline sessions {path} --app {name}",
+        f"threadline show {path} trip --app {name}",
+        f"threadline keys create --db {path} --app {name}   # a key for the viewer",
         f"threadline serve --db {path}   # then open http://127.0.0.1:8000/ui",
     ]
 
 
-def _tree(out: Console, store: threadline.Store, session_id: str) -> None:
-    dump = store.dump_session(APP, session_id)
+def _tree(out: Console, store: threadline.Store, app: str, session_id: str) -> None:
+    dump = store.dump_session(app, session_id)
     assert dump is not None
     for line in draw_tree(dump, out, full=False):
         out.print(line, soft_wrap=True)
 
 
-def _branches(out: Console, manager: threadline.SessionManager, store: threadline.Store) -> None:
-    manager.create("Trip to Lisbon", session_id="trip", user_id="ana")
+def _branches(
+    out: Console, manager: threadline.SessionManager, store: threadline.Store, user_id: str
+) -> None:
+    manager.create("Trip to Lisbon", session_id="trip", user_id=user_id)
     trip = manager.get_session("trip")
     trip.append_message(user("I want to visit Lisbon in May. Where should I stay?", id="u1"))
     trip.append_message(assistant("Alfama is charming: steep streets and fado bars.", id="a1"))
@@ -104,10 +122,10 @@ def _branches(out: Console, manager: threadline.SessionManager, store: threadlin
     trip.append_message(user("Is it walkable to the river?", id="u2"))
     trip.append_message(assistant("Yes, about 20 minutes downhill to Cais do Sodré.", id="a3"))
     out.print("\n[bold]1. A regenerated answer is a branch[/] (● marks the head's path)")
-    _tree(out, store, "trip")
+    _tree(out, store, manager.app_name, "trip")
     trip.checkout("a1")
     out.print("\n[bold]2. checkout('a1') moves the head back to the first answer[/]")
-    _tree(out, store, "trip")
+    _tree(out, store, manager.app_name, "trip")
     out.print("History now:", [text_of(m)[:28] for m in trip.get_history()])
     out.print("\n[bold]3. search('walk river')[/] (stemmed: 'walkable' matches 'walk')")
     for hit in trip.search("walk river"):
@@ -131,9 +149,10 @@ def _memory(out: Console, manager: threadline.SessionManager) -> None:
     out.print(trip.refresh_system_prompt().split("\n\n")[1], markup=False)
 
 
-def _users_and_fork(out: Console, manager: threadline.SessionManager) -> None:
+def _users_and_fork(out: Console, manager: threadline.SessionManager, user_id: str) -> None:
     manager.update_state("trip", {"user:home": "Porto", "app:season": "spring", "budget": 900})
-    manager.create("Weekend in Madrid", session_id="madrid", user_id="ben")
+    other = "ben" if user_id != "ben" else "bea"
+    manager.create("Weekend in Madrid", session_id="madrid", user_id=other)
     manager.append("madrid", user("Tapas recommendations near Sol?"))
     manager.update_state("madrid", {"user:home": "Valencia", "temp:draft": "not stored"})
     out.print("\n[bold]6. Two users, scoped state[/]")
@@ -152,15 +171,16 @@ def _users_and_fork(out: Console, manager: threadline.SessionManager) -> None:
             f"messages={info.message_count}  tokens={info.input_tokens}/{info.output_tokens}",
             markup=False,
         )
-    hits = manager.search("Lisbon", user_id="ana")
-    out.print(f"\n[bold]9. Cross-session search 'Lisbon' for user ana[/]: {len(hits)} hit(s)")
+    hits = manager.search("Lisbon", user_id=user_id)
+    who = escape(user_id)
+    out.print(f"\n[bold]9. Cross-session search 'Lisbon' for user {who}[/]: {len(hits)} hit(s)")
 
 
-def _compaction(out: Console, store: threadline.Store) -> None:
+def _compaction(out: Console, store: threadline.Store, app: str) -> None:
     from threadline.summarizers import extractive
 
     session = (
-        Session(store, session_id="long-chat", app_name=APP)
+        Session(store, session_id="long-chat", app_name=app)
         .on_compaction(threadline.create_compact_function(extractive(), tail_token_budget=60))
         .compact_after(150)
     )

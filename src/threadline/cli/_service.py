@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from threadline.cli._common import (
+    ENV_APP,
     AppOption,
     CliError,
     DbOption,
@@ -63,6 +64,24 @@ def serve(
             help="No API keys: the X-Threadline-App header picks the app (local use only).",
         ),
     ] = False,
+    app: Annotated[
+        str | None,
+        typer.Option(
+            "--app",
+            envvar=ENV_APP,
+            show_envvar=True,
+            show_default=False,
+            help="Serve this app only (other apps' keys get 401; with --no-auth, the app).",
+        ),
+    ] = None,
+    user: Annotated[
+        str | None,
+        typer.Option(
+            "--user",
+            show_default=False,
+            help="Serve this user only (every request acts as a key bound to this user).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Run the HTTP service and the web viewer (/ui). With uvicorn; API docs at /docs."""
@@ -70,12 +89,32 @@ def serve(
     server = _server()
     base = f"http://{host}:{port}"
     if as_json:
-        emit_json({"db": url, "url": base, "viewer": f"{base}/ui", "docs": f"{base}/docs"})
-    else:
-        console().print(
-            f"threadline serve: {base}  (viewer {base}/ui, API docs {base}/docs)", markup=False
+        emit_json(
+            {
+                "db": url,
+                "url": base,
+                "viewer": f"{base}/ui",
+                "docs": f"{base}/docs",
+                "app": app,
+                "user": user,
+            }
         )
-    server.serve(url, host=host, port=port, workers=workers, config=config, auth=not no_auth)
+    else:
+        only = "".join(f", {k} {v!r} only" for k, v in (("app", app), ("user", user)) if v)
+        console().print(
+            f"threadline serve: {base}  (viewer {base}/ui, API docs {base}/docs{only})",
+            markup=False,
+        )
+    server.serve(
+        url,
+        host=host,
+        port=port,
+        workers=workers,
+        config=config,
+        auth=not no_auth,
+        app=app,
+        user=user,
+    )
 
 
 def create_key(
@@ -138,6 +177,14 @@ def list_keys(
 def revoke_key(
     ctx: typer.Context,
     db: DbOption = None,
+    app: Annotated[
+        str | None,
+        typer.Option("--app", show_default=False, help="Only if the key is this app's."),
+    ] = None,
+    user: Annotated[
+        str | None,
+        typer.Option("--user", show_default=False, help="Only if the key is bound to this user."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Revoke an API key by id. Requests with it get 401 within a second (a worker caches
@@ -145,6 +192,14 @@ def revoke_key(
     url, (key_id,) = positionals(ctx.args, ["KEY_ID"], db)
     server = _server()
     with open_store(url, write=True) as store:
+        if app is not None or user is not None:
+            found = next((k for k in server.list_keys(store) if k["id"] == key_id), None)
+            mine = (
+                found is not None and app in (None, found["app"]) and user in (None, found["user"])
+            )
+            if not mine:
+                wanted = " and ".join(f"{k} {v!r}" for k, v in (("app", app), ("user", user)) if v)
+                raise CliError(f"no key {key_id!r} of {wanted} (nothing was revoked)")
         revoked = server.revoke_key(store, key_id)
     if not revoked:
         raise CliError(f"no active key {key_id!r} (`threadline keys list` shows them)")

@@ -135,20 +135,36 @@ class ThreadlineSession:
         return await self._off_loop(self._read_items, limit)
 
     def _read_items(self, limit: int | None) -> list[Any]:
-        store, app = self._store(), self._session.app_name
-        if store.get_compactions(app, self.session_id):
+        store, app, sid = self._store(), self._session.app_name, self.session_id
+        # The rows and the overlays in one read transaction.
+        rows: Sequence[Sequence[Any]]
+        if limit is None:
+            rows, overlays = store.get_history_encoded(app, sid)
+        else:
+            rows, overlays = store.get_history_tail_encoded(app, sid, limit)
+        if overlays:
             # Summaries take the place of what they cover: threadline's overlay read.
             items = to_openai_responses(self._session.get_history(limit=limit))
         else:
-            rows: Sequence[Sequence[Any]]
-            if limit is None:
-                rows = store.get_path_encoded(app, self.session_id)
-            else:
-                rows = store.get_path_tail(app, self.session_id, limit)
-            items = []
-            for row in rows:
-                items.extend(self._items_of(row[0], row[1]))
+            items = self._items_of_rows(rows)
         return items if limit is None else items[-limit:]
+
+    def _items_of_rows(self, rows: Sequence[Sequence[Any]]) -> list[Any]:
+        """The items of stored ``(id, JSON, ...)`` rows, in order: :meth:`_items_of` with the
+        common case (a kept flat item, e.g. a chat message) inline, as one loop."""
+        memo = self._items_memo
+        out: list[Any] = []
+        append, extend = out.append, out.extend
+        for row in rows:
+            kept = memo.get(row[0])
+            if kept is not None and kept[0] == row[1] and type(kept[1]) is tuple:
+                if len(kept[1]) == 1:
+                    append(dict(kept[1][0]))
+                else:
+                    extend([dict(item) for item in kept[1]])
+            else:
+                extend(self._items_of(row[0], row[1]))
+        return out
 
     def _items_of(self, message_id: str, data: str) -> list[Any]:
         """The items of one stored message, fresh objects each call. The conversion's result

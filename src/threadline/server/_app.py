@@ -113,6 +113,8 @@ def create_app(
     cors_origins: tuple[str, ...] | list[str] = (),
     poll_interval: float = 0.5,
     key_cache_ttl: float = 1.0,
+    app: str | None = None,
+    user: str | None = None,
 ) -> FastAPI:
     """The HTTP service over a store (or a store URL, opened here and closed at shutdown).
 
@@ -120,7 +122,10 @@ def create_app(
     (blocks, compaction, summariser). With ``auth=False`` the app is named by the
     ``X-Threadline-App`` header (default ``"default"``) and no key is asked for. A key found
     live is remembered by the worker for ``key_cache_ttl`` seconds (0: looked up on every
-    request), so a revoked key is refused within that time.
+    request), so a revoked key is refused within that time. ``app`` (and ``user``) narrow the
+    service to one app (and one user): other apps' keys (and keys bound to other users) are
+    401, an app-wide key acts as bound to ``user``, and without auth every request is that
+    app's (and user's).
 
     >>> from fastapi.testclient import TestClient
     >>> app = create_app(":memory:", auth=False)
@@ -134,6 +139,7 @@ def create_app(
     opened: Store = connect(store) if isinstance(store, str) else store
     pg_dsn = opened.dsn if isinstance(opened, PostgresStore) else None
     hub = EventHub(opened, pg_dsn, poll_interval)
+    tenants = Tenants(opened, configure, auth, key_cache_ttl, app=app, user=user)
     if not auth:
         _log.warning(NO_AUTH_WARNING)
     _redact_access_log()
@@ -148,35 +154,34 @@ def create_app(
             if owned:
                 opened.close()
 
-    app = FastAPI(
+    service = FastAPI(
         title="threadline",
         summary="Durable, branching, searchable conversation memory for LLM agents",
         version=_version(),
         lifespan=lifespan,
     )
-    tenants = Tenants(opened, configure, auth, key_cache_ttl)
-    app.state.tenants = tenants
-    app.state.hub = hub
-    app.state.store = opened
-    _install_error_handlers(app)
-    _include_routes(app)
+    service.state.tenants = tenants
+    service.state.hub = hub
+    service.state.store = opened
+    _install_error_handlers(service)
+    _include_routes(service)
     if STATIC.is_dir():
-        app.mount("/ui", StaticFiles(directory=STATIC, html=True), name="ui")
+        service.mount("/ui", StaticFiles(directory=STATIC, html=True), name="ui")
     # Outermost last: paths are fixed first, then CORS answers (preflights need no key), then
     # the key is checked (before the body is read), then the body is capped.
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
-    app.add_middleware(Authenticate, tenants=tenants)
+    service.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    service.add_middleware(Authenticate, tenants=tenants)
     if cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 
-        app.add_middleware(
+        service.add_middleware(
             CORSMiddleware,
             allow_origins=list(cors_origins),
             allow_methods=["*"],
             allow_headers=["*"],
         )
-    app.add_middleware(RawPaths)
-    return app
+    service.add_middleware(RawPaths)
+    return service
 
 
 def _include_routes(app: FastAPI) -> None:

@@ -15,6 +15,8 @@ from threadline.manager import SessionManager
 _ENV_DB = "THREADLINE_SERVE_DB"
 _ENV_CONFIG = "THREADLINE_SERVE_CONFIG"
 _ENV_AUTH = "THREADLINE_SERVE_AUTH"
+_ENV_APP = "THREADLINE_SERVE_APP"
+_ENV_USER = "THREADLINE_SERVE_USER"
 ENV_KEY_CACHE = "THREADLINE_KEY_CACHE_TTL"
 """Seconds a worker remembers a key found live (default 1; 0 looks keys up on every
 request): a revoked key is refused within that time."""
@@ -54,6 +56,8 @@ def app_from_environment() -> Any:
         auth=os.environ.get(_ENV_AUTH, "1") == "1",
         poll_interval=float(os.environ.get(ENV_POLL) or 0.5),
         key_cache_ttl=float(os.environ.get(ENV_KEY_CACHE) or 1.0),
+        app=os.environ.get(_ENV_APP) or None,
+        user=os.environ.get(_ENV_USER) or None,
     )
 
 
@@ -65,17 +69,21 @@ def serve(
     workers: int = 1,
     config: str | None = None,
     auth: bool = True,
+    app: str | None = None,
+    user: str | None = None,
 ) -> None:
     """Run the HTTP service on ``db`` with uvicorn until interrupted.
 
     ``config`` names the ``configure`` hook as ``module:function``; ``workers`` > 1 starts
     that many processes (each with its own store connection; events reach every worker).
+    ``app``/``user`` serve one app (one user) only, as in :func:`create_app`.
 
     >>> serve("agent.db", port=8000, workers=4)  # doctest: +SKIP
     """
     import uvicorn
 
     from threadline.server._app import NO_AUTH_WARNING
+    from threadline.server._tenancy import check_served
 
     load_configure(config)  # fail here, once, rather than in every worker
     if workers < 1:
@@ -83,6 +91,9 @@ def serve(
     os.environ[_ENV_DB] = db
     os.environ[_ENV_CONFIG] = config or ""
     os.environ[_ENV_AUTH] = "1" if auth else "0"
+    check_served(app=app, user=user)
+    os.environ[_ENV_APP] = app or ""
+    os.environ[_ENV_USER] = user or ""
     if not auth:
         print(NO_AUTH_WARNING, file=sys.stderr, flush=True)
     logging.getLogger("threadline").setLevel(logging.INFO)

@@ -119,6 +119,20 @@ class Tenant:
         return user_id in (None, self.user), self.user
 
 
+def check_served(*, app: str | None, user: str | None) -> None:
+    """``InvalidArgumentError`` unless the app and user a service is narrowed to are
+    non-empty names (or ``None``: not narrowed).
+
+    >>> check_served(app="demo", user=None)
+    >>> check_served(app=" ", user=None)
+    Traceback (most recent call last):
+    threadline.errors.InvalidArgumentError: app must be a non-empty name (or None)
+    """
+    for name, value in (("app", app), ("user", user)):
+        if value is not None and not value.strip():
+            raise InvalidArgumentError(f"{name} must be a non-empty name (or None)")
+
+
 class Tenants:
     """Resolves keys to tenants; builds and caches one configured manager per app.
 
@@ -144,11 +158,17 @@ class Tenants:
         configure: Configure | None,
         auth: bool,
         key_cache_ttl: float = 0.0,
+        *,
+        app: str | None = None,
+        user: str | None = None,
     ) -> None:
         if key_cache_ttl < 0:
             raise InvalidArgumentError("key_cache_ttl must be >= 0")
+        check_served(app=app, user=user)
         self.store = store
         self.auth = auth
+        self.app = app  # serve this app only (None: every app)
+        self.user = user  # serve this user only: every request acts as bound to it
         self.key_cache_ttl = key_cache_ttl
         self._configure = configure
         self._managers: dict[str, SessionManager] = {}
@@ -188,7 +208,14 @@ class Tenants:
         if found.revoked:
             self._keys.pop(digest, None)
             raise Unauthorized("this API key was revoked")
-        tenant = Tenant(found.app, found.user_id, self.manager(found.app))
+        if self.app is not None and found.app != self.app:
+            raise Unauthorized(f"this service serves app {self.app!r} only")
+        user = found.user_id
+        if self.user is not None:
+            if user not in (None, self.user):
+                raise Unauthorized(f"this service serves user {self.user!r} only")
+            user = self.user
+        tenant = Tenant(found.app, user, self.manager(found.app))
         if self.key_cache_ttl:
             self._remember(digest, tenant)
         return tenant
@@ -225,8 +252,20 @@ class Tenants:
             self._keys[digest] = (now + self.key_cache_ttl, tenant)
 
     def from_header(self, app: str | None) -> Tenant:
-        """``--no-auth``: the app named by ``X-Threadline-App`` (default ``"default"``)."""
-        name = app or "default"
+        """``--no-auth``: the app named by ``X-Threadline-App`` (default: the served app, else
+        ``"default"``), acting as the served user if there is one.
+
+        >>> import threadline
+        >>> tenants = Tenants(threadline.connect(":memory:"), None, auth=False, app="demo")
+        >>> tenants.from_header(None).app
+        'demo'
+        >>> tenants.from_header("travel")
+        Traceback (most recent call last):
+        threadline.errors.InvalidArgumentError: this service serves app 'demo' only
+        """
+        name = app or self.app or "default"
         if not name.strip():
             raise InvalidArgumentError("X-Threadline-App must name an app")
-        return Tenant(name, None, self.manager(name))
+        if self.app is not None and name != self.app:
+            raise InvalidArgumentError(f"this service serves app {self.app!r} only")
+        return Tenant(name, self.user, self.manager(name))

@@ -252,6 +252,28 @@ class TreeContract(Protocol):
         [('m2', 2), ('m3', 3)]
         """
 
+    def get_history_tail_encoded(
+        self,
+        app: str,
+        session_id: str,
+        count: int,
+        leaf_id: str | None = None,
+        *,
+        attachments: str = "inline",
+    ) -> tuple[list[tuple[str, str, int]], list[Compaction]]:
+        """:meth:`get_path_tail` and :meth:`get_compactions` in one read (the newest part of a
+        history: one transaction instead of two).
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> msgs = [{"id": f"m{i}", "role": "user", "parts": []} for i in (1, 2, 3)]
+        >>> _ = store.append_messages("default", "s1", msgs)
+        >>> _ = store.add_compaction("default", "s1", "One.", "m1", "m1")
+        >>> rows, overlays = store.get_history_tail_encoded("default", "s1", 2)
+        >>> [row[0] for row in rows], [c.summary for c in overlays]
+        (['m2', 'm3'], ['One.'])
+        """
+
     def get_path_ids(self, app: str, session_id: str, leaf_id: str | None = None) -> list[str]:
         """Ids of :meth:`get_path`, without loading message bodies.
 

@@ -91,6 +91,7 @@ class SessionStore:
     get_path_encoded = _Bound(Store.get_path_encoded)
     get_history_encoded = _Bound(Store.get_history_encoded)
     get_path_tail = _Bound(Store.get_path_tail)
+    get_history_tail_encoded = _Bound(Store.get_history_tail_encoded)
     get_path_ids = _Bound(Store.get_path_ids)
     get_recent_path = _Bound(Store.get_recent_path)
     get_path_length = _Bound(Store.get_path_length)

@@ -452,25 +452,52 @@ class TreeMixin(AttachmentMixin):
     ) -> list[tuple[str, str, int]]:
         """The newest ``count`` messages of the path as ``(id, stored JSON, depth)``, root side
         first; reads ``count`` rows at most. ``MessageNotFoundError`` for an unknown leaf."""
+        return self._tail("get_path_tail", app, session_id, count, leaf_id, attachments, False)[0]
+
+    def get_history_tail_encoded(
+        self,
+        app: str,
+        session_id: str,
+        count: int,
+        leaf_id: str | None = None,
+        *,
+        attachments: str = "inline",
+    ) -> tuple[list[tuple[str, str, int]], list[Compaction]]:
+        """:meth:`get_path_tail` and the session's overlays, in one read."""
+        return self._tail("get_history_tail", app, session_id, count, leaf_id, attachments, True)
+
+    def _tail(
+        self,
+        operation: str,
+        app: str,
+        session_id: str,
+        count: int,
+        leaf_id: str | None,
+        attachments: str,
+        overlays: bool,
+    ) -> tuple[list[tuple[str, str, int]], list[Compaction]]:
         key = (app, session_id)
         params: tuple[Any, ...]
         if leaf_id is None:
             sql, params = SQL_TAIL_HEAD, (*key, *key, *key, count)
         else:
             sql, params = SQL_TAIL, (*key, leaf_id, *key, count)
-        def run(tx: Tx) -> list[Row]:
+
+        def run(tx: Tx) -> tuple[list[Any], list[Row]]:
+            found = tx.all(SQL_COMPACTIONS, key) if overlays else []
             # An unbranched tail (the common case) is the newest rows by seq: one range scan
             # instead of a primary-key probe per message; the tree walk otherwise.
             if leaf_id is None:
-                tail = chained_tail(tx.all(SQL_TAIL_BY_SEQ, (*key, count)))
-                if tail is not None:
-                    return self._with_attachments(tx, app, list(tail), 1, attachments)
-            return self._session_rows(tx, app, session_id, (sql, params), 1, attachments)
+                tail: list[Any] | None = chained_tail(tx.all(SQL_TAIL_BY_SEQ, (*key, count)))
+                if tail is not None:  # already (id, data, depth) tuples
+                    return self._with_attachments(tx, app, tail, 1, attachments), found
+            rows = self._session_rows(tx, app, session_id, (sql, params), 1, attachments)
+            return [(row[0], row[1], int(row[2])) for row in rows], found
 
-        rows = self._read("get_path_tail", run)
+        rows, found = self._read(operation, run)
         if leaf_id is not None and not rows:
             raise MessageNotFoundError(f"message {leaf_id!r} not in session")
-        return [(row[0], row[1], int(row[2])) for row in rows]
+        return rows, compactions_of(found)
 
     def get_path_ids(self, app: str, session_id: str, leaf_id: str | None = None) -> list[str]:
         """Ids of :meth:`get_path` without loading bodies."""

@@ -40,8 +40,8 @@ How ADK's model maps onto threadline (docs: README "Google ADK"):
   when the session is gone, and ignores an equal re-delivery of an event already stored (as
   ``InMemorySessionService``).
 
-Every storage call runs in a worker thread (``asyncio.to_thread``): the event loop never
-blocks on the database.
+Every storage call runs in a worker thread (``asyncio.to_thread``; on SQLite the writes in
+the service's own writer thread): the event loop never blocks on the database.
 
 >>> import asyncio
 >>> service = ThreadlineSessionService(":memory:")

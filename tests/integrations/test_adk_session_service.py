@@ -10,6 +10,7 @@ SQLite in memory and PostgreSQL (skipped without ``THREADLINE_TEST_PG_DSN``).
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from typing import Any
 
@@ -21,6 +22,7 @@ from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.adk.sessions.base_session_service import GetSessionConfig
+from google.adk.sessions.session import Session
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
@@ -138,6 +140,21 @@ async def test_the_same_id_under_two_users_is_two_sessions(
     second = await reload(service, "u2", "s1")
     assert second.user_id == "u2" and second.events == []
     assert len((await reload(service, "u1", "s1")).events) == 1
+
+
+async def test_two_concurrent_creates_of_one_id_let_exactly_one_win(
+    service: ThreadlineSessionService,
+) -> None:
+    for round_ in range(3):
+        sid = f"race-{round_}"
+        results = await asyncio.gather(
+            *(service.create_session(app_name=APP, user_id="u1", session_id=sid) for _ in "ab"),
+            return_exceptions=True,
+        )
+        (winner,) = [r for r in results if isinstance(r, Session)]
+        (loser,) = [r for r in results if isinstance(r, BaseException)]
+        assert isinstance(loser, AlreadyExistsError) and sid in str(loser)
+        assert (await reload(service, "u1", sid)) == winner
 
 
 async def test_user_ids_with_slashes_do_not_collide(service: ThreadlineSessionService) -> None:
@@ -594,6 +611,38 @@ async def test_event_timestamps_come_back_exactly(service: ThreadlineSessionServ
     assert [e.timestamp for e in (await reload(service, "u1", session.id)).events] == stamps
 
 
+@pytest.fixture
+def new_york_time() -> Any:
+    """The process's local time zone set to US Eastern (POSIX rule: no tzdata needed), whose
+    01:00-02:00 comes twice on 2024-11-03; the previous zone afterwards."""
+    if not hasattr(time, "tzset"):
+        pytest.skip("time.tzset is POSIX-only")
+    previous = os.environ.get("TZ")
+    os.environ["TZ"] = "EST5EDT,M3.2.0,M11.1.0"
+    time.tzset()
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = previous
+        time.tzset()
+
+
+async def test_timestamps_in_a_local_hour_that_repeats_come_back_exactly(
+    service: ThreadlineSessionService, new_york_time: None
+) -> None:
+    assert time.localtime(1730613600.0).tm_hour == time.localtime(1730610000.0).tm_hour == 1
+    session = await service.create_session(app_name=APP, user_id="u1")
+    stamps = [1730613600.0, 1730615400.0]  # 01:00 and 01:30 EST, the hour's second pass
+    for stamp in stamps:
+        await service.append_event(session, Event(author="user", timestamp=stamp))
+    got = await reload(service, "u1", session.id)
+    assert [e.timestamp for e in got.events] == stamps
+    assert got.last_update_time == stamps[-1]
+
+
 async def test_partial_events_are_not_persisted(service: ThreadlineSessionService) -> None:
     session = await service.create_session(app_name=APP, user_id="u1")
     await service.append_event(session, Event(author="user", partial=True))
@@ -616,6 +665,47 @@ async def test_appending_to_a_deleted_session_raises_session_not_found(
     await service.delete_session(app_name=APP, user_id="u1", session_id=session.id)
     with pytest.raises(SessionNotFoundError):
         await service.append_event(session, Event(invocation_id="inv1", author="user"))
+
+
+async def test_appending_to_a_session_never_created_raises_and_creates_nothing(
+    service: ThreadlineSessionService,
+) -> None:
+    ghost = Session(app_name=APP, user_id="u1", id="never_created")
+    with pytest.raises(SessionNotFoundError):
+        await service.append_event(ghost, delta_event({"k": 1}))
+    assert await reload(service, "u1", "never_created") is None
+    assert (await service.list_sessions(app_name=APP)).sessions == []
+    assert ghost.events == [] and ghost.state == {}
+
+
+async def test_a_session_object_built_by_hand_for_a_stored_session_can_append(
+    service: ThreadlineSessionService,
+) -> None:
+    # A Session this service did not hand out (no revision of ours on it), with an update
+    # time that does not match the stored one: ADK's services accept it as the current one.
+    stored = await service.create_session(app_name=APP, user_id="u1", session_id="s1")
+    await service.append_event(stored, Event(invocation_id="inv1", author="user"))
+    by_hand = Session(
+        app_name=APP, user_id="u1", id="s1", last_update_time=stored.last_update_time - 0.0001
+    )
+    await service.append_event(by_hand, Event(invocation_id="inv2", author="user"))
+    assert [e.invocation_id for e in (await reload(service, "u1", "s1")).events] == [
+        "inv1",
+        "inv2",
+    ]
+
+
+async def test_an_update_time_nudged_on_the_session_object_does_not_make_it_stale(
+    service: ThreadlineSessionService,
+) -> None:
+    session = await service.create_session(app_name=APP, user_id="u1", session_id="s1")
+    first = Event(invocation_id="inv1", author="user", timestamp=session.last_update_time + 10)
+    await service.append_event(session, first)
+    session.last_update_time -= 0.0001  # as a float round trip elsewhere might leave it
+    await service.append_event(
+        session, Event(invocation_id="inv2", author="user", timestamp=first.timestamp + 10)
+    )
+    assert len((await reload(service, "u1", "s1")).events) == 2
 
 
 async def test_appending_to_a_stale_session_raises_and_writes_nothing(

@@ -121,3 +121,36 @@ async def test_search_never_raises_on_odd_query_text(memory: ThreadlineMemorySer
     await memory.add_session_to_memory(session_of("u1", "s1", said("plain words")))
     for query in ('"(', "AND OR NOT", "*", ""):
         await memory.search_memory(app_name=APP, user_id="u1", query=query)
+
+
+async def test_memories_matching_some_query_words_are_found_those_matching_most_first(
+    memory: ThreadlineMemoryService,
+) -> None:
+    # ADK's memory services find a memory that shares any word with the query, ranking by
+    # how many it shares; threadline's search alone keeps only all-word matches when some
+    # exist, which would hide the other two here.
+    await memory.add_session_to_memory(
+        session_of(
+            "u1",
+            "s1",
+            said("The release is ready."),
+            said("Ready."),
+            said("The release checklist is ready."),
+            said("Lunch at noon."),
+        )
+    )
+    found = await memory.search_memory(app_name=APP, user_id="u1", query="release checklist ready")
+    assert [m.content.parts[0].text for m in found.memories] == [
+        "The release checklist is ready.",
+        "The release is ready.",
+        "Ready.",
+    ]
+
+
+async def test_a_search_returns_at_most_limit_memories_best_first(store: Store) -> None:
+    memory = ThreadlineMemoryService(store, limit=4)
+    notes = [said(f"note {i} about work") for i in range(12)] + [said("backlog note about work")]
+    await memory.add_session_to_memory(session_of("u1", "s1", *notes))
+    found = await memory.search_memory(app_name=APP, user_id="u1", query="work backlog note")
+    texts_found = [m.content.parts[0].text for m in found.memories]
+    assert len(texts_found) == 4 and texts_found[0] == "backlog note about work"

@@ -84,6 +84,7 @@ from google.adk.sessions.state import State
 from google.genai import types as genai_types
 from pydantic_core import to_jsonable_python
 
+from threadline._search_query import parse_query
 from threadline._state import INTERNAL_PREFIX
 from threadline.errors import HeadMovedError, SessionExistsError
 from threadline.errors import SessionNotFoundError as ThreadlineSessionNotFoundError
@@ -188,6 +189,7 @@ _LAST = INTERNAL_PREFIX + "adk"
 # Where earlier versions kept it, as a plain session key: never shown, deleted on next append.
 _LEGACY_LAST = "__adk_last_update__"
 _FORGOTTEN = "forgotten:"  # state key prefix, in a memory session, of deleted memory ids
+_TERM_DEPTH = 10  # a memory search reads limit * this many matches of each query term
 
 
 def threadline_session_id(user_id: str, session_id: str) -> str:
@@ -842,12 +844,38 @@ class ThreadlineMemoryService(BaseMemoryService):
         del custom_metadata
         await asyncio.to_thread(self._add_sync, app_name, user_id, session_id, list(events))
 
+    def _ranked_ids(self, app_name: str, memory_id: str, query: str) -> list[str]:
+        """Ids of the memories sharing a term with ``query``, those sharing the most first
+        (then by summed relevance), at most ``limit``.
+
+        As ADK's memory services: a memory matching any word of the query is found. Threadline's
+        search returns only all-term matches when there are some, so each term is searched on
+        its own (one search for a one-term query); a term's search reads its best
+        ``limit * _TERM_DEPTH`` matches, so a memory below that for a very common word misses
+        that word's count."""
+        terms = parse_query(query)
+        if len(terms) < 2:
+            hits = self.store.search_messages(
+                app_name, query, session_id=memory_id, limit=self.limit
+            )
+            return [hit.id for hit in hits]
+        found: dict[str, tuple[int, float]] = {}  # id -> (terms matched, summed score)
+        for term in terms:
+            text = f'"{term.text}"' if term.is_phrase else term.text
+            depth = self.limit * _TERM_DEPTH
+            for hit in self.store.search_messages(
+                app_name, text, session_id=memory_id, limit=depth
+            ):
+                count, score = found.get(hit.id, (0, 0.0))
+                found[hit.id] = (count + 1, score + hit.score)
+        ranked = sorted(found, key=lambda i: (-found[i][0], -found[i][1]))  # stable: ties keep
+        return ranked[: self.limit]  # the order first found in
+
     def _search_sync(self, app_name: str, user_id: str, query: str) -> list[MemoryEntry]:
         memory_id = _memory_session_id(user_id)
-        hits = self.store.search_messages(app_name, query, session_id=memory_id, limit=self.limit)
         entries = []
-        for hit in hits:
-            message = self.store.get_message(app_name, memory_id, hit.id)
+        for hit_id in self._ranked_ids(app_name, memory_id, query):
+            message = self.store.get_message(app_name, memory_id, hit_id)
             if message is None:
                 continue
             event = message_to_event(message)
@@ -855,7 +883,7 @@ class ThreadlineMemoryService(BaseMemoryService):
                 continue
             entries.append(
                 MemoryEntry(
-                    id=event.id or hit.id,
+                    id=event.id or hit_id,
                     content=event.content,
                     author=event.author,
                     timestamp=datetime.fromtimestamp(event.timestamp).isoformat(),
@@ -866,8 +894,8 @@ class ThreadlineMemoryService(BaseMemoryService):
     async def search_memory(
         self, *, app_name: str, user_id: str, query: str
     ) -> SearchMemoryResponse:
-        """Memories of ``user_id`` in ``app_name`` matching ``query`` (threadline search, best
-        first, at most ``limit``).
+        """Memories of ``user_id`` in ``app_name`` sharing a word with ``query`` (threadline
+        search), those sharing the most words first, at most ``limit``.
 
         >>> import asyncio
         >>> memory = ThreadlineMemoryService(":memory:")

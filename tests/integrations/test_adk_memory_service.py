@@ -154,3 +154,23 @@ async def test_a_search_returns_at_most_limit_memories_best_first(store: Store) 
     found = await memory.search_memory(app_name=APP, user_id="u1", query="work backlog note")
     texts_found = [m.content.parts[0].text for m in found.memories]
     assert len(texts_found) == 4 and texts_found[0] == "backlog note about work"
+
+
+async def test_adding_a_session_again_refreshes_an_event_whose_content_changed(
+    memory: ThreadlineMemoryService,
+) -> None:
+    # ADK's in-memory and SQLite memory services both keep the latest copy of an event a
+    # session is added with; an event added on its own (add_events_to_memory) does not
+    # replace one already there (as the in-memory service).
+    event = said("Meeting room 4 on Monday")
+    await memory.add_session_to_memory(session_of("u1", "s1", event))
+    edited = event.model_copy(deep=True)
+    edited.content.parts[0].text = "Meeting room 7 on Tuesday"  # type: ignore[union-attr,index]
+    await memory.add_session_to_memory(session_of("u1", "s1", edited))
+    assert await texts(memory, "Tuesday") == ["Meeting room 7 on Tuesday"]
+    assert await texts(memory, "Monday") == []
+    again = edited.model_copy(deep=True)
+    again.content.parts[0].text = "Meeting room 9 on Friday"  # type: ignore[union-attr,index]
+    await memory.add_events_to_memory(app_name=APP, user_id="u1", events=[again], session_id="s1")
+    assert await texts(memory, "Friday") == []
+    assert await texts(memory, "meeting") == ["Meeting room 7 on Tuesday"]

@@ -795,11 +795,17 @@ class ThreadlineMemoryService(BaseMemoryService):
             await asyncio.to_thread(self.store.close)
 
     def _add_sync(
-        self, app_name: str, user_id: str, session_id: str | None, events: Sequence[Event]
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        events: Sequence[Event],
+        refresh: bool = False,
     ) -> None:
         memory_id = _memory_session_id(user_id)
         forgotten = self.store.get_state(app_name, memory_id, None)
         messages = []
+        kept: list[Event] = []
         for event in _memorable(events):
             if event.id and _FORGOTTEN + event.id in forgotten:
                 continue  # deleted with delete_memory: never added again
@@ -807,19 +813,30 @@ class ThreadlineMemoryService(BaseMemoryService):
             if session_id is not None:
                 message["metadata"][_KEY]["sessionId"] = session_id
             messages.append(message)
+            kept.append(event)
         if messages:
             # A message whose id is already there is not written again: adding is idempotent.
-            self.store.append_messages(app_name, memory_id, messages, user_id=user_id)
+            stored = self.store.append_messages(app_name, memory_id, messages, user_id=user_id)
+            if refresh:  # as ADK's services, a session added again brings its events' last copy
+                for message, event, old in zip(messages, kept, stored, strict=True):
+                    if old is not message and message_to_event(old) != event:
+                        self.store.update_message(app_name, memory_id, message)
 
     async def add_session_to_memory(self, session: Session) -> None:
-        """Copy the session's events that have content into the user's memory.
+        """Copy the session's events that have content into the user's memory (an event
+        already there whose copy in ``session`` differs is replaced by it).
 
         >>> import asyncio
         >>> memory = ThreadlineMemoryService(":memory:")
         >>> asyncio.run(memory.add_session_to_memory(Session(id="s1", app_name="a", user_id="u")))
         """
         await asyncio.to_thread(
-            self._add_sync, session.app_name, session.user_id, session.id, list(session.events)
+            self._add_sync,
+            session.app_name,
+            session.user_id,
+            session.id,
+            list(session.events),
+            True,
         )
 
     async def add_events_to_memory(

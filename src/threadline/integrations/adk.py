@@ -862,19 +862,17 @@ class ThreadlineMemoryService(BaseMemoryService):
         await asyncio.to_thread(self._add_sync, app_name, user_id, session_id, list(events))
 
     def _ranked_ids(self, app_name: str, memory_id: str, query: str) -> list[str]:
-        """Ids of the memories sharing a term with ``query``, those sharing the most first
-        (then by summed relevance), at most ``limit``.
+        """Ids of the memories matching ``query``, best first, at most ``limit``.
 
-        As ADK's memory services: a memory matching any word of the query is found. Threadline's
-        search returns only all-term matches when there are some, so each term is searched on
-        its own (one search for a one-term query); a term's search reads its best
-        ``limit * _TERM_DEPTH`` matches, so a memory below that for a very common word misses
-        that word's count."""
+        As ADK's memory services, a memory sharing any word with the query is found.
+        Threadline's search returns the memories holding every term if there are any, else
+        those holding any term: enough when it fills ``limit`` (all-term matches, or a ranked
+        any-term result). When it does not, all-term matches may hide partial ones, so each
+        term is then searched on its own and memories ranked by terms matched, then summed
+        relevance (a term's search reads its best ``limit * _TERM_DEPTH`` matches)."""
+        hits = self.store.search_messages(app_name, query, session_id=memory_id, limit=self.limit)
         terms = parse_query(query)
-        if len(terms) < 2:
-            hits = self.store.search_messages(
-                app_name, query, session_id=memory_id, limit=self.limit
-            )
+        if len(terms) < 2 or len(hits) >= self.limit:
             return [hit.id for hit in hits]
         found: dict[str, tuple[int, float]] = {}  # id -> (terms matched, summed score)
         for term in terms:

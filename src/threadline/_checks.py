@@ -49,15 +49,19 @@ def _mapping(what: str, value: Any) -> None:
 
 
 def _messages(what: str, value: Any) -> None:
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+    # Exact list and dict types first: the ABC checks cost more than the rest of a check.
+    if type(value) is not list and (
+        isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence)
+    ):
         raise InvalidMessageError(f"{what} must be a list of messages")
     for message in value:
-        _message("message", message)
+        if type(message) is not dict:
+            _message("message", message)
 
 
 def _message(what: str, value: Any) -> None:
     # Its content is checked by encoding it (the store encodes every message anyway).
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise InvalidMessageError(f"{what} must be a mapping, got {type(value).__name__}")
 
 

@@ -319,6 +319,10 @@ def _normalize(message: object, now: str | None) -> Message:
 
 
 _COMPACT: dict[str, Any] = {"separators": (",", ":"), "ensure_ascii": False}
+# Built once: json.dumps with any option builds a new encoder per call, which costs about as
+# much as encoding a small message. An encoder keeps no state between calls (thread-safe).
+_STORED_ENCODER = json.JSONEncoder(allow_nan=False, **_COMPACT)
+_LENIENT_ENCODER = json.JSONEncoder(default=str, **_COMPACT)
 
 
 def dumps(value: Any) -> str:
@@ -328,7 +332,7 @@ def dumps(value: Any) -> str:
     >>> dumps({"a": [1, "é"]})
     '{"a":[1,"é"]}'
     """
-    return json.dumps(value, allow_nan=False, **_COMPACT)
+    return _STORED_ENCODER.encode(value)
 
 
 def compact_json(value: Any) -> str:
@@ -340,7 +344,7 @@ def compact_json(value: Any) -> str:
     >>> compact_json({"a": [1, "é"], "b": {1, 2}})
     '{"a":[1,"é"],"b":"{1, 2}"}'
     """
-    return json.dumps(value, default=str, **_COMPACT)
+    return _LENIENT_ENCODER.encode(value)
 
 
 def encode_message(message: Message) -> str:

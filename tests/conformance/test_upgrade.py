@@ -1,8 +1,9 @@
 """Databases written by earlier releases open, upgrade in place and keep every record.
 
 The fixtures in ``tests/fixtures/upgrade/`` were written with ``populate.py`` by threadline 0.1.0
-(schema version 1) and by main before API keys (schema version 2); each later schema change adds a
-fixture of the release before it. Every test runs on each of them.
+(schema version 1), by main before API keys (schema version 2) and, for SQLite, by main before the
+partial per-user listing index (schema version 3); each later schema change adds a fixture of the
+release before it. Every test runs on each of them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ import threadline
 from threadline.messages import text_of, user
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "upgrade"
-OLD_VERSIONS = (1, 2)  # one fixture per schema version a user may upgrade from
+# One fixture per schema version a user may upgrade from (PostgreSQL's schema is still at 3).
+OLD_VERSIONS = {"sqlite-file": (1, 2, 3), "postgres": (1, 2)}
+
+
+def _current_version(store: object) -> int:
+    from threadline.store import _pg_schema, _sqlite_schema
+
+    is_sqlite = isinstance(store, threadline.SQLiteStore)
+    return (_sqlite_schema if is_sqlite else _pg_schema).SCHEMA_VERSION
 
 
 def _sqlite_fixture(tmp_path: Path, version: int) -> str:
@@ -50,8 +59,11 @@ def _postgres_fixture(pg_dsn: str, version: int) -> str:
 
 @pytest.fixture(
     params=[
-        *(("sqlite-file", v) for v in OLD_VERSIONS),
-        *(pytest.param(("postgres", v), marks=pytest.mark.postgres) for v in OLD_VERSIONS),
+        *(("sqlite-file", v) for v in OLD_VERSIONS["sqlite-file"]),
+        *(
+            pytest.param(("postgres", v), marks=pytest.mark.postgres)
+            for v in OLD_VERSIONS["postgres"]
+        ),
     ],
     ids=lambda p: f"{p[0]}-v{p[1]}",
 )
@@ -138,7 +150,7 @@ def test_a_v1_database_upgrades_to_attachments_and_long_text_search(v1_url: str)
         version = store._read(  # type: ignore[attr-defined]
             "v", lambda tx: tx.one("SELECT value FROM tl_meta WHERE key = 'schema_version'")
         )
-        assert version[0] == "3"
+        assert version[0] == str(_current_version(store))
 
 
 def test_an_old_database_upgrades_to_api_keys(v1_url: str) -> None:
@@ -148,3 +160,26 @@ def test_an_old_database_upgrades_to_api_keys(v1_url: str) -> None:
         added = store.add_api_key("k1", "fixture", "ana", "ab" * 32)
         assert store.find_api_key("ab" * 32) == added
         assert store.revoke_api_key("k1") and store.list_api_keys()[0].revoked
+
+
+def test_an_old_sqlite_database_gets_the_partial_listing_indexes(v1_url: str) -> None:
+    """Schema 4 (SQLite): the per-user listing index leaves out sessions without a user (their
+    appends no longer rewrite it), which get an index of their own; listings, counts and
+    owner-scoped search answer as before, through those indexes."""
+    if not v1_url.startswith("sqlite"):
+        pytest.skip("a SQLite schema change (PostgreSQL keeps its indexes)")
+    with threadline.connect(v1_url) as store:
+        indexes = store._read(  # type: ignore[attr-defined]
+            "i", lambda tx: tx.all("SELECT name FROM sqlite_master WHERE type = 'index'")
+        )
+        names = {row[0] for row in indexes}
+        assert {"tl_sessions_owned", "tl_sessions_ownerless"} <= names
+        assert "tl_sessions_user" not in names
+        store.append_messages("fixture", "anon", [user("a note about the capybara")])
+        assert [s.id for s in store.list_sessions("fixture", user_id="bob").sessions] == ["tokyo"]
+        assert store.count_sessions("fixture", without_user=True) == 1
+        assert store.count_sessions("fixture", user_id="ana") == 1
+        assert [
+            h.session_id for h in store.search_messages("fixture", "capybara", without_user=True)
+        ] == ["anon"]
+        assert store.search_messages("fixture", "capybara", user_id="ana") == []

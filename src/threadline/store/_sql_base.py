@@ -202,7 +202,8 @@ def _encode_row(message: Message, policy: str, max_bytes: int) -> EncodedRow:
     try:  # encoding is the check: nesting, lone surrogates, NaN and non-JSON values all fail
         row, blobs, extra = extract(message) if policy == "attach" else (message, [], 0)
         data = encode_message(row)
-        size = len(data.encode("utf-8")) + extra
+        # The UTF-8 size without encoding an ASCII text (most rows) again.
+        size = (len(data) if data.isascii() else len(data.encode("utf-8"))) + extra
     except RecursionError:
         raise InvalidMessageError("message is nested too deeply") from None
     except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError

@@ -28,7 +28,7 @@ import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
-from threadline._settings import ErrorHandler, is_async_compactor
+from threadline._settings import ErrorHandler, async_compactor, returns_coroutine
 from threadline._state import StateView
 from threadline.manager import SessionManager
 from threadline.runner import Runner, TurnResult, _Turn
@@ -252,18 +252,18 @@ class AsyncSession:
         return self
 
     def on_compaction(self, fn: Callable[..., Any]) -> AsyncSession:
-        """Register the compaction function: sync, ``async def``, or
-        ``create_async_compact_function(...)``.
+        """Register the compaction function: sync, ``async def``,
+        ``create_async_compact_function(...)``, or ``create_compact_function`` around an async
+        summariser (its ``acompact`` is awaited).
 
         >>> async def summarize(history, context=None): return None
         >>> AsyncSession.create(":memory:").on_compaction(summarize).session_id
         'default'
         """
-        if is_async_compactor(fn):
-            self._async_compact = fn
+        self._async_compact = async_compactor(fn)
+        if self._async_compact is not None:
             self._sync._settings.compact_fn = None  # the sync twin must not try to run it
         else:
-            self._async_compact = None
             self._sync.on_compaction(fn)
         return self
 
@@ -549,16 +549,19 @@ class AsyncSessionManager:
         return self
 
     def on_compaction(self, fn: Callable[..., Any]) -> AsyncSessionManager:
-        """Compaction function for every session: sync or async.
+        """Compaction function for every session: sync or async (as
+        ``AsyncSession.on_compaction``).
 
         >>> async def summarize(history, context=None): return None
         >>> AsyncSessionManager(":memory:").on_compaction(summarize).app_name
         'default'
         """
-        if is_async_compactor(fn):
-            self._async_compact = fn
+        self._async_compact = async_compactor(fn)
+        if self._async_compact is not None:
+            # The sync twin must not run an earlier sync function beside it.
+            self._sync._settings.compact_fn = None
+            self._sync._changed()
         else:
-            self._async_compact = None
             self._sync.on_compaction(fn)
         return self
 
@@ -675,7 +678,7 @@ class AsyncSessionManager:
 
 async def _acall(fn: Callable[..., Any], *args: Any) -> Any:
     """Await an async function; run a sync one in a worker thread (it may block on I/O)."""
-    if is_async_compactor(fn):
+    if returns_coroutine(fn):
         return await fn(*args)
     result = await asyncio.to_thread(fn, *args)
     return await result if inspect.isawaitable(result) else result
@@ -693,6 +696,8 @@ class AsyncRunner(Runner):
     >>> asyncio.run(runner.arun("Hello", session_id="s")).output["parts"][0]["text"]
     'Hi!'
     """
+
+    _async = True
 
     def __init__(self, target: Any, model: Callable[..., Any], **options: Any) -> None:
         # An async compaction function lives on the async wrapper: kept, to run after appends.

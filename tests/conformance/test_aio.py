@@ -189,3 +189,76 @@ def test_errors_are_the_sync_ones() -> None:
             await session.append_message("not a message")
 
     asyncio.run(main())
+
+
+def test_the_default_function_around_an_async_summariser_is_refused_by_the_sync_session() -> None:
+    # create_compact_function(<async summariser>) (e.g. summarizers.openai(AsyncOpenAI(), ...))
+    # could only fail on every append in a sync session: refused when registered.
+    async def summarize(prompt: str) -> str:
+        return "## Topic\nearlier"
+
+    fn = threadline.create_compact_function(summarize)
+    with pytest.raises(CompactionError, match="AsyncSession"):
+        Session.create(":memory:").on_compaction(fn)
+    with pytest.raises(CompactionError, match="AsyncSession"):
+        threadline.SessionManager(":memory:").on_compaction(fn)
+    with pytest.raises(CompactionError, match="AsyncRunner"):
+        threadline.Runner(threadline.SessionManager(":memory:"), lambda s, m, t: "ok", memory=fn)
+
+
+def test_the_async_twins_await_the_default_function_around_an_async_summariser(
+    store: Any,
+) -> None:
+    prompts: list[str] = []
+
+    async def summarize(prompt: str) -> str:
+        prompts.append(prompt)
+        await asyncio.sleep(0)
+        return "## Topic\nearlier"
+
+    fn = threadline.create_compact_function(summarize, protect_head=0, tail_token_budget=30,
+                                            min_tail_messages=1)  # fmt: skip
+    errors: list[BaseException] = []
+
+    async def main() -> tuple[list[str], list[str]]:
+        session = (
+            AsyncSession.create(store).for_session("a").on_compaction(fn).compact_after(60)
+            .on_compaction_error(errors.append)
+        )  # fmt: skip
+        for i in range(8):
+            await session.append_message({"role": "user", "content": f"trains {i} " * 6})
+        manager = (
+            AsyncSessionManager(store).on_compaction(fn).compact_when(4, keep=2)
+            .on_compaction_error(errors.append)
+        )  # fmt: skip
+        for i in range(5):
+            await manager.append("b", {"role": "user", "content": f"boats {i}"})
+        return (
+            [text_of(m) for m in await session.get_history()],
+            [text_of(m) for m in await manager.get_history("b")],
+        )
+
+    by_session, by_manager = asyncio.run(main())
+    assert errors == [] and prompts
+    assert by_session[0] == "## Topic\nearlier" and len(store.get_path("default", "a")) == 8
+    assert by_manager == ["## Topic\nearlier", "boats 3", "boats 4"]
+
+
+def test_an_async_function_on_the_async_manager_replaces_a_sync_one() -> None:
+    ran: list[str] = []
+
+    def sync_fn(history: Any) -> None:
+        ran.append("sync")
+
+    async def async_fn(history: Any) -> None:
+        ran.append("async")
+
+    async def main() -> None:
+        manager = AsyncSessionManager(":memory:").on_compaction(sync_fn).compact_when(1, 0)
+        manager.on_compaction(async_fn)
+        await manager.append("s", {"role": "user", "content": "a"})
+        await manager.append("s", {"role": "user", "content": "b"})
+        await manager.close()
+
+    asyncio.run(main())
+    assert ran == ["async"]

@@ -13,6 +13,7 @@ import pytest
 import threadline
 from threadline import AsyncSessionManager, Hooks, Runner, SessionManager, create_compact_function
 from threadline.aio import AsyncRunner
+from threadline.compaction import create_async_compact_function
 from threadline.formats import from_anthropic
 from threadline.messages import text_of
 from threadline.tokens import estimate_message_tokens, estimate_tokens
@@ -266,3 +267,36 @@ def test_count_based_compaction_runs_after_each_run(store: Any, flavour: str) ->
     assert len(seen) == 7
     history = SessionManager(store).get_history("s")
     assert [text_of(history[0]), len(history)] == ["Earlier runs.", 4]
+
+
+def test_the_async_runner_awaits_memory_built_around_an_async_summariser(store: Any) -> None:
+    async def summarize(prompt: str) -> str:
+        await asyncio.sleep(0)
+        return "Earlier: messages 0 and 1."
+
+    manager = AsyncSessionManager(store)
+    runner = AsyncRunner(manager, AsyncScriptedModel(), runs=1,
+                         memory=create_compact_function(summarize))  # fmt: skip
+    for i in range(3):
+        asyncio.run(runner.arun(f"message {i}", session_id="s"))
+    seen = runner.model.calls[-1][1]  # type: ignore[attr-defined]
+    assert text_of(seen[0]) == "Earlier: messages 0 and 1." and text_of(seen[-1]) == "message 2"
+    assert len(store.get_path("default", "s")) == 6  # nothing deleted
+
+
+def test_the_sync_runner_refuses_async_functions_up_front() -> None:
+    async def model(system: str, messages: list[Any], tools: Any) -> str:
+        return "ok"
+
+    async def hook(ctx: Any) -> None:
+        return None
+
+    manager = SessionManager(":memory:")
+    with pytest.raises(threadline.InvalidArgumentError, match="AsyncRunner"):
+        Runner(manager, model)
+    with pytest.raises(threadline.InvalidArgumentError, match="AsyncRunner"):
+        Runner(manager, lambda s, m, t: "ok", hooks=Hooks(after_run=hook))
+    memory = create_async_compact_function(lambda prompt: "x")
+    with pytest.raises(threadline.CompactionError, match="AsyncRunner"):
+        Runner(manager, lambda s, m, t: "ok", memory=memory)
+    assert manager.list().sessions == []  # nothing ran

@@ -144,6 +144,54 @@ def test_cancelled_appends_return_every_connection_to_the_pool(pg_dsn: str) -> N
     assert texts == ["part 0", "part 1", "part 2"] * (len(texts) // 3)
 
 
+def test_cancelled_appends_leave_every_sqlite_connection_idle(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SQLite twin of the pool check: after 1,000 randomized cancellations (appends and
+    reads), every connection the store opened is out of any transaction, each reader is back in
+    the store's idle list, and the writer lock is free."""
+    import sqlite3
+
+    opened: list[sqlite3.Connection] = []
+    real_connect = sqlite3.connect
+
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = real_connect(*args, **kwargs)
+        opened.append(conn)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    store = threadline.connect(f"sqlite:///{tmp_path / 'c.db'}")
+    rng = random.Random(5)
+    batch = [{"role": "user", "content": f"part {i}"} for i in range(3)]
+
+    async def main() -> int:
+        session = AsyncSession.create(store).for_session("c")
+        cancelled = 0
+        for n in range(1000):
+            call = session.get_history() if n % 4 == 3 else session.append_messages(
+                [dict(m) for m in batch])  # fmt: skip
+            task = asyncio.ensure_future(call)
+            await asyncio.sleep(rng.choice([0, 0, 0.0001, 0.0005, 0.001]))
+            cancelled += task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        return cancelled
+
+    cancelled = asyncio.run(main())  # returns once every cancelled await's thread has finished
+    history = Session.create(store).for_session("c").get_history()
+    assert cancelled > 100
+    texts = [text_of(m) for m in history]
+    assert texts == ["part 0", "part 1", "part 2"] * (len(texts) // 3)
+    readers = [c for c in opened if c is not store._conn]  # type: ignore[attr-defined]
+    assert readers and not any(c.in_transaction for c in opened)
+    idle = {id(r.conn) for r in store._idle_readers}  # type: ignore[attr-defined]
+    assert idle == {id(c) for c in readers}  # every reader back, none lost or leaked
+    assert store._lock.acquire(blocking=False)  # type: ignore[attr-defined]
+    store._lock.release()  # type: ignore[attr-defined]
+    store.close()
+
+
 def test_async_compaction_runs_end_to_end(store: Any) -> None:
     calls: list[str] = []
 

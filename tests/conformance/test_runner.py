@@ -55,17 +55,34 @@ def flavour(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def _runner(flavour: str, manager: SessionManager, **options: Any) -> tuple[Any, ScriptedModel]:
+def _manager(flavour: str, store: Any, *, notes: bool = True) -> Any:
+    """The manager a runner of that flavour takes: the async twin for the async runner."""
+    manager: Any = AsyncSessionManager(store) if flavour == "async" else SessionManager(store)
+    return manager.with_context("memory", description="Notes") if notes else manager
+
+
+def _runner(flavour: str, manager: Any, **options: Any) -> tuple[Any, ScriptedModel]:
     model = AsyncScriptedModel() if flavour == "async" else ScriptedModel()
     cls = AsyncRunner if flavour == "async" else Runner
     return cls(manager, model, **options), model
 
 
+def _maybe_async(flavour: str, fn: Any) -> Any:
+    """``fn`` as the flavour's runner takes it: an ``async def`` for the async runner."""
+    if flavour != "async":
+        return fn
+
+    async def twin(*args: Any) -> Any:
+        await asyncio.sleep(0)
+        return fn(*args)
+
+    return twin
+
+
 def test_each_call_sees_exactly_the_last_runs_whole_plus_the_system_prompt(
     store: Any, flavour: str
 ) -> None:
-    manager = SessionManager(store).with_context("memory", description="Notes")
-    runner, model = _runner(flavour, manager, runs=5)
+    runner, model = _runner(flavour, _manager(flavour, store), runs=5)
     for i in range(30):
         _run(runner, f"message {i}", session_id="s")
     by_run: dict[str, list[str]] = {}
@@ -88,8 +105,7 @@ def test_each_call_sees_exactly_the_last_runs_whole_plus_the_system_prompt(
 def test_system_prompt_input_and_history_stay_within_the_token_budget(
     store: Any, flavour: str
 ) -> None:
-    manager = SessionManager(store).with_context("memory", description="Notes")
-    runner, model = _runner(flavour, manager, max_context_tokens=300)
+    runner, model = _runner(flavour, _manager(flavour, store), max_context_tokens=300)
     for i in range(25):
         _run(runner, f"message {i} " + "words " * (i % 7), session_id="s")
     first_calls = [c for c in model.calls if c[1][-1]["role"] == "user"]  # input last
@@ -116,9 +132,9 @@ def test_memory_puts_a_summary_of_what_fell_out_first_and_deletes_nothing(
         prompts.append(prompt)
         return f"Summary {len(prompts)} of earlier runs."
 
-    memory = create_compact_function(summarize)  # as is: told to summarise all that fell out
-    manager = SessionManager(store).with_context("memory", description="Notes")
-    runner, model = _runner(flavour, manager, runs=2, memory=memory)
+    # As is: told to summarise all that fell out. The async runner awaits an async summariser.
+    memory = create_compact_function(_maybe_async(flavour, summarize))
+    runner, model = _runner(flavour, _manager(flavour, store), runs=2, memory=memory)
     results = [_run(runner, f"message {i}", session_id="s") for i in range(8)]
     first_calls = [seen for _, seen in model.calls if seen[-1]["role"] == "user"]
     runs = [[m["id"] for m in r.messages] for r in results]
@@ -151,7 +167,7 @@ def test_runs_count_anthropic_tool_results_as_part_of_their_run(store: Any, flav
             {"type": "tool_result", "tool_use_id": "t1", "content": "rain"}]},
         {"role": "assistant", "content": "Rain."},
     ]))  # fmt: skip
-    runner, model = _runner(flavour, manager, runs=1)
+    runner, model = _runner(flavour, _manager(flavour, store, notes=False), runs=1)
     _run(runner, "And tomorrow?", session_id="s")
     seen = model.calls[0][1]
     assert [m["role"] for m in seen] == ["user", "assistant", "user", "assistant", "user"]
@@ -167,12 +183,13 @@ def test_hook_state_is_visible_next_run_and_after_reopening(
         seen.append(ctx.get_state("visits", 0))
         ctx.set_state("visits", ctx.get_state("visits", 0) + 1)
 
+    hooks = Hooks(before_run=_maybe_async(flavour, before))
     with threadline.connect(file_store_url) as store:
-        runner, _ = _runner(flavour, SessionManager(store), hooks=Hooks(before_run=before))
+        runner, _ = _runner(flavour, _manager(flavour, store, notes=False), hooks=hooks)
         _run(runner, "one", session_id="s")
         _run(runner, "two", session_id="s")
     with threadline.connect(file_store_url) as store:
-        runner, _ = _runner(flavour, SessionManager(store), hooks=Hooks(before_run=before))
+        runner, _ = _runner(flavour, _manager(flavour, store, notes=False), hooks=hooks)
         _run(runner, "three", session_id="s")
         assert store.get_state("default", "s", None)["visits"] == 3
     assert seen == [0, 1, 2]
@@ -189,7 +206,7 @@ def test_a_model_that_raises_leaves_nothing_of_the_run(store: Any, flavour: str)
         return "fine"
 
     cls = AsyncRunner if flavour == "async" else Runner
-    runner = cls(SessionManager(store), failing)
+    runner = cls(_manager(flavour, store, notes=False), _maybe_async(flavour, failing))
     _run(runner, "first", session_id="s")
     with pytest.raises(RuntimeError):
         _run(runner, "second", session_id="s")
@@ -197,7 +214,7 @@ def test_a_model_that_raises_leaves_nothing_of_the_run(store: Any, flavour: str)
 
 
 def test_a_run_without_a_session_id_starts_a_new_uuid_session(store: Any, flavour: str) -> None:
-    runner, _ = _runner(flavour, SessionManager(store))
+    runner, _ = _runner(flavour, _manager(flavour, store, notes=False))
     result = _run(runner, "hello")
     assert len(result.session_id) == 32
     roles = [m["role"] for m in store.get_path("default", result.session_id)]
@@ -207,7 +224,7 @@ def test_a_run_without_a_session_id_starts_a_new_uuid_session(store: Any, flavou
 def test_a_model_raising_after_a_tool_call_stores_nothing_of_the_run(
     store: Any, flavour: str
 ) -> None:
-    manager = SessionManager(store).with_context("memory", description="Notes")
+    manager = SessionManager(store)  # reads the outcome
     model = ScriptedModel()
     calls = 0
 
@@ -222,7 +239,8 @@ def test_a_model_raising_after_a_tool_call_stores_nothing_of_the_run(
         ctx.set_state("runs", ctx.get_state("runs", 0) + 1)
 
     cls = AsyncRunner if flavour == "async" else Runner
-    runner = cls(manager, flaky, hooks=Hooks(before_run=before))
+    hooks = Hooks(before_run=_maybe_async(flavour, before))
+    runner = cls(_manager(flavour, store), _maybe_async(flavour, flaky), hooks=hooks)
     _run(runner, "first", session_id="s")
     with pytest.raises(RuntimeError):
         _run(runner, "second", session_id="s")
@@ -234,8 +252,8 @@ def test_a_model_raising_after_a_tool_call_stores_nothing_of_the_run(
 
 
 def test_a_run_can_be_undone_by_its_invocation_id(store: Any, flavour: str) -> None:
-    manager = SessionManager(store).with_context("memory", description="Notes")
-    runner, _ = _runner(flavour, manager)
+    manager = SessionManager(store)
+    runner, _ = _runner(flavour, _manager(flavour, store))
     kept = _run(runner, "keep this", session_id="s")
     undone = _run(runner, "undo this", session_id="s")
     invocation = undone.messages[0]["metadata"]["invocationId"]
@@ -300,3 +318,43 @@ def test_the_sync_runner_refuses_async_functions_up_front() -> None:
     with pytest.raises(threadline.CompactionError, match="AsyncRunner"):
         Runner(manager, lambda s, m, t: "ok", memory=memory)
     assert manager.list().sessions == []  # nothing ran
+
+
+def test_runs_budget_and_memory_together_over_thirty_runs(store: Any, flavour: str) -> None:
+    """The acceptance scenario in one: 30 runs, ``runs=5``, a token budget and ``memory=``.
+    Every model call stays within the budget (system prompt, input and history counted), sees
+    at most the last 5 runs, whole and contiguous up to the input, led by the summary of what
+    fell out whenever it fits; the raw path keeps every message."""
+    summaries: list[str] = []
+
+    def summarize(prompt: str) -> str:
+        summaries.append(f"Summary {len(summaries) + 1}.")
+        return summaries[-1]
+
+    memory = create_compact_function(_maybe_async(flavour, summarize))
+    runner, model = _runner(flavour, _manager(flavour, store), runs=5, max_context_tokens=260,
+                            memory=memory)  # fmt: skip
+    made: list[int] = []  # how many summaries existed when run k called the model
+    results = []
+    for i in range(30):
+        results.append(_run(runner, f"message {i} " + "words " * (i % 5), session_id="s"))
+        made.append(len(summaries))
+    runs = [[m["id"] for m in r.messages] for r in results]
+    first_calls = [c for c in model.calls if c[1][-1]["role"] == "user"]
+    assert len(first_calls) == 30
+    trimmed_by_tokens = 0
+    for k, (system, seen) in enumerate(first_calls):
+        assert estimate_tokens(system) + estimate_message_tokens(seen) <= 260
+        assert text_of(seen[-1]).startswith(f"message {k} ")
+        history = seen[:-1]
+        if history and history[0]["id"].startswith("compaction_"):
+            assert text_of(history[0]) == f"Summary {made[k]}."  # the newest summary
+            history = history[1:]
+        ids = [m["id"] for m in history]
+        shown = len(ids) // 3
+        assert len(ids) == 3 * shown and shown <= 5  # whole runs only, at most 5
+        assert ids == [i for r in runs[k - shown : k] for i in r]  # the newest, contiguous
+        trimmed_by_tokens += shown < min(k, 5)
+    assert trimmed_by_tokens > 0 and summaries  # the budget bound, and memory ran
+    assert any(seen[0]["id"].startswith("compaction_") for _, seen in first_calls)
+    assert len(store.get_path("default", "s")) == 90  # nothing deleted

@@ -358,3 +358,33 @@ def test_runs_budget_and_memory_together_over_thirty_runs(store: Any, flavour: s
     assert trimmed_by_tokens > 0 and summaries  # the budget bound, and memory ran
     assert any(seen[0]["id"].startswith("compaction_") for _, seen in first_calls)
     assert len(store.get_path("default", "s")) == 90  # nothing deleted
+
+
+def test_without_a_session_id_every_run_is_a_fresh_conversation(store: Any, flavour: str) -> None:
+    # RadarOS: "If sessionId is omitted, a new UUID is generated per run".
+    runner, model = _runner(flavour, _manager(flavour, store, notes=False))
+    first, second = _run(runner, "hello"), _run(runner, "hello again")
+    assert first.session_id != second.session_id
+    assert [len(seen) for _, seen in model.calls] == [1, 1]  # neither saw the other
+    listed = {s.id for s in SessionManager(store).list().sessions}
+    assert listed == {first.session_id, second.session_id}
+
+
+def test_after_run_state_and_user_scoped_state_persist(store: Any, flavour: str) -> None:
+    seen: list[tuple[Any, Any, Any]] = []
+
+    def before(ctx: Any) -> None:
+        seen.append((ctx.user_id, ctx.get_state("last"), ctx.get_state("user:runs", 0)))
+
+    def after(ctx: Any) -> None:
+        ctx.set_state("last", text_of(ctx.input))
+        ctx.set_state("user:runs", ctx.get_state("user:runs", 0) + 1)
+
+    hooks = Hooks(before_run=_maybe_async(flavour, before), after_run=_maybe_async(flavour, after))
+    runner, _ = _runner(flavour, _manager(flavour, store, notes=False), hooks=hooks)
+    _run(runner, "one", session_id="a", user_id="ana")
+    _run(runner, "two", session_id="a", user_id="ana")
+    _run(runner, "three", session_id="b", user_id="ana")  # user: state follows the user
+    assert seen == [("ana", None, 0), ("ana", "one", 1), ("ana", None, 2)]
+    manager = SessionManager(store)
+    assert manager.get_state("a", user_id="ana") == {"last": "two", "user:runs": 3}

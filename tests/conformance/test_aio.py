@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import random
 import threading
 from typing import Any
@@ -22,7 +23,7 @@ from threadline.messages import text_of
 def test_two_hundred_coroutines_on_twenty_sessions_lose_and_fork_nothing(
     file_store_url: str,
 ) -> None:
-    async def main() -> dict[str, int]:
+    async def main() -> dict[str, list[str]]:
         async with AsyncSessionManager(file_store_url) as manager:
             await asyncio.gather(
                 *(
@@ -30,15 +31,20 @@ def test_two_hundred_coroutines_on_twenty_sessions_lose_and_fork_nothing(
                     for i in range(200)
                 )
             )
-            lengths = {}
+            texts = {}
             for n in range(20):
                 session = await manager.get_session(f"s{n}")
                 history = await session.get_history()
                 assert await session.get_path_length() == len(history)  # one linear path
-                lengths[f"s{n}"] = len(history)
-            return lengths
+                for parent, child in itertools.pairwise(history):
+                    children = await session.get_branches(parent["id"])
+                    assert [c["id"] for c in children] == [child["id"]]  # no fork
+                assert await manager.get_message_count(f"s{n}") == len(history)
+                texts[f"s{n}"] = sorted(text_of(m) for m in history)
+            return texts
 
-    assert asyncio.run(main()) == {f"s{n}": 10 for n in range(20)}
+    expected = {f"s{n}": sorted(f"m{i}" for i in range(n, 200, 20)) for n in range(20)}
+    assert asyncio.run(main()) == expected  # every message once, in its own session
 
 
 def test_no_storage_call_runs_on_the_event_loop_thread(store_url: str) -> None:

@@ -33,6 +33,7 @@ from threadline._state import StateView
 from threadline.manager import SessionManager
 from threadline.runner import Runner, TurnResult, _Turn
 from threadline.session import Session, check_compact_result
+from threadline.store import connect_lazily
 from threadline.store.base import Store
 from threadline.tools import Toolset
 from threadline.types import CompactResult
@@ -47,6 +48,21 @@ __all__ = [
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+T = TypeVar("T", Session, SessionManager)
+
+
+def _lazy(store: Any) -> Any:
+    """A URL as a store opened at its first use: that use runs in a worker thread, so opening
+    the database (connections, migration) never runs on the event loop."""
+    return connect_lazily(store) if isinstance(store, str) else store
+
+
+def _owning(twin: T, store: Any) -> T:
+    """The sync twin owns (closes) a store opened from a URL, as it does for ``Session(url)``."""
+    twin._owns_store = isinstance(store, str)
+    return twin
 
 
 class _OffLoop(Generic[P, R]):
@@ -186,7 +202,7 @@ class AsyncSession:
     """
 
     def __init__(self, store: Store | str, **options: Any) -> None:
-        self._sync = Session(store, **options)
+        self._sync = _owning(Session(_lazy(store), **options), store)
         self._async_compact: Callable[..., Any] | None = None
 
     @classmethod
@@ -509,7 +525,7 @@ class AsyncSessionManager:
     """
 
     def __init__(self, store: Store | str, app_name: str = "default", **options: Any) -> None:
-        self._sync = SessionManager(store, app_name, **options)
+        self._sync = _owning(SessionManager(_lazy(store), app_name, **options), store)
         self._async_compact: Callable[..., Any] | None = None
 
     @property

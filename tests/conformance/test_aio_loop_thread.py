@@ -178,3 +178,37 @@ def test_no_database_call_runs_on_the_event_loop_thread(store_url: str, db_calls
     store.close()
     assert recorded > 100 and caught > 0  # the workload reached the database; the probe works
     assert on_loop == []
+
+
+def test_opening_a_store_from_a_url_runs_off_the_loop_too(
+    store_url: str, db_calls: DbCalls
+) -> None:
+    """``AsyncSessionManager(url)``, ``AsyncSession.create(url)`` and the Agents SDK adapter's
+    ``ThreadlineSession(sid, url)`` are plain constructors called on the loop: the database is
+    opened (connections, schema migration) by their first storage call, in a worker thread."""
+    from threadline.integrations.openai_agents import ThreadlineSession
+
+    async def main() -> tuple[list[str], int]:
+        loop_thread = threading.get_ident()
+        async with AsyncSessionManager(store_url, app_name="a") as manager:
+            await manager.append("s", {"role": "user", "content": "hello"})
+            assert [text_of(m) for m in await manager.get_history("s")] == ["hello"]
+        session = AsyncSession.create(store_url).for_app("b").for_session("s")
+        await session.append_message({"role": "user", "content": "hi"})
+        await session.close()
+        agents = ThreadlineSession("s", store_url)
+        await agents.add_items([{"role": "user", "content": "hey"}])
+        assert len(await agents.get_items()) == 1
+        agents.close()
+        return db_calls.on(loop_thread), len(db_calls.calls)
+
+    on_loop, recorded = asyncio.run(main())
+    assert recorded > 10 and on_loop == []
+
+
+def test_a_bad_url_still_fails_at_construction() -> None:
+    for bad in ("mysql://db/x", "sqlite:///x.db?bogus=1", ""):
+        with pytest.raises(ValueError):
+            AsyncSessionManager(bad)
+        with pytest.raises(ValueError):
+            AsyncSession.create(bad)

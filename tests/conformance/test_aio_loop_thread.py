@@ -183,9 +183,15 @@ def test_no_database_call_runs_on_the_event_loop_thread(store_url: str, db_calls
 def test_opening_a_store_from_a_url_runs_off_the_loop_too(
     store_url: str, db_calls: DbCalls
 ) -> None:
-    """``AsyncSessionManager(url)``, ``AsyncSession.create(url)`` and the Agents SDK adapter's
-    ``ThreadlineSession(sid, url)`` are plain constructors called on the loop: the database is
-    opened (connections, schema migration) by their first storage call, in a worker thread."""
+    """``AsyncSessionManager(url)``, ``AsyncSession.create(url)``, the Agents SDK adapter's
+    ``ThreadlineSession(sid, url)`` and the ADK services are plain constructors called on the
+    loop: the database is opened (connections, schema migration) by their first storage call,
+    in a worker thread."""
+    pytest.importorskip("google.adk")
+    from google.adk.events.event import Event
+    from google.genai import types
+
+    from threadline.integrations.adk import ThreadlineMemoryService, ThreadlineSessionService
     from threadline.integrations.openai_agents import ThreadlineSession
 
     async def main() -> tuple[list[str], int]:
@@ -200,6 +206,16 @@ def test_opening_a_store_from_a_url_runs_off_the_loop_too(
         await agents.add_items([{"role": "user", "content": "hey"}])
         assert len(await agents.get_items()) == 1
         agents.close()
+        sessions, memory = ThreadlineSessionService(store_url), ThreadlineMemoryService(store_url)
+        adk = await sessions.create_session(app_name="adk", user_id="u1")
+        said = types.Content(role="user", parts=[types.Part(text="remember the milk")])
+        await sessions.append_event(adk, Event(author="user", content=said))
+        await memory.add_session_to_memory(adk)
+        assert len(
+            (await memory.search_memory(app_name="adk", user_id="u1", query="milk")).memories
+        )
+        await sessions.close()
+        await memory.close()
         return db_calls.on(loop_thread), len(db_calls.calls)
 
     on_loop, recorded = asyncio.run(main())

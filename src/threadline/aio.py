@@ -722,6 +722,7 @@ class AsyncRunner(Runner):
             self._async_compact = target._async_compact
             target = target.sync
         super().__init__(target, model, **options)
+        self._completing: set[asyncio.Future[TurnResult]] = set()  # tails of cancelled runs
 
     async def arun(
         self, user_input: Any, *, session_id: str | None = None, user_id: str | None = None
@@ -754,10 +755,37 @@ class AsyncRunner(Runner):
                 name = turn.tool_name(part)
                 answer = await asyncio.to_thread(turn.tools.execute, name, part.get("input"))
                 turn.answer(part, answer)
-        result_ = await asyncio.to_thread(turn.finish)
+        # From the append on, the run completes even if this await is cancelled: its messages
+        # never stay without the state its hooks set. The tail runs as a task of its own.
+        tail = asyncio.ensure_future(self._complete(turn, session))
+        self._completing.add(tail)
+        tail.add_done_callback(self._completing.discard)
+        return await asyncio.shield(tail)
+
+    async def _complete(self, turn: _Turn, session: Session) -> TurnResult:
+        """Append, compact, ``after_run``, commit the hooks' state, refresh the prompt. Without
+        async parts all of it runs in one worker thread: a cancelled or stopped loop cannot
+        cut it (``asyncio.run`` waits for its worker threads)."""
+        after = self.hooks.after_run
+        if self._async_compact is None and (after is None or not returns_coroutine(after)):
+
+            def in_thread() -> tuple[TurnResult, Any]:
+                result = turn.finish()
+                pending = after(turn.context) if after is not None else None
+                if inspect.isawaitable(pending):  # a sync function returning an awaitable
+                    return result, pending
+                turn.commit()
+                return result, None
+
+            result, pending = await asyncio.to_thread(in_thread)
+            if pending is not None:
+                await pending
+                await asyncio.to_thread(turn.commit)
+            return result
+        result = await asyncio.to_thread(turn.finish)
         if self._async_compact is not None:  # the sync append ran a sync function only
             await AsyncSession._wrapping(session, self._async_compact)._after_append()
-        if self.hooks.after_run is not None:
-            await _acall(self.hooks.after_run, turn.context)
+        if after is not None:
+            await _acall(after, turn.context)
         await asyncio.to_thread(turn.commit)
-        return result_
+        return result

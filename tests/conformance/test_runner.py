@@ -5,6 +5,7 @@ overlay with nothing deleted, hooks with persisted state, nothing half-appended 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -388,3 +389,47 @@ def test_after_run_state_and_user_scoped_state_persist(store: Any, flavour: str)
     assert seen == [("ana", None, 0), ("ana", "one", 1), ("ana", None, 2)]
     manager = SessionManager(store)
     assert manager.get_state("a", user_id="ana") == {"last": "two", "user:runs": 3}
+
+
+@pytest.mark.parametrize("after_run", ["none", "async"])
+def test_a_cancelled_async_run_is_stored_whole_or_not_at_all(store: Any, after_run: str) -> None:
+    """Cancelled at random points, an ``arun`` either leaves nothing or all of the run: its
+    messages and the state its hooks set (counted by the hooks: one per stored run)."""
+    import random
+
+    rng = random.Random(7)
+
+    def before(ctx: Any) -> None:
+        ctx.set_state("runs", ctx.get_state("runs", 0) + 1)
+
+    async def after(ctx: Any) -> None:
+        await asyncio.sleep(0.001)
+        ctx.set_state("after", ctx.get_state("after", 0) + 1)
+
+    async def model(system: str, messages: list[Any], tools: Any) -> str:
+        await asyncio.sleep(0)
+        return "ok"
+
+    hooks = Hooks(before_run=before, after_run=after if after_run == "async" else None)
+
+    async def main() -> int:
+        runner = AsyncRunner(AsyncSessionManager(store), model, hooks=hooks)
+        cancelled = 0
+        for i in range(300):
+            task = asyncio.ensure_future(runner.arun(f"m{i}", session_id="s"))
+            await asyncio.sleep(rng.choice([0, 0.0002, 0.0005, 0.001, 0.002, 0.004]))
+            cancelled += task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            while runner._completing:  # a cancelled run's tail goes on: let it end first
+                await asyncio.sleep(0.001)
+        return cancelled
+
+    cancelled = asyncio.run(main())  # returns once every worker thread has finished
+    path = store.get_path("default", "s")
+    assert cancelled > 30
+    assert [m["role"] for m in path] == ["user", "assistant"] * (len(path) // 2)
+    state = SessionManager(store).get_state("s")
+    assert state.get("runs", 0) == len(path) // 2
+    if after_run == "async":
+        assert state.get("after", 0) == len(path) // 2

@@ -433,3 +433,25 @@ def test_a_cancelled_async_run_is_stored_whole_or_not_at_all(store: Any, after_r
     assert state.get("runs", 0) == len(path) // 2
     if after_run == "async":
         assert state.get("after", 0) == len(path) // 2
+
+
+def test_on_overflow_receives_what_lies_before_the_window(store: Any, flavour: str) -> None:
+    """Without ``memory``, nothing summarises the fall-out: every run hands the handler (and
+    ``TurnResult.overflow``) all that lies before the window, oldest first. With ``memory``,
+    what an earlier run already summarised is behind the summary: only the new fall-out."""
+    handed: list[list[str]] = []
+    runner, _ = _runner(flavour, _manager(flavour, store, notes=False), runs=2)
+    runner.on_overflow(_maybe_async(flavour, lambda ms: handed.append([m["id"] for m in ms])))
+    results = [_run(runner, f"message {i}", session_id="s") for i in range(5)]
+    runs = [[m["id"] for m in r.messages] for r in results]
+    assert [r.overflow for r in results[:3]] == [[], [], []]
+    assert handed == [runs[0], runs[0] + runs[1]]  # runs 3 and 4: all before their window
+    assert [[m["id"] for m in r.overflow] for r in results[3:]] == handed
+
+    handed.clear()
+    memory = create_compact_function(_maybe_async(flavour, lambda prompt: "Earlier."))
+    runner, _ = _runner(flavour, _manager(flavour, store, notes=False), runs=2, memory=memory)
+    runner.on_overflow(_maybe_async(flavour, lambda ms: handed.append([m["id"] for m in ms])))
+    results = [_run(runner, f"message {i}", session_id="t") for i in range(5)]
+    runs = [[m["id"] for m in r.messages] for r in results]
+    assert handed == [runs[0], runs[1]]  # each run's fall-out once: the rest is summarised

@@ -30,6 +30,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from threadline._settings import ErrorHandler, async_compactor, returns_coroutine
 from threadline._state import StateView
+from threadline.context.kinds import ASYNC_PROVIDER_LOOP
 from threadline.manager import SessionManager
 from threadline.runner import Runner, TurnResult, _Turn
 from threadline.session import Session, check_compact_result
@@ -51,6 +52,17 @@ R = TypeVar("R")
 
 
 T = TypeVar("T", Session, SessionManager)
+
+
+async def _to_thread(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+    """``asyncio.to_thread``, telling the worker thread which loop to await async context
+    providers on (``context.kinds.ASYNC_PROVIDER_LOOP``: the thread sees a copy of this
+    context)."""
+    token = ASYNC_PROVIDER_LOOP.set(asyncio.get_running_loop())
+    try:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+    finally:
+        ASYNC_PROVIDER_LOOP.reset(token)
 
 
 def _lazy(store: Any) -> Any:
@@ -85,7 +97,7 @@ class _OffLoop(Generic[P, R]):
         method = getattr(obj._sync, self._name)  # type: ignore[attr-defined]
 
         async def call(*args: Any, **kwargs: Any) -> Any:
-            return await asyncio.to_thread(method, *args, **kwargs)
+            return await _to_thread(method, *args, **kwargs)
 
         call.__name__ = self._name
         return call
@@ -128,7 +140,7 @@ class AsyncToolset:
         >>> asyncio.run(tools.execute("no_such_tool"))[:6]
         'Error:'
         """
-        return await asyncio.to_thread(self.toolset.execute, name, args)
+        return await _to_thread(self.toolset.execute, name, args)
 
     def to_openai(self) -> list[dict[str, Any]]:
         """The tools in OpenAI's function-calling format (as ``Toolset.to_openai``).
@@ -181,7 +193,7 @@ class AsyncStateView:
         >>> view.set("topic", "tea"); asyncio.run(view.commit())
         {'topic': 'tea'}
         """
-        await asyncio.to_thread(self.sync.commit)
+        await _to_thread(self.sync.commit)
 
     def __contains__(self, key: object) -> bool:
         return key in self.sync
@@ -364,7 +376,7 @@ class AsyncSession:
         >>> import asyncio
         >>> asyncio.run(AsyncSession.create(":memory:").close())
         """
-        await asyncio.to_thread(self._sync.close)
+        await _to_thread(self._sync.close)
 
     async def __aenter__(self) -> AsyncSession:
         return self
@@ -410,7 +422,7 @@ class AsyncSession:
         >>> asyncio.run(s.append_message({"role": "user", "content": "hi"}))["parts"]
         [{'type': 'text', 'text': 'hi'}]
         """
-        stored = await asyncio.to_thread(self._sync.append_message, message, **options)
+        stored = await _to_thread(self._sync.append_message, message, **options)
         await self._after_append()
         return stored
 
@@ -422,7 +434,7 @@ class AsyncSession:
         >>> len(asyncio.run(s.append_messages([{"role": "user", "content": "a"}] * 2)))
         2
         """
-        stored = await asyncio.to_thread(self._sync.append_messages, messages, *args, **options)
+        stored = await _to_thread(self._sync.append_messages, messages, *args, **options)
         await self._after_append()
         return stored
 
@@ -440,8 +452,8 @@ class AsyncSession:
         'Earlier.'
         """
         if self._async_compact is None:
-            return await asyncio.to_thread(self._sync.compact, leaf_id)
-        plan = await asyncio.to_thread(self._sync._compaction_input, leaf_id)
+            return await _to_thread(self._sync.compact, leaf_id)
+        plan = await _to_thread(self._sync._compaction_input, leaf_id)
         return await self._compact_plan(plan)
 
     async def _compact_plan(self, plan: Any, summarize_all: bool = False) -> CompactResult | None:
@@ -449,7 +461,7 @@ class AsyncSession:
         assert self._async_compact is not None
         sync = self._sync
         result = await sync._invoke_compact_fn(self._async_compact, plan.history, summarize_all)
-        return await asyncio.to_thread(sync._store_compaction, plan, check_compact_result(result))
+        return await _to_thread(sync._store_compaction, plan, check_compact_result(result))
 
     async def _after_append(self) -> None:
         """Automatic compaction with an async function (the sync session runs a sync one):
@@ -460,9 +472,9 @@ class AsyncSession:
         try:
             threshold = settings.compact_threshold
             estimate = self._sync._estimate_tokens
-            if threshold is not None and await asyncio.to_thread(estimate) > threshold:
+            if threshold is not None and await _to_thread(estimate) > threshold:
                 await self.compact()
-            plan = await asyncio.to_thread(self._sync._count_compaction_input)
+            plan = await _to_thread(self._sync._count_compaction_input)
             if plan is not None:
                 await self._compact_plan(plan, summarize_all=True)
         except Exception as exc:  # automatic compaction must never fail the append
@@ -475,7 +487,7 @@ class AsyncSession:
         >>> sorted(asyncio.run(AsyncSession.create(":memory:").with_context("memory").tools()))
         ['set_context']
         """
-        return AsyncToolset(await asyncio.to_thread(self._sync.tools))
+        return AsyncToolset(await _to_thread(self._sync.tools))
 
     async def loaded_skills(self) -> set[str]:
         """The skills loaded in this session (``Session.loaded_skills``).
@@ -484,7 +496,7 @@ class AsyncSession:
         >>> asyncio.run(AsyncSession.create(":memory:").loaded_skills())
         set()
         """
-        return await asyncio.to_thread(lambda: self._sync.loaded_skills)
+        return await _to_thread(lambda: self._sync.loaded_skills)
 
     async def state_view(self) -> AsyncStateView:
         """The state with a pending delta (``Session.state_view``); ``await view.commit()``.
@@ -499,7 +511,7 @@ class AsyncSession:
         >>> asyncio.run(main())
         ('tea', False)
         """
-        return AsyncStateView(await asyncio.to_thread(self._sync.state_view))
+        return AsyncStateView(await _to_thread(self._sync.state_view))
 
     async def state(self) -> dict[str, Any]:
         """The merged state (``Session.state``).
@@ -508,7 +520,7 @@ class AsyncSession:
         >>> asyncio.run(AsyncSession.create(":memory:").state())
         {}
         """
-        return await asyncio.to_thread(lambda: dict(self._sync.state))
+        return await _to_thread(lambda: dict(self._sync.state))
 
 
 class AsyncSessionManager:
@@ -625,7 +637,7 @@ class AsyncSessionManager:
         >>> import asyncio
         >>> asyncio.run(AsyncSessionManager(":memory:").close())
         """
-        await asyncio.to_thread(self._sync.close)
+        await _to_thread(self._sync.close)
 
     async def __aenter__(self) -> AsyncSessionManager:
         return self
@@ -640,7 +652,7 @@ class AsyncSessionManager:
         >>> asyncio.run(AsyncSessionManager(":memory:").get_session("s1")).session_id
         's1'
         """
-        session = await asyncio.to_thread(self._sync.get_session, session_id, **options)
+        session = await _to_thread(self._sync.get_session, session_id, **options)
         return AsyncSession._wrapping(session, self._async_compact)
 
     async def append(self, session_id: str, message: Any, **options: Any) -> Any:
@@ -652,7 +664,7 @@ class AsyncSessionManager:
         'user'
         """
         if self._async_compact is None:
-            return await asyncio.to_thread(self._sync.append, session_id, message, **options)
+            return await _to_thread(self._sync.append, session_id, message, **options)
         session = await self.get_session(session_id, **options)
         return await session.append_message(message)
 
@@ -689,14 +701,14 @@ class AsyncSessionManager:
         >>> len(tools) >= 1
         True
         """
-        return AsyncToolset(await asyncio.to_thread(self._sync.tools, **options))
+        return AsyncToolset(await _to_thread(self._sync.tools, **options))
 
 
 async def _acall(fn: Callable[..., Any], *args: Any) -> Any:
     """Await an async function; run a sync one in a worker thread (it may block on I/O)."""
     if returns_coroutine(fn):
         return await fn(*args)
-    result = await asyncio.to_thread(fn, *args)
+    result = await _to_thread(fn, *args)
     return await result if inspect.isawaitable(result) else result
 
 
@@ -734,16 +746,16 @@ class AsyncRunner(Runner):
         >>> asyncio.run(runner.arun("hi")).messages[0]["role"]
         'user'
         """
-        session = await asyncio.to_thread(self.session_for, session_id, user_id)
+        session = await _to_thread(self.session_for, session_id, user_id)
         turn = _Turn(self, session, user_input)
-        await asyncio.to_thread(turn.load_state)
+        await _to_thread(turn.load_state)
         if self.hooks.before_run is not None:
             await _acall(self.hooks.before_run, turn.context)
-        await asyncio.to_thread(turn.start)
+        await _to_thread(turn.start)
         if self.memory is not None and turn.needs_memory():
-            plan, covered = await asyncio.to_thread(turn.memory_input)
+            plan, covered = await _to_thread(turn.memory_input)
             result = await _acall(turn.call_memory, covered)
-            await asyncio.to_thread(turn.apply_memory, plan, result)
+            await _to_thread(turn.apply_memory, plan, result)
         if turn.overflow and self._on_overflow is not None:
             await _acall(self._on_overflow, list(turn.overflow))
         for _ in range(self.max_steps):
@@ -753,7 +765,7 @@ class AsyncRunner(Runner):
                 break
             for part in calls:
                 name = turn.tool_name(part)
-                answer = await asyncio.to_thread(turn.tools.execute, name, part.get("input"))
+                answer = await _to_thread(turn.tools.execute, name, part.get("input"))
                 turn.answer(part, answer)
         # From the append on, the run completes even if this await is cancelled: its messages
         # never stay without the state its hooks set. The tail runs as a task of its own.
@@ -777,15 +789,15 @@ class AsyncRunner(Runner):
                 turn.commit()
                 return result, None
 
-            result, pending = await asyncio.to_thread(in_thread)
+            result, pending = await _to_thread(in_thread)
             if pending is not None:
                 await pending
-                await asyncio.to_thread(turn.commit)
+                await _to_thread(turn.commit)
             return result
-        result = await asyncio.to_thread(turn.finish)
+        result = await _to_thread(turn.finish)
         if self._async_compact is not None:  # the sync append ran a sync function only
             await AsyncSession._wrapping(session, self._async_compact)._after_append()
         if after is not None:
             await _acall(after, turn.context)
-        await asyncio.to_thread(turn.commit)
+        await _to_thread(turn.commit)
         return result

@@ -316,3 +316,40 @@ def test_an_async_function_on_the_async_manager_replaces_a_sync_one() -> None:
 
     asyncio.run(main())
     assert ran == ["async"]
+
+
+class _AsyncNotes:
+    """A writable context provider with async methods (e.g. backed by an async HTTP API)."""
+
+    def __init__(self) -> None:
+        self.text = "Likes tea."
+        self.threads: set[int] = set()
+
+    async def get(self) -> str:
+        self.threads.add(threading.get_ident())
+        await asyncio.sleep(0)
+        return self.text
+
+    async def set(self, content: str) -> None:
+        self.threads.add(threading.get_ident())
+        await asyncio.sleep(0)
+        self.text = content
+
+
+def test_async_context_providers_work_on_the_async_session(store: Any) -> None:
+    notes = _AsyncNotes()
+
+    async def main() -> tuple[str, str, int]:
+        session = AsyncSession.create(store).for_session("p").with_context("notes", provider=notes)
+        prompt = await session.freeze_system_prompt()
+        tools = await session.tools()
+        answer = await tools.execute("set_context", {"label": "notes", "content": "Likes coffee."})
+        await session.append_message({"role": "user", "content": "hi"})
+        return prompt, answer, threading.get_ident()
+
+    prompt, answer, loop_thread = asyncio.run(main())
+    assert "Likes tea." in prompt and answer.startswith("Written to notes")
+    assert notes.text == "Likes coffee." and notes.threads == {loop_thread}  # awaited on the loop
+    sync = Session.create(store).for_session("p").with_context("notes", provider=_AsyncNotes())
+    with pytest.raises(threadline.ThreadlineError, match=r"threadline\.aio"):
+        sync.freeze_system_prompt()  # the sync session cannot await it

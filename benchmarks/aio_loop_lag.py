@@ -5,9 +5,10 @@ Run:  python benchmarks/aio_loop_lag.py                    (SQLite file)
 
 A ticker coroutine sleeps 1 ms in a loop and records how late it wakes up, while 200 coroutines
 append to 20 sessions and read their histories (AsyncSessionManager). The same ticker runs
-alone first (the floor: what the machine's scheduler costs). Lag is reported as p50 / p99 / max;
-a store call on the loop would show up as lag of its duration (a search over thousands of
-messages: milliseconds).
+alone first (the floor: what the machine's scheduler costs), and the same work is run once more
+with the sync SessionManager called straight from coroutines (what lag looks like when storage
+does run on the loop: the ceiling). Lag is reported as p50 / p99 / max; a store call on the loop
+shows up as lag of its duration.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from textgen import TextGen
 
+from threadline import SessionManager
 from threadline.aio import AsyncSessionManager
 
 
@@ -48,12 +50,31 @@ async def _work(url: str, texts: list[str]) -> None:
         await asyncio.gather(*(one(i) for i in range(len(texts))))
 
 
-async def _measure(url: str | None, texts: list[str]) -> list[float]:
+async def _work_on_loop(url: str, texts: list[str]) -> None:
+    """The same work, but every store call made on the loop (the sync manager, not awaited)."""
+    with SessionManager(url) as manager:
+
+        async def one(i: int) -> None:
+            sid = f"s{i % 20}"
+            manager.append(sid, {"role": "user", "content": texts[i]})
+            await asyncio.sleep(0)
+            session = manager.get_session(sid)
+            session.get_history()
+            await asyncio.sleep(0)
+            session.search("deployment")
+
+        await asyncio.gather(*(one(i) for i in range(len(texts))))
+
+
+async def _measure(url: str | None, texts: list[str], *, on_loop: bool = False) -> list[float]:
     lags: list[float] = []
     stop = asyncio.Event()
     ticker = asyncio.create_task(_ticker(stop, lags))
+    await asyncio.sleep(0.01)  # the ticker is running before the work starts
     if url is None:
         await asyncio.sleep(1.0)
+    elif on_loop:
+        await _work_on_loop(url, texts)
     else:
         await _work(url, texts)
     stop.set()
@@ -74,9 +95,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{os.path.join(tmp, 'lag.db')}"
         print(_row("200 coroutines, SQLite", asyncio.run(_measure(url, texts))))
+        on_loop = f"sqlite:///{os.path.join(tmp, 'on_loop.db')}"
+        print(_row("  same, sync on loop", asyncio.run(_measure(on_loop, texts, on_loop=True))))
     pg = os.environ.get("THREADLINE_BENCH_PG_DSN")
     if pg:
         print(_row("200 coroutines, PG", asyncio.run(_measure(pg, texts))))
+        print(_row("  same, sync on loop", asyncio.run(_measure(pg, texts, on_loop=True))))
 
 
 if __name__ == "__main__":

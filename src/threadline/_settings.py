@@ -30,16 +30,47 @@ ErrorHandler = Callable[[BaseException], object]
 compaction (the append itself succeeded)."""
 
 
+def returns_coroutine(fn: object) -> bool:
+    """Whether calling ``fn`` returns a coroutine (an ``async def`` function or ``__call__``).
+
+    >>> async def f(): pass
+    >>> returns_coroutine(f), returns_coroutine(print)
+    (True, False)
+    """
+    call = getattr(fn, "__call__", None)  # noqa: B004 - callable() would not give the method
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
+
+
+def async_compactor(fn: object) -> Callable[..., Any] | None:
+    """The form of ``fn`` to await, or ``None`` when ``fn`` is a sync compaction function:
+    ``fn`` itself when calling it returns a coroutine (``async def``,
+    ``create_async_compact_function(...)``), its ``acompact`` when it is
+    ``create_compact_function(summarize)`` around an async summariser (an ``async def``, or
+    ``threadline.summarizers.openai(AsyncOpenAI(), ...)``): its plain call could only fail.
+
+    >>> async def summarize(prompt): return "## Topic"
+    >>> from threadline.compaction import create_compact_function
+    >>> async_compactor(create_compact_function(summarize)).__name__
+    'acompact'
+    >>> async_compactor(create_compact_function(lambda prompt: "## Topic")) is None
+    True
+    """
+    if returns_coroutine(fn):
+        return fn  # type: ignore[return-value]
+    acompact = getattr(fn, "acompact", None)
+    if callable(acompact) and returns_coroutine(getattr(fn, "summarize", None)):
+        return acompact  # type: ignore[no-any-return]
+    return None
+
+
 def is_async_compactor(fn: object) -> bool:
-    """Whether calling ``fn`` returns a coroutine (an ``async def`` function or ``__call__``,
-    e.g. ``create_async_compact_function(...)``).
+    """Whether ``fn`` is a compaction function to await (:func:`async_compactor`).
 
     >>> async def summarize(history, context=None): return None
     >>> is_async_compactor(summarize), is_async_compactor(lambda history: None)
     (True, False)
     """
-    call = getattr(fn, "__call__", None)  # noqa: B004 - callable() would not give the method
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
+    return async_compactor(fn) is not None
 
 
 def check_token_threshold(token_threshold: object) -> int:
@@ -85,7 +116,8 @@ class SessionSettings:
         """Register the compaction function; an async one belongs on the async session."""
         if is_async_compactor(fn):
             raise CompactionError(
-                "this compaction function is async: register it on threadline.aio.AsyncSession"
+                "this compaction function is async (an async def, an async summariser, or "
+                "create_async_compact_function): register it on threadline.aio.AsyncSession"
             )
         self.compact_fn = fn
 

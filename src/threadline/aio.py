@@ -28,11 +28,13 @@ import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
-from threadline._settings import ErrorHandler, is_async_compactor
+from threadline._settings import ErrorHandler, async_compactor, returns_coroutine
 from threadline._state import StateView
+from threadline.context.kinds import ASYNC_PROVIDER_LOOP
 from threadline.manager import SessionManager
 from threadline.runner import Runner, TurnResult, _Turn
 from threadline.session import Session, check_compact_result
+from threadline.store import connect_lazily
 from threadline.store.base import Store
 from threadline.tools import Toolset
 from threadline.types import CompactResult
@@ -47,6 +49,32 @@ __all__ = [
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+T = TypeVar("T", Session, SessionManager)
+
+
+async def _to_thread(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+    """``asyncio.to_thread``, telling the worker thread which loop to await async context
+    providers on (``context.kinds.ASYNC_PROVIDER_LOOP``: the thread sees a copy of this
+    context)."""
+    token = ASYNC_PROVIDER_LOOP.set(asyncio.get_running_loop())
+    try:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+    finally:
+        ASYNC_PROVIDER_LOOP.reset(token)
+
+
+def _lazy(store: Any) -> Any:
+    """A URL as a store opened at its first use: that use runs in a worker thread, so opening
+    the database (connections, migration) never runs on the event loop."""
+    return connect_lazily(store) if isinstance(store, str) else store
+
+
+def _owning(twin: T, store: Any) -> T:
+    """The sync twin owns (closes) a store opened from a URL, as it does for ``Session(url)``."""
+    twin._owns_store = isinstance(store, str)
+    return twin
 
 
 class _OffLoop(Generic[P, R]):
@@ -69,7 +97,7 @@ class _OffLoop(Generic[P, R]):
         method = getattr(obj._sync, self._name)  # type: ignore[attr-defined]
 
         async def call(*args: Any, **kwargs: Any) -> Any:
-            return await asyncio.to_thread(method, *args, **kwargs)
+            return await _to_thread(method, *args, **kwargs)
 
         call.__name__ = self._name
         return call
@@ -112,7 +140,7 @@ class AsyncToolset:
         >>> asyncio.run(tools.execute("no_such_tool"))[:6]
         'Error:'
         """
-        return await asyncio.to_thread(self.toolset.execute, name, args)
+        return await _to_thread(self.toolset.execute, name, args)
 
     def to_openai(self) -> list[dict[str, Any]]:
         """The tools in OpenAI's function-calling format (as ``Toolset.to_openai``).
@@ -165,7 +193,7 @@ class AsyncStateView:
         >>> view.set("topic", "tea"); asyncio.run(view.commit())
         {'topic': 'tea'}
         """
-        await asyncio.to_thread(self.sync.commit)
+        await _to_thread(self.sync.commit)
 
     def __contains__(self, key: object) -> bool:
         return key in self.sync
@@ -186,7 +214,7 @@ class AsyncSession:
     """
 
     def __init__(self, store: Store | str, **options: Any) -> None:
-        self._sync = Session(store, **options)
+        self._sync = _owning(Session(_lazy(store), **options), store)
         self._async_compact: Callable[..., Any] | None = None
 
     @classmethod
@@ -252,18 +280,18 @@ class AsyncSession:
         return self
 
     def on_compaction(self, fn: Callable[..., Any]) -> AsyncSession:
-        """Register the compaction function: sync, ``async def``, or
-        ``create_async_compact_function(...)``.
+        """Register the compaction function: sync, ``async def``,
+        ``create_async_compact_function(...)``, or ``create_compact_function`` around an async
+        summariser (its ``acompact`` is awaited).
 
         >>> async def summarize(history, context=None): return None
         >>> AsyncSession.create(":memory:").on_compaction(summarize).session_id
         'default'
         """
-        if is_async_compactor(fn):
-            self._async_compact = fn
+        self._async_compact = async_compactor(fn)
+        if self._async_compact is not None:
             self._sync._settings.compact_fn = None  # the sync twin must not try to run it
         else:
-            self._async_compact = None
             self._sync.on_compaction(fn)
         return self
 
@@ -348,7 +376,7 @@ class AsyncSession:
         >>> import asyncio
         >>> asyncio.run(AsyncSession.create(":memory:").close())
         """
-        await asyncio.to_thread(self._sync.close)
+        await _to_thread(self._sync.close)
 
     async def __aenter__(self) -> AsyncSession:
         return self
@@ -394,7 +422,7 @@ class AsyncSession:
         >>> asyncio.run(s.append_message({"role": "user", "content": "hi"}))["parts"]
         [{'type': 'text', 'text': 'hi'}]
         """
-        stored = await asyncio.to_thread(self._sync.append_message, message, **options)
+        stored = await _to_thread(self._sync.append_message, message, **options)
         await self._after_append()
         return stored
 
@@ -406,7 +434,7 @@ class AsyncSession:
         >>> len(asyncio.run(s.append_messages([{"role": "user", "content": "a"}] * 2)))
         2
         """
-        stored = await asyncio.to_thread(self._sync.append_messages, messages, *args, **options)
+        stored = await _to_thread(self._sync.append_messages, messages, *args, **options)
         await self._after_append()
         return stored
 
@@ -424,8 +452,8 @@ class AsyncSession:
         'Earlier.'
         """
         if self._async_compact is None:
-            return await asyncio.to_thread(self._sync.compact, leaf_id)
-        plan = await asyncio.to_thread(self._sync._compaction_input, leaf_id)
+            return await _to_thread(self._sync.compact, leaf_id)
+        plan = await _to_thread(self._sync._compaction_input, leaf_id)
         return await self._compact_plan(plan)
 
     async def _compact_plan(self, plan: Any, summarize_all: bool = False) -> CompactResult | None:
@@ -433,7 +461,7 @@ class AsyncSession:
         assert self._async_compact is not None
         sync = self._sync
         result = await sync._invoke_compact_fn(self._async_compact, plan.history, summarize_all)
-        return await asyncio.to_thread(sync._store_compaction, plan, check_compact_result(result))
+        return await _to_thread(sync._store_compaction, plan, check_compact_result(result))
 
     async def _after_append(self) -> None:
         """Automatic compaction with an async function (the sync session runs a sync one):
@@ -444,9 +472,9 @@ class AsyncSession:
         try:
             threshold = settings.compact_threshold
             estimate = self._sync._estimate_tokens
-            if threshold is not None and await asyncio.to_thread(estimate) > threshold:
+            if threshold is not None and await _to_thread(estimate) > threshold:
                 await self.compact()
-            plan = await asyncio.to_thread(self._sync._count_compaction_input)
+            plan = await _to_thread(self._sync._count_compaction_input)
             if plan is not None:
                 await self._compact_plan(plan, summarize_all=True)
         except Exception as exc:  # automatic compaction must never fail the append
@@ -459,7 +487,7 @@ class AsyncSession:
         >>> sorted(asyncio.run(AsyncSession.create(":memory:").with_context("memory").tools()))
         ['set_context']
         """
-        return AsyncToolset(await asyncio.to_thread(self._sync.tools))
+        return AsyncToolset(await _to_thread(self._sync.tools))
 
     async def loaded_skills(self) -> set[str]:
         """The skills loaded in this session (``Session.loaded_skills``).
@@ -468,7 +496,7 @@ class AsyncSession:
         >>> asyncio.run(AsyncSession.create(":memory:").loaded_skills())
         set()
         """
-        return await asyncio.to_thread(lambda: self._sync.loaded_skills)
+        return await _to_thread(lambda: self._sync.loaded_skills)
 
     async def state_view(self) -> AsyncStateView:
         """The state with a pending delta (``Session.state_view``); ``await view.commit()``.
@@ -483,7 +511,7 @@ class AsyncSession:
         >>> asyncio.run(main())
         ('tea', False)
         """
-        return AsyncStateView(await asyncio.to_thread(self._sync.state_view))
+        return AsyncStateView(await _to_thread(self._sync.state_view))
 
     async def state(self) -> dict[str, Any]:
         """The merged state (``Session.state``).
@@ -492,7 +520,7 @@ class AsyncSession:
         >>> asyncio.run(AsyncSession.create(":memory:").state())
         {}
         """
-        return await asyncio.to_thread(lambda: dict(self._sync.state))
+        return await _to_thread(lambda: dict(self._sync.state))
 
 
 class AsyncSessionManager:
@@ -509,7 +537,7 @@ class AsyncSessionManager:
     """
 
     def __init__(self, store: Store | str, app_name: str = "default", **options: Any) -> None:
-        self._sync = SessionManager(store, app_name, **options)
+        self._sync = _owning(SessionManager(_lazy(store), app_name, **options), store)
         self._async_compact: Callable[..., Any] | None = None
 
     @property
@@ -549,16 +577,19 @@ class AsyncSessionManager:
         return self
 
     def on_compaction(self, fn: Callable[..., Any]) -> AsyncSessionManager:
-        """Compaction function for every session: sync or async.
+        """Compaction function for every session: sync or async (as
+        ``AsyncSession.on_compaction``).
 
         >>> async def summarize(history, context=None): return None
         >>> AsyncSessionManager(":memory:").on_compaction(summarize).app_name
         'default'
         """
-        if is_async_compactor(fn):
-            self._async_compact = fn
+        self._async_compact = async_compactor(fn)
+        if self._async_compact is not None:
+            # The sync twin must not run an earlier sync function beside it.
+            self._sync._settings.compact_fn = None
+            self._sync._changed()
         else:
-            self._async_compact = None
             self._sync.on_compaction(fn)
         return self
 
@@ -606,7 +637,7 @@ class AsyncSessionManager:
         >>> import asyncio
         >>> asyncio.run(AsyncSessionManager(":memory:").close())
         """
-        await asyncio.to_thread(self._sync.close)
+        await _to_thread(self._sync.close)
 
     async def __aenter__(self) -> AsyncSessionManager:
         return self
@@ -621,7 +652,7 @@ class AsyncSessionManager:
         >>> asyncio.run(AsyncSessionManager(":memory:").get_session("s1")).session_id
         's1'
         """
-        session = await asyncio.to_thread(self._sync.get_session, session_id, **options)
+        session = await _to_thread(self._sync.get_session, session_id, **options)
         return AsyncSession._wrapping(session, self._async_compact)
 
     async def append(self, session_id: str, message: Any, **options: Any) -> Any:
@@ -633,7 +664,7 @@ class AsyncSessionManager:
         'user'
         """
         if self._async_compact is None:
-            return await asyncio.to_thread(self._sync.append, session_id, message, **options)
+            return await _to_thread(self._sync.append, session_id, message, **options)
         session = await self.get_session(session_id, **options)
         return await session.append_message(message)
 
@@ -670,14 +701,14 @@ class AsyncSessionManager:
         >>> len(tools) >= 1
         True
         """
-        return AsyncToolset(await asyncio.to_thread(self._sync.tools, **options))
+        return AsyncToolset(await _to_thread(self._sync.tools, **options))
 
 
 async def _acall(fn: Callable[..., Any], *args: Any) -> Any:
     """Await an async function; run a sync one in a worker thread (it may block on I/O)."""
-    if is_async_compactor(fn):
+    if returns_coroutine(fn):
         return await fn(*args)
-    result = await asyncio.to_thread(fn, *args)
+    result = await _to_thread(fn, *args)
     return await result if inspect.isawaitable(result) else result
 
 
@@ -694,6 +725,8 @@ class AsyncRunner(Runner):
     'Hi!'
     """
 
+    _async = True
+
     def __init__(self, target: Any, model: Callable[..., Any], **options: Any) -> None:
         # An async compaction function lives on the async wrapper: kept, to run after appends.
         self._async_compact: Callable[..., Any] | None = None
@@ -701,6 +734,7 @@ class AsyncRunner(Runner):
             self._async_compact = target._async_compact
             target = target.sync
         super().__init__(target, model, **options)
+        self._completing: set[asyncio.Future[TurnResult]] = set()  # tails of cancelled runs
 
     async def arun(
         self, user_input: Any, *, session_id: str | None = None, user_id: str | None = None
@@ -712,16 +746,16 @@ class AsyncRunner(Runner):
         >>> asyncio.run(runner.arun("hi")).messages[0]["role"]
         'user'
         """
-        session = await asyncio.to_thread(self.session_for, session_id, user_id)
+        session = await _to_thread(self.session_for, session_id, user_id)
         turn = _Turn(self, session, user_input)
-        await asyncio.to_thread(turn.load_state)
+        await _to_thread(turn.load_state)
         if self.hooks.before_run is not None:
             await _acall(self.hooks.before_run, turn.context)
-        await asyncio.to_thread(turn.start)
+        await _to_thread(turn.start)
         if self.memory is not None and turn.needs_memory():
-            plan, covered = await asyncio.to_thread(turn.memory_input)
+            plan, covered = await _to_thread(turn.memory_input)
             result = await _acall(turn.call_memory, covered)
-            await asyncio.to_thread(turn.apply_memory, plan, result)
+            await _to_thread(turn.apply_memory, plan, result)
         if turn.overflow and self._on_overflow is not None:
             await _acall(self._on_overflow, list(turn.overflow))
         for _ in range(self.max_steps):
@@ -731,12 +765,39 @@ class AsyncRunner(Runner):
                 break
             for part in calls:
                 name = turn.tool_name(part)
-                answer = await asyncio.to_thread(turn.tools.execute, name, part.get("input"))
+                answer = await _to_thread(turn.tools.execute, name, part.get("input"))
                 turn.answer(part, answer)
-        result_ = await asyncio.to_thread(turn.finish)
+        # From the append on, the run completes even if this await is cancelled: its messages
+        # never stay without the state its hooks set. The tail runs as a task of its own.
+        tail = asyncio.ensure_future(self._complete(turn, session))
+        self._completing.add(tail)
+        tail.add_done_callback(self._completing.discard)
+        return await asyncio.shield(tail)
+
+    async def _complete(self, turn: _Turn, session: Session) -> TurnResult:
+        """Append, compact, ``after_run``, commit the hooks' state, refresh the prompt. Without
+        async parts all of it runs in one worker thread: a cancelled or stopped loop cannot
+        cut it (``asyncio.run`` waits for its worker threads)."""
+        after = self.hooks.after_run
+        if self._async_compact is None and (after is None or not returns_coroutine(after)):
+
+            def in_thread() -> tuple[TurnResult, Any]:
+                result = turn.finish()
+                pending = after(turn.context) if after is not None else None
+                if inspect.isawaitable(pending):  # a sync function returning an awaitable
+                    return result, pending
+                turn.commit()
+                return result, None
+
+            result, pending = await _to_thread(in_thread)
+            if pending is not None:
+                await pending
+                await _to_thread(turn.commit)
+            return result
+        result = await _to_thread(turn.finish)
         if self._async_compact is not None:  # the sync append ran a sync function only
             await AsyncSession._wrapping(session, self._async_compact)._after_append()
-        if self.hooks.after_run is not None:
-            await _acall(self.hooks.after_run, turn.context)
-        await asyncio.to_thread(turn.commit)
-        return result_
+        if after is not None:
+            await _acall(after, turn.context)
+        await _to_thread(turn.commit)
+        return result

@@ -31,8 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadline._settings import async_compactor, returns_coroutine
 from threadline._turns import as_messages, context_window, fixed_cost, pending_calls
-from threadline.errors import InvalidArgumentError, ThreadlineError
+from threadline.errors import CompactionError, InvalidArgumentError, ThreadlineError
 from threadline.manager import SessionManager
 from threadline.messages import is_overlay_id, normalize_message
 from threadline.session import Session, check_compact_result
@@ -160,8 +161,11 @@ class _Turn:
         """Call ``memory`` on what fell out (awaitable for an async one). The runner chose the
         range: a function taking a context is told so (``summarize_all``), and
         ``create_compact_function`` then summarises all of it instead of planning a tail."""
-        assert self.runner.memory is not None
-        return self.session._invoke_compact_fn(self.runner.memory, covered, True)
+        memory = self.runner.memory
+        assert memory is not None
+        # create_compact_function around an async summariser: its acompact is the one to await
+        memory = async_compactor(memory) or memory
+        return self.session._invoke_compact_fn(memory, covered, True)
 
     def apply_memory(self, plan: Any, result: Any) -> None:
         if self.session._store_compaction(plan, check_compact_result(result)) is not None:
@@ -250,6 +254,8 @@ class Runner:
     'Hi!'
     """
 
+    _async = False  # whether async model, hooks and memory are accepted (AsyncRunner)
+
     def __init__(
         self,
         target: SessionManager | Session,
@@ -269,6 +275,14 @@ class Runner:
                 raise InvalidArgumentError(f"{name} must be a non-negative int or None")
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise InvalidArgumentError("max_steps must be a positive int")
+        if not self._async:  # refused now, not at the first run that reaches them
+            hooks_ = hooks or Hooks()
+            for name, fn in (("model", model), ("before_run", hooks_.before_run),
+                             ("after_run", hooks_.after_run)):  # fmt: skip
+                if fn is not None and returns_coroutine(fn):
+                    raise InvalidArgumentError(f"{name} is async: use threadline.aio.AsyncRunner")
+            if memory is not None and async_compactor(memory) is not None:
+                raise CompactionError("memory is async: use threadline.aio.AsyncRunner")
         self.target = target
         self.model = model
         self.runs = runs

@@ -5,6 +5,7 @@ overlay with nothing deleted, hooks with persisted state, nothing half-appended 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 import threadline
 from threadline import AsyncSessionManager, Hooks, Runner, SessionManager, create_compact_function
 from threadline.aio import AsyncRunner
+from threadline.compaction import create_async_compact_function
 from threadline.formats import from_anthropic
 from threadline.messages import text_of
 from threadline.tokens import estimate_message_tokens, estimate_tokens
@@ -54,17 +56,34 @@ def flavour(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def _runner(flavour: str, manager: SessionManager, **options: Any) -> tuple[Any, ScriptedModel]:
+def _manager(flavour: str, store: Any, *, notes: bool = True) -> Any:
+    """The manager a runner of that flavour takes: the async twin for the async runner."""
+    manager: Any = AsyncSessionManager(store) if flavour == "async" else SessionManager(store)
+    return manager.with_context("memory", description="Notes") if notes else manager
+
+
+def _runner(flavour: str, manager: Any, **options: Any) -> tuple[Any, ScriptedModel]:
     model = AsyncScriptedModel() if flavour == "async" else ScriptedModel()
     cls = AsyncRunner if flavour == "async" else Runner
     return cls(manager, model, **options), model
 
 
+def _maybe_async(flavour: str, fn: Any) -> Any:
+    """``fn`` as the flavour's runner takes it: an ``async def`` for the async runner."""
+    if flavour != "async":
+        return fn
+
+    async def twin(*args: Any) -> Any:
+        await asyncio.sleep(0)
+        return fn(*args)
+
+    return twin
+
+
 def test_each_call_sees_exactly_the_last_runs_whole_plus_the_system_prompt(
     store: Any, flavour: str
 ) -> None:
-    manager = SessionManager(store).with_context("memory", description="Notes")
-    runner, model = _runner(flavour, manager, runs=5)
+    runner, model = _runner(flavour, _manager(flavour, store), runs=5)
     for i in range(30):
         _run(runner, f"message {i}", session_id="s")
     by_run: dict[str, list[str]] = {}
@@ -87,8 +106,7 @@ def test_each_call_sees_exactly_the_last_runs_whole_plus_the_system_prompt(
 def test_system_prompt_input_and_history_stay_within_the_token_budget(
     store: Any, flavour: str
 ) -> None:
-    manager = SessionManager(store).with_context("memory", description="Notes")
-    runner, model = _runner(flavour, manager, max_context_tokens=300)
+    runner, model = _runner(flavour, _manager(flavour, store), max_context_tokens=300)
     for i in range(25):
         _run(runner, f"message {i} " + "words " * (i % 7), session_id="s")
     first_calls = [c for c in model.calls if c[1][-1]["role"] == "user"]  # input last
@@ -115,9 +133,9 @@ def test_memory_puts_a_summary_of_what_fell_out_first_and_deletes_nothing(
         prompts.append(prompt)
         return f"Summary {len(prompts)} of earlier runs."
 
-    memory = create_compact_function(summarize)  # as is: told to summarise all that fell out
-    manager = SessionManager(store).with_context("memory", description="Notes")
-    runner, model = _runner(flavour, manager, runs=2, memory=memory)
+    # As is: told to summarise all that fell out. The async runner awaits an async summariser.
+    memory = create_compact_function(_maybe_async(flavour, summarize))
+    runner, model = _runner(flavour, _manager(flavour, store), runs=2, memory=memory)
     results = [_run(runner, f"message {i}", session_id="s") for i in range(8)]
     first_calls = [seen for _, seen in model.calls if seen[-1]["role"] == "user"]
     runs = [[m["id"] for m in r.messages] for r in results]
@@ -150,7 +168,7 @@ def test_runs_count_anthropic_tool_results_as_part_of_their_run(store: Any, flav
             {"type": "tool_result", "tool_use_id": "t1", "content": "rain"}]},
         {"role": "assistant", "content": "Rain."},
     ]))  # fmt: skip
-    runner, model = _runner(flavour, manager, runs=1)
+    runner, model = _runner(flavour, _manager(flavour, store, notes=False), runs=1)
     _run(runner, "And tomorrow?", session_id="s")
     seen = model.calls[0][1]
     assert [m["role"] for m in seen] == ["user", "assistant", "user", "assistant", "user"]
@@ -166,12 +184,13 @@ def test_hook_state_is_visible_next_run_and_after_reopening(
         seen.append(ctx.get_state("visits", 0))
         ctx.set_state("visits", ctx.get_state("visits", 0) + 1)
 
+    hooks = Hooks(before_run=_maybe_async(flavour, before))
     with threadline.connect(file_store_url) as store:
-        runner, _ = _runner(flavour, SessionManager(store), hooks=Hooks(before_run=before))
+        runner, _ = _runner(flavour, _manager(flavour, store, notes=False), hooks=hooks)
         _run(runner, "one", session_id="s")
         _run(runner, "two", session_id="s")
     with threadline.connect(file_store_url) as store:
-        runner, _ = _runner(flavour, SessionManager(store), hooks=Hooks(before_run=before))
+        runner, _ = _runner(flavour, _manager(flavour, store, notes=False), hooks=hooks)
         _run(runner, "three", session_id="s")
         assert store.get_state("default", "s", None)["visits"] == 3
     assert seen == [0, 1, 2]
@@ -188,7 +207,7 @@ def test_a_model_that_raises_leaves_nothing_of_the_run(store: Any, flavour: str)
         return "fine"
 
     cls = AsyncRunner if flavour == "async" else Runner
-    runner = cls(SessionManager(store), failing)
+    runner = cls(_manager(flavour, store, notes=False), _maybe_async(flavour, failing))
     _run(runner, "first", session_id="s")
     with pytest.raises(RuntimeError):
         _run(runner, "second", session_id="s")
@@ -196,7 +215,7 @@ def test_a_model_that_raises_leaves_nothing_of_the_run(store: Any, flavour: str)
 
 
 def test_a_run_without_a_session_id_starts_a_new_uuid_session(store: Any, flavour: str) -> None:
-    runner, _ = _runner(flavour, SessionManager(store))
+    runner, _ = _runner(flavour, _manager(flavour, store, notes=False))
     result = _run(runner, "hello")
     assert len(result.session_id) == 32
     roles = [m["role"] for m in store.get_path("default", result.session_id)]
@@ -206,7 +225,7 @@ def test_a_run_without_a_session_id_starts_a_new_uuid_session(store: Any, flavou
 def test_a_model_raising_after_a_tool_call_stores_nothing_of_the_run(
     store: Any, flavour: str
 ) -> None:
-    manager = SessionManager(store).with_context("memory", description="Notes")
+    manager = SessionManager(store)  # reads the outcome
     model = ScriptedModel()
     calls = 0
 
@@ -221,7 +240,8 @@ def test_a_model_raising_after_a_tool_call_stores_nothing_of_the_run(
         ctx.set_state("runs", ctx.get_state("runs", 0) + 1)
 
     cls = AsyncRunner if flavour == "async" else Runner
-    runner = cls(manager, flaky, hooks=Hooks(before_run=before))
+    hooks = Hooks(before_run=_maybe_async(flavour, before))
+    runner = cls(_manager(flavour, store), _maybe_async(flavour, flaky), hooks=hooks)
     _run(runner, "first", session_id="s")
     with pytest.raises(RuntimeError):
         _run(runner, "second", session_id="s")
@@ -233,8 +253,8 @@ def test_a_model_raising_after_a_tool_call_stores_nothing_of_the_run(
 
 
 def test_a_run_can_be_undone_by_its_invocation_id(store: Any, flavour: str) -> None:
-    manager = SessionManager(store).with_context("memory", description="Notes")
-    runner, _ = _runner(flavour, manager)
+    manager = SessionManager(store)
+    runner, _ = _runner(flavour, _manager(flavour, store))
     kept = _run(runner, "keep this", session_id="s")
     undone = _run(runner, "undo this", session_id="s")
     invocation = undone.messages[0]["metadata"]["invocationId"]
@@ -266,3 +286,172 @@ def test_count_based_compaction_runs_after_each_run(store: Any, flavour: str) ->
     assert len(seen) == 7
     history = SessionManager(store).get_history("s")
     assert [text_of(history[0]), len(history)] == ["Earlier runs.", 4]
+
+
+def test_the_async_runner_awaits_memory_built_around_an_async_summariser(store: Any) -> None:
+    async def summarize(prompt: str) -> str:
+        await asyncio.sleep(0)
+        return "Earlier: messages 0 and 1."
+
+    manager = AsyncSessionManager(store)
+    runner = AsyncRunner(manager, AsyncScriptedModel(), runs=1,
+                         memory=create_compact_function(summarize))  # fmt: skip
+    for i in range(3):
+        asyncio.run(runner.arun(f"message {i}", session_id="s"))
+    seen = runner.model.calls[-1][1]  # type: ignore[attr-defined]
+    assert text_of(seen[0]) == "Earlier: messages 0 and 1." and text_of(seen[-1]) == "message 2"
+    assert len(store.get_path("default", "s")) == 6  # nothing deleted
+
+
+def test_the_sync_runner_refuses_async_functions_up_front() -> None:
+    async def model(system: str, messages: list[Any], tools: Any) -> str:
+        return "ok"
+
+    async def hook(ctx: Any) -> None:
+        return None
+
+    manager = SessionManager(":memory:")
+    with pytest.raises(threadline.InvalidArgumentError, match="AsyncRunner"):
+        Runner(manager, model)
+    with pytest.raises(threadline.InvalidArgumentError, match="AsyncRunner"):
+        Runner(manager, lambda s, m, t: "ok", hooks=Hooks(after_run=hook))
+    memory = create_async_compact_function(lambda prompt: "x")
+    with pytest.raises(threadline.CompactionError, match="AsyncRunner"):
+        Runner(manager, lambda s, m, t: "ok", memory=memory)
+    assert manager.list().sessions == []  # nothing ran
+
+
+def test_runs_budget_and_memory_together_over_thirty_runs(store: Any, flavour: str) -> None:
+    """The acceptance scenario in one: 30 runs, ``runs=5``, a token budget and ``memory=``.
+    Every model call stays within the budget (system prompt, input and history counted), sees
+    at most the last 5 runs, whole and contiguous up to the input, led by the summary of what
+    fell out whenever it fits; the raw path keeps every message."""
+    summaries: list[str] = []
+
+    def summarize(prompt: str) -> str:
+        summaries.append(f"Summary {len(summaries) + 1}.")
+        return summaries[-1]
+
+    memory = create_compact_function(_maybe_async(flavour, summarize))
+    runner, model = _runner(flavour, _manager(flavour, store), runs=5, max_context_tokens=260,
+                            memory=memory)  # fmt: skip
+    made: list[int] = []  # how many summaries existed when run k called the model
+    results = []
+    for i in range(30):
+        results.append(_run(runner, f"message {i} " + "words " * (i % 5), session_id="s"))
+        made.append(len(summaries))
+    runs = [[m["id"] for m in r.messages] for r in results]
+    first_calls = [c for c in model.calls if c[1][-1]["role"] == "user"]
+    assert len(first_calls) == 30
+    trimmed_by_tokens = 0
+    for k, (system, seen) in enumerate(first_calls):
+        assert estimate_tokens(system) + estimate_message_tokens(seen) <= 260
+        assert text_of(seen[-1]).startswith(f"message {k} ")
+        history = seen[:-1]
+        if history and history[0]["id"].startswith("compaction_"):
+            assert text_of(history[0]) == f"Summary {made[k]}."  # the newest summary
+            history = history[1:]
+        ids = [m["id"] for m in history]
+        shown = len(ids) // 3
+        assert len(ids) == 3 * shown and shown <= 5  # whole runs only, at most 5
+        assert ids == [i for r in runs[k - shown : k] for i in r]  # the newest, contiguous
+        trimmed_by_tokens += shown < min(k, 5)
+    assert trimmed_by_tokens > 0 and summaries  # the budget bound, and memory ran
+    assert any(seen[0]["id"].startswith("compaction_") for _, seen in first_calls)
+    assert len(store.get_path("default", "s")) == 90  # nothing deleted
+
+
+def test_without_a_session_id_every_run_is_a_fresh_conversation(store: Any, flavour: str) -> None:
+    # RadarOS: "If sessionId is omitted, a new UUID is generated per run".
+    runner, model = _runner(flavour, _manager(flavour, store, notes=False))
+    first, second = _run(runner, "hello"), _run(runner, "hello again")
+    assert first.session_id != second.session_id
+    assert [len(seen) for _, seen in model.calls] == [1, 1]  # neither saw the other
+    listed = {s.id for s in SessionManager(store).list().sessions}
+    assert listed == {first.session_id, second.session_id}
+
+
+def test_after_run_state_and_user_scoped_state_persist(store: Any, flavour: str) -> None:
+    seen: list[tuple[Any, Any, Any]] = []
+
+    def before(ctx: Any) -> None:
+        seen.append((ctx.user_id, ctx.get_state("last"), ctx.get_state("user:runs", 0)))
+
+    def after(ctx: Any) -> None:
+        ctx.set_state("last", text_of(ctx.input))
+        ctx.set_state("user:runs", ctx.get_state("user:runs", 0) + 1)
+
+    hooks = Hooks(before_run=_maybe_async(flavour, before), after_run=_maybe_async(flavour, after))
+    runner, _ = _runner(flavour, _manager(flavour, store, notes=False), hooks=hooks)
+    _run(runner, "one", session_id="a", user_id="ana")
+    _run(runner, "two", session_id="a", user_id="ana")
+    _run(runner, "three", session_id="b", user_id="ana")  # user: state follows the user
+    assert seen == [("ana", None, 0), ("ana", "one", 1), ("ana", None, 2)]
+    manager = SessionManager(store)
+    assert manager.get_state("a", user_id="ana") == {"last": "two", "user:runs": 3}
+
+
+@pytest.mark.parametrize("after_run", ["none", "async"])
+def test_a_cancelled_async_run_is_stored_whole_or_not_at_all(store: Any, after_run: str) -> None:
+    """Cancelled at random points, an ``arun`` either leaves nothing or all of the run: its
+    messages and the state its hooks set (counted by the hooks: one per stored run)."""
+    import random
+
+    rng = random.Random(7)
+
+    def before(ctx: Any) -> None:
+        ctx.set_state("runs", ctx.get_state("runs", 0) + 1)
+
+    async def after(ctx: Any) -> None:
+        await asyncio.sleep(0.001)
+        ctx.set_state("after", ctx.get_state("after", 0) + 1)
+
+    async def model(system: str, messages: list[Any], tools: Any) -> str:
+        await asyncio.sleep(0)
+        return "ok"
+
+    hooks = Hooks(before_run=before, after_run=after if after_run == "async" else None)
+
+    async def main() -> int:
+        runner = AsyncRunner(AsyncSessionManager(store), model, hooks=hooks)
+        cancelled = 0
+        for i in range(300):
+            task = asyncio.ensure_future(runner.arun(f"m{i}", session_id="s"))
+            await asyncio.sleep(rng.choice([0, 0.0002, 0.0005, 0.001, 0.002, 0.004]))
+            cancelled += task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            while runner._completing:  # a cancelled run's tail goes on: let it end first
+                await asyncio.sleep(0.001)
+        return cancelled
+
+    cancelled = asyncio.run(main())  # returns once every worker thread has finished
+    path = store.get_path("default", "s")
+    assert cancelled > 30
+    assert [m["role"] for m in path] == ["user", "assistant"] * (len(path) // 2)
+    state = SessionManager(store).get_state("s")
+    assert state.get("runs", 0) == len(path) // 2
+    if after_run == "async":
+        assert state.get("after", 0) == len(path) // 2
+
+
+def test_on_overflow_receives_what_lies_before_the_window(store: Any, flavour: str) -> None:
+    """Without ``memory``, nothing summarises the fall-out: every run hands the handler (and
+    ``TurnResult.overflow``) all that lies before the window, oldest first. With ``memory``,
+    what an earlier run already summarised is behind the summary: only the new fall-out."""
+    handed: list[list[str]] = []
+    runner, _ = _runner(flavour, _manager(flavour, store, notes=False), runs=2)
+    runner.on_overflow(_maybe_async(flavour, lambda ms: handed.append([m["id"] for m in ms])))
+    results = [_run(runner, f"message {i}", session_id="s") for i in range(5)]
+    runs = [[m["id"] for m in r.messages] for r in results]
+    assert [r.overflow for r in results[:3]] == [[], [], []]
+    assert handed == [runs[0], runs[0] + runs[1]]  # runs 3 and 4: all before their window
+    assert [[m["id"] for m in r.overflow] for r in results[3:]] == handed
+
+    handed.clear()
+    memory = create_compact_function(_maybe_async(flavour, lambda prompt: "Earlier."))
+    runner, _ = _runner(flavour, _manager(flavour, store, notes=False), runs=2, memory=memory)
+    runner.on_overflow(_maybe_async(flavour, lambda ms: handed.append([m["id"] for m in ms])))
+    results = [_run(runner, f"message {i}", session_id="t") for i in range(5)]
+    runs = [[m["id"] for m in r.messages] for r in results]
+    assert handed == [runs[0], runs[1]]  # each run's fall-out once: the rest is summarised

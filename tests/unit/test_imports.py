@@ -58,3 +58,29 @@ def test_core_module_list_is_not_empty() -> None:
 @pytest.mark.parametrize("module", _core_modules())
 def test_core_module_imports_only_the_standard_library(module: str) -> None:
     assert _third_party_imports(module) == []
+
+
+def test_each_framework_adapter_is_an_extra_pinned_to_its_suite_version() -> None:
+    import tomllib
+    from pathlib import Path
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    assert extras["openai-agents"] == ["openai-agents==0.24.0"]  # integrations.md §14
+    assert extras["adk"] == ["google-adk==2.13.0"]
+
+
+def test_importing_threadline_and_its_async_api_loads_no_framework() -> None:
+    script = (
+        "import json, sys, threadline, threadline.aio, threadline.integrations\n"
+        "from threadline import AsyncSession, AsyncSessionManager\n"
+        "from threadline.aio import AsyncRunner\n"
+        "print(json.dumps([n for n in ('agents', 'google', 'openai', 'anthropic')"
+        " if n in sys.modules]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert json.loads(done.stdout) == []

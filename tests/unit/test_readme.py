@@ -31,3 +31,12 @@ def test_readme_snippets_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         exec(compile(code, str(README), "exec"), namespace)
     session = namespace["session"]
     assert session.get_context_block("memory") is not None  # type: ignore[attr-defined]
+
+
+def test_the_quickstart_opens_with_an_agent_turn_and_each_framework_has_its_switch() -> None:
+    headings = re.findall(r"^(#{2,3}) (.+)$", README.read_text(encoding="utf-8"), re.M)
+    titles = [title for _, title in headings]
+    quickstart = titles.index("Quickstart")
+    assert titles[quickstart + 1] == "Run an agent turn"  # what users come for, first
+    assert "OpenAI Agents SDK: switch from `SQLiteSession` in one line" in titles
+    assert "Google ADK: switch from DatabaseSessionService in one line" in titles

@@ -191,6 +191,37 @@ def test_async_sdk_summarizer_with_acompact(server: str) -> None:
     assert result is not None and result.summary == "## Topic\nFrom Anthropic"
 
 
+def test_an_async_sdk_summarizer_compacts_an_async_session_and_the_sync_one_refuses_it(
+    server: str,
+) -> None:
+    from threadline import CompactionError, Session
+    from threadline.aio import AsyncSession
+    from threadline.messages import text_of
+
+    async def run() -> list[str]:
+        client = openai_sdk.AsyncOpenAI(api_key="test", base_url=f"{server}/v1", max_retries=0)
+        try:
+            fn = create_compact_function(
+                summarizers.openai(client, "gpt-test"), protect_head=0, tail_token_budget=20
+            )
+            with pytest.raises(CompactionError, match="AsyncSession"):
+                Session.create(":memory:").on_compaction(fn)  # refused when registered
+            errors: list[BaseException] = []
+            session = (
+                AsyncSession.create(":memory:").on_compaction(fn).compact_after(80)
+                .on_compaction_error(errors.append)
+            )  # fmt: skip
+            for i in range(8):
+                await session.append_message({"role": "user", "content": f"message {i} " * 5})
+            assert errors == []
+            return [text_of(m) for m in await session.get_history()]
+        finally:
+            await client.close()
+
+    history = asyncio.run(run())
+    assert history[0] == "## Topic\nFrom OpenAI" and history[-1].startswith("message 7")
+
+
 # --------------------------------------------------------------------------- extractive
 
 

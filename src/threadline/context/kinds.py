@@ -25,7 +25,9 @@ Any of them may define ``init(label)``, called once with the block label before 
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+from contextvars import ContextVar
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from threadline.errors import ThreadlineError
@@ -208,18 +210,41 @@ def is_keyed_kind(kind: ProviderKind) -> bool:
     return kind in ("skill", "search")
 
 
+#: The event loop of the ``threadline.aio`` call running in this worker thread (set by the async
+#: API around each worker-thread call; ``None`` elsewhere). An async provider's coroutine is
+#: run on it while the worker thread waits: the loop is free, awaiting that very call.
+ASYNC_PROVIDER_LOOP: ContextVar[asyncio.AbstractEventLoop | None] = ContextVar(
+    "threadline_async_provider_loop", default=None
+)
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
 def call_provider(provider: object, method: str, *args: Any) -> Any:
-    """Call ``provider.method(*args)``, refusing async providers with a clear error.
+    """Call ``provider.method(*args)``. An async method is awaited on the event loop when the
+    call comes from ``threadline.aio`` (which runs storage in worker threads); the sync
+    ``Session`` refuses it with a clear error.
 
     >>> call_provider("abc", "upper")
     'ABC'
     """
     result = getattr(provider, method)(*args)
     if inspect.isawaitable(result):
+        loop = ASYNC_PROVIDER_LOOP.get()
+        if loop is not None and not loop.is_closed():
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is not loop:  # a worker thread: the loop awaits us, it is free
+                return asyncio.run_coroutine_threadsafe(_awaited(result), loop).result()
         if inspect.iscoroutine(result):
             result.close()  # never awaited: close it so Python does not warn about it
         raise ThreadlineError(
             f"{type(provider).__name__}.{method}() returned an awaitable; async context "
-            "providers are not supported yet, use a provider with synchronous methods"
+            "providers work with threadline.aio (AsyncSession, AsyncSessionManager); the sync "
+            "Session needs a provider with synchronous methods"
         )
     return result

@@ -57,6 +57,7 @@ import functools
 import gc
 import json
 import os
+import re
 import threading
 import uuid
 import weakref
@@ -90,7 +91,7 @@ from threadline.errors import HeadMovedError, SessionExistsError
 from threadline.errors import SessionNotFoundError as ThreadlineSessionNotFoundError
 from threadline.formats import from_genai, to_genai
 from threadline.messages import format_timestamp, parse_timestamp
-from threadline.store import UNSET, SQLiteStore, Store, connect
+from threadline.store import UNSET, SQLiteStore, Store, connect_lazily
 from threadline.types import SessionListing
 
 __all__ = [
@@ -355,9 +356,18 @@ def _decode_state(stored: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _open(store: str | os.PathLike[str] | Store) -> tuple[Store, bool]:
+    """The store, and whether the service owns it. A URL is opened by the first storage call,
+    in a worker thread: a service built inside a coroutine does no I/O on the event loop."""
     if isinstance(store, (str, os.PathLike)):
-        return connect(store), True
+        return connect_lazily(store), True
     return store, False
+
+
+def _on_sqlite(store: str | os.PathLike[str] | Store) -> bool:
+    """Whether ``store`` is (or a URL that opens) a SQLite store, without opening it."""
+    if isinstance(store, (str, os.PathLike)):
+        return re.match(r"(?i)postgres(ql)?://", os.fspath(store)) is None
+    return isinstance(store, SQLiteStore)
 
 
 def _normal_id(session_id: str | None) -> str | None:
@@ -396,7 +406,7 @@ class ThreadlineSessionService(BaseSessionService):
         )
         self._writer = (
             ThreadPoolExecutor(1, thread_name_prefix="threadline-adk-writer")
-            if isinstance(self.store, SQLiteStore)
+            if _on_sqlite(store)
             else None
         )
         # (app, threadline id) of sessions seen holding the bookkeeping key where earlier

@@ -12,11 +12,13 @@ import os
 import re
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from threadline.errors import InvalidArgumentError
 from threadline.store._dump_check import check_dump
+from threadline.store._lazy import LazyStore
 from threadline.store._sqlite_paths import is_memory
 from threadline.store.base import (
     UNSET,
@@ -46,6 +48,7 @@ __all__ = [
     "TreeNode",
     "check_dump",
     "connect",
+    "connect_lazily",
 ]
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
@@ -102,6 +105,41 @@ def connect(
     ...
     threadline.errors.InvalidArgumentError: read_only=True is for SQLite stores; ...
     """
+    return _opener(
+        url,
+        clock=clock,
+        read_only=read_only,
+        size_policy=size_policy,
+        max_message_bytes=max_message_bytes,
+    )()
+
+
+def connect_lazily(url: str | os.PathLike[str]) -> Store:
+    """A store that ``connect(url)`` opens at its first use, in the thread that uses it: the
+    URL is checked now (a bad one raises here, as with ``connect``), nothing is opened. The
+    async API (``threadline.aio``) takes URLs this way, so opening a database — connections,
+    schema migration — runs in a worker thread like every other storage call, never on the
+    event loop.
+
+    >>> store = connect_lazily(":memory:")
+    >>> store.opened
+    False
+    >>> store.count_sessions("default"), store.opened
+    (0, True)
+    >>> store.close()
+    """
+    return LazyStore(_opener(url), os.fspath(url))
+
+
+def _opener(
+    url: str | os.PathLike[str],
+    *,
+    clock: Callable[[], datetime] | None = None,
+    read_only: bool = False,
+    size_policy: str | None = None,
+    max_message_bytes: int | None = None,
+) -> Callable[[], Store]:
+    """What ``connect`` opens, checked but not opened yet (no I/O): call it to open."""
     text = os.fspath(url)
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"connect() needs a store URL or path; supported: {SUPPORTED}")
@@ -112,7 +150,7 @@ def connect(
     match = _SCHEME.match(text)
     if match is None:
         sizes = _size_options({}, size_policy, max_message_bytes)
-        return SQLiteStore(text, clock=clock, **_read_only(read_only, text), **sizes)
+        return partial(SQLiteStore, text, clock=clock, **_read_only(read_only, text), **sizes)
     scheme = match.group(1).lower()
     text, from_url = _take_size_options(text)
     sizes = _size_options(from_url, size_policy, max_message_bytes)
@@ -122,14 +160,14 @@ def connect(
                 "read_only=True is for SQLite stores; for PostgreSQL connect as a read-only "
                 "role or to a standby (e.g. ?target_session_attrs=read-only)"
             )
-        return PostgresStore(text, clock=clock, **sizes)
+        return partial(PostgresStore, text, clock=clock, **sizes)
     if scheme == "sqlite":
         path, options = _parse_sqlite_url(text)
         if read_only:
             if options.get("read_only") is False:
                 raise InvalidArgumentError(f"read_only=True contradicts mode=rw in {text!r}")
             options.update(_read_only(read_only, path))
-        return SQLiteStore(path, clock=clock, **options, **sizes)
+        return partial(SQLiteStore, path, clock=clock, **options, **sizes)
     raise ValueError(f"unsupported store URL scheme {scheme!r}; supported: {SUPPORTED}")
 
 

@@ -29,6 +29,7 @@ the terms, "any" mode ORs them.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import unicodedata
@@ -258,9 +259,13 @@ COMMON_DOCS = 50_000
 rarer word term, common terms are ignored like stop words (they carry almost no ranking
 information and would make the backend score most of the store)."""
 
-RANKED_CANDIDATES = 10_000
-"""At most this many matching messages are scored and ranked per search (on SQLite the newest
-ones); the rest are not considered for the top hits."""
+LARGE_STORE = 10_000
+"""A store holding more messages than this is *large*: its app- and user-wide searches rank
+at most :data:`RANKED_CANDIDATES` matches. Smaller stores rank every match."""
+
+RANKED_CANDIDATES = 2_000
+"""At most this many matching messages are scored and ranked per search of a large store (on
+SQLite the newest ones); the rest are not considered for the top hits."""
 
 UNRANKED_CANDIDATES = 1_000
 """When every term is common, at most this many matches are considered (SQLite: the newest
@@ -353,7 +358,8 @@ def top_rows(scores: Mapping[int, float], order: Mapping[int, int], limit: int) 
     >>> top_rows({1: 0.5, 2: 0.5, 3: 0.9}, {1: 7, 2: 3, 3: 1}, 2)
     [3, 1]
     """
-    return sorted(scores, key=lambda row: (-scores[row], -order.get(row, 0), -row))[:limit]
+    # A bounded heap: the candidates can be thousands, the hits a few.
+    return heapq.nsmallest(limit, scores, key=lambda row: (-scores[row], -order.get(row, 0), -row))
 
 
 SNIPPET_CHARS = 2000
@@ -386,6 +392,7 @@ def snippet(text: str, terms: Iterable[Term], limit: int = SNIPPET_CHARS) -> str
 
 __all__ = [
     "COMMON_DOCS",
+    "LARGE_STORE",
     "LOCAL_SEARCH_SESSION",
     "LOCAL_SEARCH_STORE",
     "MAX_QUERY_CHARS",

@@ -47,6 +47,7 @@ QUERIES = [
     "the one",
     "what did we decide about the database",
     "kafka decide zebra",  # nothing holds all three: the any-word pass
+    "database decide zebra",  # the any-word pass, against decoys repeating one word
     '"the one"',
     "database kafka",
     "ops@example.com",
@@ -97,6 +98,7 @@ def _holds(text: str, term: str) -> bool:
 def scaled(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
     if request.param == "scaled":
         monkeypatch.setattr(rules, "COMMON_DOCS", 60)
+        monkeypatch.setattr(rules, "LARGE_STORE", 100)
         monkeypatch.setattr(rules, "RANKED_CANDIDATES", 100)
         monkeypatch.setattr(rules, "UNRANKED_CANDIDATES", 20)
         monkeypatch.setattr(rules, "LOCAL_SEARCH_STORE", 100)
@@ -138,6 +140,20 @@ def test_the_top_hit_holds_the_most_rare_terms(
         assert hits, (query, session_id)
         top = hits[0].content
         assert sum(_holds(top, term) for term in rare) == best, (query, session_id, top, rare)
+
+
+@pytest.mark.parametrize("query", ["the", "the one", "database kafka", "decide zebra"])
+def test_a_store_under_the_large_store_threshold_ranks_every_match(
+    filled: tuple[Store, dict[tuple[str, int], str]],
+    monkeypatch: pytest.MonkeyPatch,
+    query: str,
+) -> None:
+    store, _ = filled
+    exact = store.search_messages(APP, query, limit=20)
+    # Fewer candidates than the store holds: only a store over LARGE_STORE may use that bound.
+    monkeypatch.setattr(rules, "RANKED_CANDIDATES", 10)
+    monkeypatch.setattr(rules, "UNRANKED_CANDIDATES", 10)
+    assert store.search_messages(APP, query, limit=20) == exact
 
 
 def _ids(hits: list[Any]) -> set[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from threadline import _search_query as rules
@@ -294,8 +295,9 @@ class Plan(NamedTuple):
 def plan_terms(tx: _Reader, terms: Sequence[Term]) -> Plan:
     """The plan of one app- or user-wide search pass (docs/search.md, "Cost").
 
-    In a store of more than :data:`~threadline._search_query.RANKED_CANDIDATES` messages
-    (by the planner's count), at most that many matches are scored. In a store of more than
+    In a store of more than :data:`~threadline._search_query.LARGE_STORE` messages (by the
+    planner's count), at most :data:`~threadline._search_query.RANKED_CANDIDATES` matches are
+    scored. In a store of more than
     :data:`~threadline._search_query.COMMON_DOCS`, terms of words estimated in more than that
     many messages are left out when another term remains (when every term is that common,
     only :data:`~threadline._search_query.UNRANKED_CANDIDATES` matches are scored), and
@@ -306,7 +308,7 @@ def plan_terms(tx: _Reader, terms: Sequence[Term]) -> Plan:
     texts = [c[0].text for c, is_plain in zip(compiled, plain, strict=True) if is_plain]
     row = tx.one(_SQL_ESTIMATES, [texts])
     size = int(row[0]) if row else 0
-    if size <= rules.RANKED_CANDIDATES:
+    if size <= rules.LARGE_STORE:
         return Plan(list(terms))
     if size <= rules.COMMON_DOCS or row is None:
         return Plan(list(terms), rules.RANKED_CANDIDATES)
@@ -360,7 +362,8 @@ def search_message_rows(
     limit: int,
 ) -> list[tuple[Any, ...]]:
     """One search pass (``SQLStore._search_message_rows``): rows ``(session_id, id, role,
-    data, score)``, best first, in one round trip after the plan's."""
+    data, score)``, best first, in one round trip after the plan's (two when an app- or
+    user-wide "all" pass has terms that match as words or substrings, see below)."""
     # In one session, test its own rows (docs/search.md, "Cost"); else bound the work.
     key = (tuple(terms), session_id)
     if mode == "any" and tx.search_plan is not None and tx.search_plan[0] == key:
@@ -370,6 +373,30 @@ def search_message_rows(
         plan = Plan(list(terms)) if session_id is not None else plan_terms(tx, terms)
         tx.search_plan = (key, plan, scan)
     terms = plan.terms
+    if mode == "all" and not scan and any(t.needs_substring for t in terms):
+        # A hit holding every term as words outscores any hit holding one only as a
+        # substring (1 per term against 0.5; ts_rank stays below 0.1 with unweighted
+        # vectors), so when there are `limit` of those they are the answer, and the trigram
+        # index, whose common trigrams (`` a ``, ``om ``...) cost the most, is not read.
+        words = [replace(t, needs_substring=False) for t in terms]
+        if all(t.tokens for t in terms):
+            rows = _run_pass(tx, app, words, mode, session_id, owner, limit, plan, scan)
+            if len(rows) >= limit:
+                return rows
+    return _run_pass(tx, app, terms, mode, session_id, owner, limit, plan, scan)
+
+
+def _run_pass(
+    tx: _SearchTx,
+    app: str,
+    terms: Sequence[Term],
+    mode: MatchMode,
+    session_id: str | None,
+    owner: OwnerFilter,
+    limit: int,
+    plan: Plan,
+    scan: bool,
+) -> list[tuple[Any, ...]]:
     built = message_search_sql(
         app, terms, mode, session_id, owner, limit,
         candidates=None if plan.candidates is None else max(plan.candidates, limit),

@@ -16,6 +16,7 @@ from threadline.store._sql import Row, _in_list
 from threadline.store._sqlite_search import (
     Bound,
     _Corpus,
+    _fts_match,
     _needs_substring,
     _substring_source,
     fts5_quote,
@@ -75,11 +76,11 @@ def plan_terms(
     messages (phrases: whose every word is) are left out when another term remains; when every
     term is that common, the newest ``limit`` matches are returned unranked. Forms of a word
     that no message holds are left out of its expression (same matches, less to score).
-    Stores of at most :data:`~threadline._search_query.RANKED_CANDIDATES` messages are searched
-    as they always were.
+    Stores of at most :data:`~threadline._search_query.LARGE_STORE` messages are searched as
+    they always were.
     """
     size = store_size(conn)
-    if size <= rules.RANKED_CANDIDATES:
+    if size <= rules.LARGE_STORE:
         return Plan(list(terms))
     bound = Bound(max(rules.RANKED_CANDIDATES, limit), ranked=True)
     cap = rules.COMMON_DOCS + 1
@@ -179,5 +180,59 @@ def session_search(
         batch = top[start : start + 500]
         sql = "SELECT rowid, session_id, id, role, data FROM tl_messages WHERE rowid IN "
         for row in conn.execute(sql + _in_list(len(batch)), batch):
+            loaded[int(row[0])] = row[1:]
+    return [(*loaded[r], scores[r], seqs[r]) for r in top if r in loaded]
+
+
+def any_word_search(
+    conn: sqlite3.Connection,
+    corpora: Sequence[_Corpus],
+    plan: Plan,
+    scope: str,
+    scope_params: list[Any],
+    limit: int,
+) -> list[Row]:
+    """The any-word pass of a large store, for word terms: rows ``(session_id, id, role,
+    data, score, seq)`` scored by :func:`~threadline._search_query.coverage_scores`.
+
+    The candidates are the newest ``plan.bound.candidates`` messages in scope holding some
+    term (as the bm25 pass takes them); each term's matches among them come from a rowid walk
+    of its doclist from the oldest candidate on. Ranking them by bm25 would read every
+    candidate's positions and length: several times the cost, for an order in which a
+    message repeating one term can beat one holding more of the terms. ``corpora[0]`` is the
+    store's index, the others the small in-memory one of pending rows.
+    """
+    assert plan.bound is not None
+    seqs: dict[int, int] = {}
+    words: list[set[int]] = [set() for _ in plan.terms]
+    for corpus in corpora:
+        match = _fts_match(plan.terms, "any", plan.forms)
+        if match is None:
+            return []
+        found = {
+            int(rowid): int(seq)
+            for rowid, seq in conn.execute(
+                f"SELECT x.rowid, {corpus.order} FROM {corpus.fts} CROSS JOIN {corpus.table} x "
+                f"ON x.rowid = {corpus.fts}.rowid WHERE {corpus.fts} MATCH ? "
+                f"AND {scope.format(p='+')} ORDER BY {corpus.fts}.rowid DESC "
+                f"LIMIT {int(plan.bound.candidates)}",
+                [match, *scope_params],
+            )
+        }
+        if not found:
+            continue
+        seqs.update(found)
+        low = min(found)
+        sql = f"SELECT rowid FROM {corpus.fts} WHERE {corpus.fts} MATCH ? AND rowid >= ?"
+        for term, matched in zip(plan.terms, words, strict=True):
+            expression = fts5_term(term, plan.forms)
+            if expression is not None:
+                matched.update(r for (r,) in conn.execute(sql, (expression, low)) if r in found)
+    scores = rules.coverage_scores(words, [set() for _ in words], len(seqs), "any")
+    top = rules.top_rows(scores, seqs, limit)
+    loaded: dict[int, Row] = {}
+    if top:
+        sql = "SELECT rowid, session_id, id, role, data FROM tl_messages WHERE rowid IN "
+        for row in conn.execute(sql + _in_list(len(top)), top):
             loaded[int(row[0])] = row[1:]
     return [(*loaded[r], scores[r], seqs[r]) for r in top if r in loaded]

@@ -259,6 +259,12 @@ COMMON_DOCS = 50_000
 rarer word term, common terms are ignored like stop words (they carry almost no ranking
 information and would make the backend score most of the store)."""
 
+COUNT_MEMORY_SECONDS = 60.0
+"""How long SQLite reuses a word's count of messages (made up to :data:`COMMON_DOCS` + 1)
+before counting again: counting costs most for the words most queries hold ("the", "what",
+"we"). Only the choice of which terms to leave out (a word crossing :data:`COMMON_DOCS`)
+can lag behind the store by this long; which messages match is never remembered."""
+
 LARGE_STORE = 10_000
 """A store holding more messages than this is *large*: its app- and user-wide searches rank
 at most :data:`RANKED_CANDIDATES` matches. Smaller stores rank every match."""
@@ -392,6 +398,7 @@ def snippet(text: str, terms: Iterable[Term], limit: int = SNIPPET_CHARS) -> str
 
 __all__ = [
     "COMMON_DOCS",
+    "COUNT_MEMORY_SECONDS",
     "LARGE_STORE",
     "LOCAL_SEARCH_SESSION",
     "LOCAL_SEARCH_STORE",

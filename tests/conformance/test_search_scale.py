@@ -156,6 +156,22 @@ def test_a_store_under_the_large_store_threshold_ranks_every_match(
     assert store.search_messages(APP, query, limit=20) == exact
 
 
+def test_a_word_form_written_after_a_search_is_found_by_the_next(
+    filled: tuple[Store, dict[tuple[str, int], str]], scaled: bool
+) -> None:
+    store, _ = filled
+    # "deployment" has another Porter stem than "deploy": a large store checks which of a
+    # word's forms it holds; that check must not be remembered from the first search.
+    assert not store.search_messages(APP, "deploy", limit=5)
+    text = {"type": "text", "text": "the deployment is done"}
+    more = [
+        {"id": f"more-{i}", "role": "user", "parts": [{"type": "text", "text": "violin"}]}
+        for i in range(100)
+    ]  # so that SQLite indexes "late" (docs/architecture.md)
+    store.append_messages(APP, "s2", [{"id": "late", "role": "user", "parts": [text]}, *more])
+    assert [h.id for h in store.search_messages(APP, "deploy", limit=5)] == ["late"]
+
+
 def _ids(hits: list[Any]) -> set[str]:
     return {h.id for h in hits}
 

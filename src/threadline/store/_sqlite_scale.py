@@ -7,6 +7,7 @@ The rules and thresholds are dialect-free (``threadline._search_query``, docs/se
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -35,15 +36,27 @@ def store_size(conn: sqlite3.Connection) -> int:
 
 
 def _doc_count(
-    conn: sqlite3.Connection, corpus: _Corpus, match: str, cap: int, cache: dict[str, int]
+    conn: sqlite3.Connection,
+    corpus: _Corpus,
+    match: str,
+    cap: int,
+    cache: dict[str, int],
+    known: dict[str, tuple[float, int]] | None = None,
 ) -> int:
     """Messages matching ``match``, counted up to ``cap`` (so the cost is bounded by it).
 
     ``cache``: counts already made in this database version (the "all" and "any" passes of
-    one search count the same terms).
+    one search count the same terms). ``known``: counts (with ``cap`` above 1) kept across
+    searches with the ``time.monotonic`` they were made at, reused for
+    :data:`~threadline._search_query.COUNT_MEMORY_SECONDS` (existence checks, ``cap`` 1, are
+    always made afresh: a word's new form must be found at once).
     """
     key = f"{corpus.fts} {cap} {match}"
     if key not in cache:
+        now = time.monotonic()
+        remembered = known.get(key) if known is not None and cap > 1 else None
+        if remembered is not None and now - remembered[0] < rules.COUNT_MEMORY_SECONDS:
+            return remembered[1]
         sql = (
             f"SELECT count(*) FROM (SELECT 1 FROM {corpus.fts} "
             f"WHERE {corpus.fts} MATCH ? LIMIT {int(cap)})"
@@ -51,6 +64,10 @@ def _doc_count(
         if len(cache) > 1024:
             cache.clear()
         cache[key] = int(conn.execute(sql, (match,)).fetchone()[0])
+        if known is not None and cap > 1:
+            if len(known) > 4096:
+                known.clear()
+            known[key] = (now, cache[key])
     return cache[key]
 
 
@@ -69,6 +86,7 @@ def plan_terms(
     terms: Sequence[Term],
     limit: int,
     cache: dict[str, int],
+    known: dict[str, tuple[float, int]] | None = None,
 ) -> Plan:
     """The plan of one search pass of a large store.
 
@@ -77,7 +95,7 @@ def plan_terms(
     term is that common, the newest ``limit`` matches are returned unranked. Forms of a word
     that no message holds are left out of its expression (same matches, less to score).
     Stores of at most :data:`~threadline._search_query.LARGE_STORE` messages are searched as
-    they always were.
+    they always were. ``cache`` and ``known``: see :func:`_doc_count`.
     """
     size = store_size(conn)
     if size <= rules.LARGE_STORE:
@@ -92,20 +110,20 @@ def plan_terms(
         elif len(term.tokens) > 1:  # a phrase is as common as its rarest word, at most
             # (counting the phrase itself would read the positions of every candidate)
             counts.append(
-                min(_doc_count(conn, corpus, fts5_quote(t), cap, cache) for t in term.tokens)
+                min(_doc_count(conn, corpus, fts5_quote(t), cap, cache, known) for t in term.tokens)
             )
         else:
             # The word as written is counted; its other forms are only checked for existence.
             word = term.tokens[0]
             variants = single_word_forms(word)
-            counts.append(_doc_count(conn, corpus, fts5_quote(variants[0]), cap, cache))
+            counts.append(_doc_count(conn, corpus, fts5_quote(variants[0]), cap, cache, known))
             held = [variants[0]] if counts[-1] else []
             held += [f for f in variants[1:] if _doc_count(conn, corpus, fts5_quote(f), 1, cache)]
             forms[word] = held or [word]
     if size <= rules.COMMON_DOCS:
         return Plan(list(terms), bound, forms)
-    kept, common = rules.split_common(counts)
-    if not common and all(n is not None and n > rules.COMMON_DOCS for n in counts):
+    kept, left_out = rules.split_common(counts)
+    if not left_out and all(n is not None and n > rules.COMMON_DOCS for n in counts):
         return Plan(list(terms), Bound(limit, ranked=False), forms)
     return Plan([terms[i] for i in kept], bound, forms)
 

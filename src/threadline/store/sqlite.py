@@ -326,7 +326,7 @@ class SQLiteStore(SQLiteIndex):
                 return [row[:-1] for row in rows]
             if mode == "all":  # a new search (the "any" pass reuses the all pass's counts)
                 tx.doc_counts.clear()
-            plan = plan_terms(tx.conn, _MESSAGES, terms, limit, tx.doc_counts)
+            plan = plan_terms(tx.conn, _MESSAGES, terms, limit, tx.doc_counts, tx.known_counts)
             if (
                 mode == "any"
                 and len(plan.terms) > 1

@@ -191,6 +191,20 @@ def test_a_session_searched_through_its_own_rows_finds_the_same_messages(
         assert [h.score for h in local] == sorted((h.score for h in local), reverse=True)
 
 
+@pytest.mark.parametrize("query", ["database", "kafka decide zebra", "ops@example.com", "東京"])
+def test_a_session_over_the_local_search_size_finds_the_same_messages(
+    filled: tuple[Store, dict[tuple[str, int], str]], monkeypatch: pytest.MonkeyPatch, query: str
+) -> None:
+    store, _ = filled
+    for sid in SESSIONS:
+        own_rows = store.search_messages(APP, query, session_id=sid, limit=500)
+        monkeypatch.setattr(rules, "LOCAL_SEARCH_SESSION", 10)  # every session is "huge"
+        indexed = store.search_messages(APP, query, session_id=sid, limit=500)
+        monkeypatch.setattr(rules, "LOCAL_SEARCH_SESSION", 50_000)
+        assert [(h.id, h.score) for h in indexed] == [(h.id, h.score) for h in own_rows]
+        assert not store.search_messages(APP, query, session_id="nobody", limit=5)
+
+
 def test_common_terms_alone_still_find_all_their_messages(
     filled: tuple[Store, dict[tuple[str, int], str]], scaled: bool
 ) -> None:

@@ -206,7 +206,9 @@ def message_search_sql(
     against all their word chunks (a second, small pass; the first one skips no message).
     ``candidates``: score only that many matching messages (any ones: PostgreSQL has no
     store-wide order to pick the newest by). ``scan_session``: read the session's rows and
-    test each (cost in step with the session) instead of the store-wide indexes.
+    test each (cost in step with the session) instead of the store-wide indexes, when the
+    session holds at most :data:`~threadline._search_query.LOCAL_SEARCH_SESSION` messages
+    (decided inside the statement).
 
     >>> from threadline._search_query import parse_query
     >>> sql, _ = message_search_sql("a", parse_query("x"), "all", None, None, 10, candidates=99)
@@ -228,9 +230,21 @@ def message_search_sql(
     if session_id is not None:
         scope.append("m.session_id = ?")
         scope_params.append(session_id)
-        if scan_session:  # OFFSET 0: a fence the planner cannot push the text tests through
-            source = "(SELECT * FROM tl_messages WHERE app = ? AND session_id = ? OFFSET 0) m"
-            source_params = [app, session_id]
+        if scan_session:
+            # A session of at most LOCAL_SEARCH_SESSION messages: its rows, each tested
+            # (OFFSET 0 is a fence the planner cannot push the text tests through); a larger
+            # one: the store-wide indexes. The size is read once (an InitPlan), in the same
+            # statement, and only one branch runs.
+            size = "(SELECT message_count FROM tl_sessions WHERE app = ? AND id = ?)"
+            most = int(rules.LOCAL_SEARCH_SESSION)
+            source = (
+                "(SELECT * FROM (SELECT * FROM tl_messages WHERE app = ? AND session_id = ? "
+                f"OFFSET 0) a WHERE {size} <= {most} UNION ALL "
+                f"SELECT * FROM tl_messages m WHERE m.app = ? AND m.session_id = ? "
+                f"AND {size} > {most} AND ({where})) m"
+            )
+            source_params = [app, session_id, app, session_id]
+            source_params += [app, session_id, app, session_id, *where_params]
     join = ""
     if owner is not None:
         join = " JOIN tl_sessions s ON s.app = m.app AND s.id = m.session_id"
@@ -253,7 +267,6 @@ def message_search_sql(
     return sql, params
 
 
-_SQL_SESSION_SIZE = "SELECT message_count FROM tl_sessions WHERE app = ? AND id = ?"
 # One round trip: the planner's row count of tl_messages and, per text, its number of
 # lexemes and an estimate of the messages holding all of them, from the frequencies of the
 # most common lexemes that ANALYZE keeps (a lexeme not among them counts as rare).
@@ -330,12 +343,6 @@ def plan_terms(tx: _Reader, terms: Sequence[Term]) -> Plan:
     return Plan([kept_terms[i] for i in kept], rules.RANKED_CANDIDATES)
 
 
-def session_scan(tx: _Reader, app: str, session_id: str) -> bool:
-    """True if a search inside this session should test the session's rows one by one."""
-    row = tx.one(_SQL_SESSION_SIZE, [app, session_id])
-    return row is not None and int(row[0]) <= rules.LOCAL_SEARCH_SESSION
-
-
 def entry_search_sql(
     app: str, label: str, terms: Sequence[Term], mode: MatchMode, limit: int
 ) -> tuple[str, list[Any]] | None:
@@ -364,12 +371,13 @@ def search_message_rows(
     """One search pass (``SQLStore._search_message_rows``): rows ``(session_id, id, role,
     data, score)``, best first, in one round trip after the plan's (two when an app- or
     user-wide "all" pass has terms that match as words or substrings, see below)."""
-    # In one session, test its own rows (docs/search.md, "Cost"); else bound the work.
+    # In one session, test its own rows if it is not huge (docs/search.md, "Cost"); else
+    # bound the work.
     key = (tuple(terms), session_id)
     if mode == "any" and tx.search_plan is not None and tx.search_plan[0] == key:
         _, plan, scan = tx.search_plan
     else:
-        scan = session_id is not None and session_scan(tx, app, session_id)
+        scan = session_id is not None  # the statement picks rows or indexes by size
         plan = Plan(list(terms)) if session_id is not None else plan_terms(tx, terms)
         tx.search_plan = (key, plan, scan)
     terms = plan.terms

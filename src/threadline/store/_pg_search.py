@@ -118,12 +118,19 @@ def _matches(tsv: str, query: str, params: list[Any], chunks: bool) -> tuple[str
 
 
 def _condition(
-    terms: Sequence[_TermSQL], mode: MatchMode, tsv: str, text_col: str, chunks: bool = False
+    terms: Sequence[_TermSQL],
+    mode: MatchMode,
+    tsv: str,
+    text_col: str,
+    chunks: bool = False,
+    indexed: bool = True,
 ) -> tuple[str, list[Any]]:
     """WHERE clause selecting rows that satisfy all (or any) terms, using the GIN indexes.
 
     A term matches by its word query, or (terms needing it) by a case-insensitive substring.
     A word query of only stop words is empty: PostgreSQL drops it from ``&&``/``||``.
+    ``indexed``: False when the rows are tested one by one (no index to serve the test of
+    short CJK/symbol substrings, so it goes without the partial index's condition).
     ``chunks``: words beyond the first ``_TSV_CHARS`` characters of a long text count too
     (``tl_message_chunks``), term by term, so the terms of "all" may sit in different chunks.
     """
@@ -137,7 +144,7 @@ def _condition(
             clauses.append(clause)
         for t in terms:
             if t.pattern:
-                clauses.append(_like(text_col, t.wide))
+                clauses.append(_like(text_col, t.wide and indexed))
                 params.append(t.pattern)
         return " OR ".join(clauses), params
     words_only = [t for t in terms if t.function and not t.pattern]
@@ -157,10 +164,10 @@ def _condition(
     for t in terms:
         if t.pattern and t.function:
             clause, term_params = _matches(tsv, f"{t.function}('english', ?)", [t.text], chunks)
-            clauses.append(f"({clause} OR {_like(text_col, t.wide)})")
+            clauses.append(f"({clause} OR {_like(text_col, t.wide and indexed)})")
             params += [*term_params, t.pattern]
         elif t.pattern:
-            clauses.append(_like(text_col, t.wide))
+            clauses.append(_like(text_col, t.wide and indexed))
             params.append(t.pattern)
     return " AND ".join(clauses), params
 
@@ -219,6 +226,7 @@ def message_search_sql(
     if not compiled:
         return None
     where, where_params = _condition(compiled, mode, "m.tsv", "m.search_text", long_texts)
+    tested = where  # the test of each row (without index conditions when none can serve it)
     score, score_params = _score(compiled, "m.tsv", "m.search_text")
     scope, scope_params = ["m.app = ?"], [app]
     if long_texts:
@@ -245,6 +253,7 @@ def message_search_sql(
             )
             source_params = [app, session_id, app, session_id]
             source_params += [app, session_id, app, session_id, *where_params]
+            tested, _ = _condition(compiled, mode, "m.tsv", "m.search_text", long_texts, False)
     join = ""
     if owner is not None:
         join = " JOIN tl_sessions s ON s.app = m.app AND s.id = m.session_id"
@@ -255,13 +264,13 @@ def message_search_sql(
     if candidates is not None:
         sql = (
             f"SELECT m.session_id, m.id, m.role, m.data, {score} AS score FROM ("
-            f"SELECT m.* FROM {source}{join} WHERE {' AND '.join(scope)} AND ({where}) "
+            f"SELECT m.* FROM {source}{join} WHERE {' AND '.join(scope)} AND ({tested}) "
             f"LIMIT {int(candidates)}) m {order}"
         )
     else:
         sql = (
             f"SELECT m.session_id, m.id, m.role, m.data, {score} AS score FROM {source}{join} "
-            f"WHERE {' AND '.join(scope)} AND ({where}) {order}"
+            f"WHERE {' AND '.join(scope)} AND ({tested}) {order}"
         )
     params = [*score_params, *source_params, *scope_params, *where_params, limit]
     return sql, params

@@ -301,8 +301,9 @@ class _Reader(Protocol):
 
 
 class _SearchTx(_Reader, Protocol):
-    #: The plan of a search's "all" pass, reused by its "any" pass: (key, plan, scan).
-    search_plan: tuple[Any, Plan, bool] | None
+    #: The plan of a search's "all" pass, reused by its "any" pass: (key, plan, scan,
+    #: the "any" pass's rows when the "all" pass already read them).
+    search_plan: tuple[Any, Plan, bool, list[tuple[Any, ...]] | None] | None
 
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
 
@@ -379,17 +380,36 @@ def search_message_rows(
 ) -> list[tuple[Any, ...]]:
     """One search pass (``SQLStore._search_message_rows``): rows ``(session_id, id, role,
     data, score)``, best first, in one round trip after the plan's (two when an app- or
-    user-wide "all" pass has terms that match as words or substrings, see below)."""
+    user-wide "all" pass has terms that match as words or substrings; inside one session
+    the "all" pass also answers the "any" pass that follows it when it finds nothing)."""
     # In one session, test its own rows if it is not huge (docs/search.md, "Cost"); else
     # bound the work.
     key = (tuple(terms), session_id)
     if mode == "any" and tx.search_plan is not None and tx.search_plan[0] == key:
-        _, plan, scan = tx.search_plan
+        _, plan, scan, answered = tx.search_plan
+        if answered is not None:
+            return answered
     else:
         scan = session_id is not None  # the statement picks rows or indexes by size
         plan = Plan(list(terms)) if session_id is not None else plan_terms(tx, terms)
-        tx.search_plan = (key, plan, scan)
+        tx.search_plan = (key, plan, scan, None)
     terms = plan.terms
+    args = (app, session_id, owner, limit, plan, scan)
+    if mode == "all" and scan and len(terms) > 1:
+        # The session's rows are read once for both passes: the "any" rows come back only
+        # when no row holds every term (the second branch is skipped otherwise).
+        every, some = _pass_sql(terms, "all", *args), _pass_sql(terms, "any", *args)
+        if every is not None and some is not None:
+            rows = tx.all(
+                f"WITH a AS ({every[0]}), b AS ({some[0]}) SELECT 0, a.* FROM a "
+                "UNION ALL SELECT 1, b.* FROM b WHERE NOT EXISTS (SELECT 1 FROM a)",
+                [*every[1], *some[1]],
+            )
+            found = [row[1:] for row in rows if row[0] == 0]
+            if found:
+                return _merge(found, limit)
+            tx.search_plan = (key, plan, scan, _merge([row[1:] for row in rows], limit))
+            return []
     if mode == "all" and not scan and any(t.needs_substring for t in terms):
         # A hit holding every term as words outscores any hit holding one only as a
         # substring (1 per term against 0.5; ts_rank stays below 0.1 with unweighted
@@ -397,39 +417,44 @@ def search_message_rows(
         # index, whose common trigrams (`` a ``, ``om ``...) cost the most, is not read.
         words = [replace(t, needs_substring=False) for t in terms]
         if all(t.tokens for t in terms):
-            rows = _run_pass(tx, app, words, mode, session_id, owner, limit, plan, scan)
+            rows = _run_pass(tx, words, mode, *args)
             if len(rows) >= limit:
                 return rows
-    return _run_pass(tx, app, terms, mode, session_id, owner, limit, plan, scan)
+    return _run_pass(tx, terms, mode, *args)
 
 
-def _run_pass(
-    tx: _SearchTx,
-    app: str,
+def _pass_sql(
     terms: Sequence[Term],
     mode: MatchMode,
+    app: str,
     session_id: str | None,
     owner: OwnerFilter,
     limit: int,
     plan: Plan,
     scan: bool,
-) -> list[tuple[Any, ...]]:
+) -> tuple[str, list[Any]] | None:
+    """One pass as one statement: rows ``(part, n, session_id, id, role, data, score)``
+    for :func:`_merge` (part 1: the long texts' word chunks), or None without terms."""
     built = message_search_sql(
         app, terms, mode, session_id, owner, limit,
         candidates=None if plan.candidates is None else max(plan.candidates, limit),
         scan_session=scan,
     )  # fmt: skip
     if built is None:
-        return []
+        return None
     # Long texts are also matched against every word chunk: a small second pass over
-    # only the messages that have chunks (in the same round trip), merged by score.
+    # only the messages that have chunks (in the same statement), merged by score.
     more = message_search_sql(app, terms, mode, session_id, owner, limit, long_texts=True)
     assert more is not None
-    both = tx.all(
-        f"SELECT 0, row_number() OVER (), a.* FROM ({built[0]}) a "
+    return (
+        f"SELECT 0 AS part, row_number() OVER () AS n, a.* FROM ({built[0]}) a "
         f"UNION ALL SELECT 1, row_number() OVER (), b.* FROM ({more[0]}) b",
         [*built[1], *more[1]],
     )
+
+
+def _merge(both: list[tuple[Any, ...]], limit: int) -> list[tuple[Any, ...]]:
+    """The rows of :func:`_pass_sql`, best first: the main part, then chunk hits it lacks."""
     both.sort(key=lambda row: (row[0], row[1]))
     rows = [row[2:] for row in both if row[0] == 0]
     extra = [row[2:] for row in both if row[0] == 1]
@@ -439,3 +464,18 @@ def _run_pass(
     rows += [row for row in extra if (row[0], row[1]) not in seen]
     rows.sort(key=lambda row: -float(row[4]))
     return rows[:limit]
+
+
+def _run_pass(
+    tx: _SearchTx,
+    terms: Sequence[Term],
+    mode: MatchMode,
+    app: str,
+    session_id: str | None,
+    owner: OwnerFilter,
+    limit: int,
+    plan: Plan,
+    scan: bool,
+) -> list[tuple[Any, ...]]:
+    built = _pass_sql(terms, mode, app, session_id, owner, limit, plan, scan)
+    return [] if built is None else _merge(tx.all(*built), limit)

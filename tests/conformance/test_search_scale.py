@@ -40,6 +40,8 @@ PLANTED = {
     ("s1", 50): "kafka is here",
     ("s2", 12): "mail ops@example.com about the use",
     ("s0", 70): "会议在東京 the one",
+    ("s2", 60): "we use 3.11.7 from https://example.com/a/b now",
+    ("s1", 61): "the one example.com page, version 3.11",
 }
 QUERIES = [
     "database",
@@ -54,6 +56,8 @@ QUERIES = [
     "東京",
     "decide the",
     "violin garden",
+    "3.11.7",
+    "example.com/a/b",
 ]
 
 

@@ -29,6 +29,7 @@ the terms, "any" mode ORs them.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import unicodedata
@@ -258,9 +259,19 @@ COMMON_DOCS = 50_000
 rarer word term, common terms are ignored like stop words (they carry almost no ranking
 information and would make the backend score most of the store)."""
 
-RANKED_CANDIDATES = 10_000
-"""At most this many matching messages are scored and ranked per search (on SQLite the newest
-ones); the rest are not considered for the top hits."""
+COUNT_MEMORY_SECONDS = 60.0
+"""How long SQLite reuses a word's count of messages (made up to :data:`COMMON_DOCS` + 1)
+before counting again: counting costs most for the words most queries hold ("the", "what",
+"we"). Only the choice of which terms to leave out (a word crossing :data:`COMMON_DOCS`)
+can lag behind the store by this long; which messages match is never remembered."""
+
+LARGE_STORE = 10_000
+"""A store holding more messages than this is *large*: its app- and user-wide searches rank
+at most :data:`RANKED_CANDIDATES` matches. Smaller stores rank every match."""
+
+RANKED_CANDIDATES = 2_000
+"""At most this many matching messages are scored and ranked per search of a large store (on
+SQLite the newest ones); the rest are not considered for the top hits."""
 
 UNRANKED_CANDIDATES = 1_000
 """When every term is common, at most this many matches are considered (SQLite: the newest
@@ -353,7 +364,8 @@ def top_rows(scores: Mapping[int, float], order: Mapping[int, int], limit: int) 
     >>> top_rows({1: 0.5, 2: 0.5, 3: 0.9}, {1: 7, 2: 3, 3: 1}, 2)
     [3, 1]
     """
-    return sorted(scores, key=lambda row: (-scores[row], -order.get(row, 0), -row))[:limit]
+    # A bounded heap: the candidates can be thousands, the hits a few.
+    return heapq.nsmallest(limit, scores, key=lambda row: (-scores[row], -order.get(row, 0), -row))
 
 
 SNIPPET_CHARS = 2000
@@ -386,6 +398,8 @@ def snippet(text: str, terms: Iterable[Term], limit: int = SNIPPET_CHARS) -> str
 
 __all__ = [
     "COMMON_DOCS",
+    "COUNT_MEMORY_SECONDS",
+    "LARGE_STORE",
     "LOCAL_SEARCH_SESSION",
     "LOCAL_SEARCH_STORE",
     "MAX_QUERY_CHARS",

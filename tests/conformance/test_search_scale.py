@@ -40,6 +40,8 @@ PLANTED = {
     ("s1", 50): "kafka is here",
     ("s2", 12): "mail ops@example.com about the use",
     ("s0", 70): "会议在東京 the one",
+    ("s2", 60): "we use 3.11.7 from https://example.com/a/b now",
+    ("s1", 61): "the one example.com page, version 3.11",
 }
 QUERIES = [
     "database",
@@ -47,12 +49,15 @@ QUERIES = [
     "the one",
     "what did we decide about the database",
     "kafka decide zebra",  # nothing holds all three: the any-word pass
+    "database decide zebra",  # the any-word pass, against decoys repeating one word
     '"the one"',
     "database kafka",
     "ops@example.com",
     "東京",
     "decide the",
     "violin garden",
+    "3.11.7",
+    "example.com/a/b",
 ]
 
 
@@ -97,6 +102,7 @@ def _holds(text: str, term: str) -> bool:
 def scaled(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
     if request.param == "scaled":
         monkeypatch.setattr(rules, "COMMON_DOCS", 60)
+        monkeypatch.setattr(rules, "LARGE_STORE", 100)
         monkeypatch.setattr(rules, "RANKED_CANDIDATES", 100)
         monkeypatch.setattr(rules, "UNRANKED_CANDIDATES", 20)
         monkeypatch.setattr(rules, "LOCAL_SEARCH_STORE", 100)
@@ -140,6 +146,36 @@ def test_the_top_hit_holds_the_most_rare_terms(
         assert sum(_holds(top, term) for term in rare) == best, (query, session_id, top, rare)
 
 
+@pytest.mark.parametrize("query", ["the", "the one", "database kafka", "decide zebra"])
+def test_a_store_under_the_large_store_threshold_ranks_every_match(
+    filled: tuple[Store, dict[tuple[str, int], str]],
+    monkeypatch: pytest.MonkeyPatch,
+    query: str,
+) -> None:
+    store, _ = filled
+    exact = store.search_messages(APP, query, limit=20)
+    # Fewer candidates than the store holds: only a store over LARGE_STORE may use that bound.
+    monkeypatch.setattr(rules, "RANKED_CANDIDATES", 10)
+    monkeypatch.setattr(rules, "UNRANKED_CANDIDATES", 10)
+    assert store.search_messages(APP, query, limit=20) == exact
+
+
+def test_a_word_form_written_after_a_search_is_found_by_the_next(
+    filled: tuple[Store, dict[tuple[str, int], str]], scaled: bool
+) -> None:
+    store, _ = filled
+    # "deployment" has another Porter stem than "deploy": a large store checks which of a
+    # word's forms it holds; that check must not be remembered from the first search.
+    assert not store.search_messages(APP, "deploy", limit=5)
+    text = {"type": "text", "text": "the deployment is done"}
+    more = [
+        {"id": f"more-{i}", "role": "user", "parts": [{"type": "text", "text": "violin"}]}
+        for i in range(100)
+    ]  # so that SQLite indexes "late" (docs/architecture.md)
+    store.append_messages(APP, "s2", [{"id": "late", "role": "user", "parts": [text]}, *more])
+    assert [h.id for h in store.search_messages(APP, "deploy", limit=5)] == ["late"]
+
+
 def _ids(hits: list[Any]) -> set[str]:
     return {h.id for h in hits}
 
@@ -157,6 +193,20 @@ def test_a_session_searched_through_its_own_rows_finds_the_same_messages(
         assert _ids(local) == _ids(exact), (sid, query)
         assert all(h.session_id == sid for h in local)
         assert [h.score for h in local] == sorted((h.score for h in local), reverse=True)
+
+
+@pytest.mark.parametrize("query", ["database", "kafka decide zebra", "ops@example.com", "東京"])
+def test_a_session_over_the_local_search_size_finds_the_same_messages(
+    filled: tuple[Store, dict[tuple[str, int], str]], monkeypatch: pytest.MonkeyPatch, query: str
+) -> None:
+    store, _ = filled
+    for sid in SESSIONS:
+        own_rows = store.search_messages(APP, query, session_id=sid, limit=500)
+        monkeypatch.setattr(rules, "LOCAL_SEARCH_SESSION", 10)  # every session is "huge"
+        indexed = store.search_messages(APP, query, session_id=sid, limit=500)
+        monkeypatch.setattr(rules, "LOCAL_SEARCH_SESSION", 50_000)
+        assert [(h.id, h.score) for h in indexed] == [(h.id, h.score) for h in own_rows]
+        assert not store.search_messages(APP, query, session_id="nobody", limit=5)
 
 
 def test_common_terms_alone_still_find_all_their_messages(

@@ -40,7 +40,7 @@ def test_common_terms_are_left_out_only_beside_a_rarer_one() -> None:
 def test_the_thresholds_spare_stores_under_ten_thousand_messages() -> None:
     for value in (
         rules.COMMON_DOCS,
-        rules.RANKED_CANDIDATES,
+        rules.LARGE_STORE,
         rules.LOCAL_SEARCH_STORE,
         rules.LOCAL_SEARCH_SESSION,
     ):

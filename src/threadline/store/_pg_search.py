@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from threadline import _search_query as rules
@@ -117,12 +118,19 @@ def _matches(tsv: str, query: str, params: list[Any], chunks: bool) -> tuple[str
 
 
 def _condition(
-    terms: Sequence[_TermSQL], mode: MatchMode, tsv: str, text_col: str, chunks: bool = False
+    terms: Sequence[_TermSQL],
+    mode: MatchMode,
+    tsv: str,
+    text_col: str,
+    chunks: bool = False,
+    indexed: bool = True,
 ) -> tuple[str, list[Any]]:
     """WHERE clause selecting rows that satisfy all (or any) terms, using the GIN indexes.
 
     A term matches by its word query, or (terms needing it) by a case-insensitive substring.
     A word query of only stop words is empty: PostgreSQL drops it from ``&&``/``||``.
+    ``indexed``: False when the rows are tested one by one (no index to serve the test of
+    short CJK/symbol substrings, so it goes without the partial index's condition).
     ``chunks``: words beyond the first ``_TSV_CHARS`` characters of a long text count too
     (``tl_message_chunks``), term by term, so the terms of "all" may sit in different chunks.
     """
@@ -136,7 +144,7 @@ def _condition(
             clauses.append(clause)
         for t in terms:
             if t.pattern:
-                clauses.append(_like(text_col, t.wide))
+                clauses.append(_like(text_col, t.wide and indexed))
                 params.append(t.pattern)
         return " OR ".join(clauses), params
     words_only = [t for t in terms if t.function and not t.pattern]
@@ -156,10 +164,10 @@ def _condition(
     for t in terms:
         if t.pattern and t.function:
             clause, term_params = _matches(tsv, f"{t.function}('english', ?)", [t.text], chunks)
-            clauses.append(f"({clause} OR {_like(text_col, t.wide)})")
+            clauses.append(f"({clause} OR {_like(text_col, t.wide and indexed)})")
             params += [*term_params, t.pattern]
         elif t.pattern:
-            clauses.append(_like(text_col, t.wide))
+            clauses.append(_like(text_col, t.wide and indexed))
             params.append(t.pattern)
     return " AND ".join(clauses), params
 
@@ -205,7 +213,9 @@ def message_search_sql(
     against all their word chunks (a second, small pass; the first one skips no message).
     ``candidates``: score only that many matching messages (any ones: PostgreSQL has no
     store-wide order to pick the newest by). ``scan_session``: read the session's rows and
-    test each (cost in step with the session) instead of the store-wide indexes.
+    test each (cost in step with the session) instead of the store-wide indexes, when the
+    session holds at most :data:`~threadline._search_query.LOCAL_SEARCH_SESSION` messages
+    (decided inside the statement).
 
     >>> from threadline._search_query import parse_query
     >>> sql, _ = message_search_sql("a", parse_query("x"), "all", None, None, 10, candidates=99)
@@ -216,6 +226,7 @@ def message_search_sql(
     if not compiled:
         return None
     where, where_params = _condition(compiled, mode, "m.tsv", "m.search_text", long_texts)
+    tested = where  # the test of each row (without index conditions when none can serve it)
     score, score_params = _score(compiled, "m.tsv", "m.search_text")
     scope, scope_params = ["m.app = ?"], [app]
     if long_texts:
@@ -227,9 +238,22 @@ def message_search_sql(
     if session_id is not None:
         scope.append("m.session_id = ?")
         scope_params.append(session_id)
-        if scan_session:  # OFFSET 0: a fence the planner cannot push the text tests through
-            source = "(SELECT * FROM tl_messages WHERE app = ? AND session_id = ? OFFSET 0) m"
-            source_params = [app, session_id]
+        if scan_session:
+            # A session of at most LOCAL_SEARCH_SESSION messages: its rows, each tested
+            # (OFFSET 0 is a fence the planner cannot push the text tests through); a larger
+            # one: the store-wide indexes. The size is read once (an InitPlan), in the same
+            # statement, and only one branch runs.
+            size = "(SELECT message_count FROM tl_sessions WHERE app = ? AND id = ?)"
+            most = int(rules.LOCAL_SEARCH_SESSION)
+            source = (
+                "(SELECT * FROM (SELECT * FROM tl_messages WHERE app = ? AND session_id = ? "
+                f"OFFSET 0) a WHERE {size} <= {most} UNION ALL "
+                f"SELECT * FROM tl_messages m WHERE m.app = ? AND m.session_id = ? "
+                f"AND {size} > {most} AND ({where})) m"
+            )
+            source_params = [app, session_id, app, session_id]
+            source_params += [app, session_id, app, session_id, *where_params]
+            tested, _ = _condition(compiled, mode, "m.tsv", "m.search_text", long_texts, False)
     join = ""
     if owner is not None:
         join = " JOIN tl_sessions s ON s.app = m.app AND s.id = m.session_id"
@@ -240,19 +264,18 @@ def message_search_sql(
     if candidates is not None:
         sql = (
             f"SELECT m.session_id, m.id, m.role, m.data, {score} AS score FROM ("
-            f"SELECT m.* FROM {source}{join} WHERE {' AND '.join(scope)} AND ({where}) "
+            f"SELECT m.* FROM {source}{join} WHERE {' AND '.join(scope)} AND ({tested}) "
             f"LIMIT {int(candidates)}) m {order}"
         )
     else:
         sql = (
             f"SELECT m.session_id, m.id, m.role, m.data, {score} AS score FROM {source}{join} "
-            f"WHERE {' AND '.join(scope)} AND ({where}) {order}"
+            f"WHERE {' AND '.join(scope)} AND ({tested}) {order}"
         )
     params = [*score_params, *source_params, *scope_params, *where_params, limit]
     return sql, params
 
 
-_SQL_SESSION_SIZE = "SELECT message_count FROM tl_sessions WHERE app = ? AND id = ?"
 # One round trip: the planner's row count of tl_messages and, per text, its number of
 # lexemes and an estimate of the messages holding all of them, from the frequencies of the
 # most common lexemes that ANALYZE keeps (a lexeme not among them counts as rare).
@@ -278,8 +301,9 @@ class _Reader(Protocol):
 
 
 class _SearchTx(_Reader, Protocol):
-    #: The plan of a search's "all" pass, reused by its "any" pass: (key, plan, scan).
-    search_plan: tuple[Any, Plan, bool] | None
+    #: The plan of a search's "all" pass, reused by its "any" pass: (key, plan, scan,
+    #: the "any" pass's rows when the "all" pass already read them).
+    search_plan: tuple[Any, Plan, bool, list[tuple[Any, ...]] | None] | None
 
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
 
@@ -294,8 +318,9 @@ class Plan(NamedTuple):
 def plan_terms(tx: _Reader, terms: Sequence[Term]) -> Plan:
     """The plan of one app- or user-wide search pass (docs/search.md, "Cost").
 
-    In a store of more than :data:`~threadline._search_query.RANKED_CANDIDATES` messages
-    (by the planner's count), at most that many matches are scored. In a store of more than
+    In a store of more than :data:`~threadline._search_query.LARGE_STORE` messages (by the
+    planner's count), at most :data:`~threadline._search_query.RANKED_CANDIDATES` matches are
+    scored. In a store of more than
     :data:`~threadline._search_query.COMMON_DOCS`, terms of words estimated in more than that
     many messages are left out when another term remains (when every term is that common,
     only :data:`~threadline._search_query.UNRANKED_CANDIDATES` matches are scored), and
@@ -306,7 +331,7 @@ def plan_terms(tx: _Reader, terms: Sequence[Term]) -> Plan:
     texts = [c[0].text for c, is_plain in zip(compiled, plain, strict=True) if is_plain]
     row = tx.one(_SQL_ESTIMATES, [texts])
     size = int(row[0]) if row else 0
-    if size <= rules.RANKED_CANDIDATES:
+    if size <= rules.LARGE_STORE:
         return Plan(list(terms))
     if size <= rules.COMMON_DOCS or row is None:
         return Plan(list(terms), rules.RANKED_CANDIDATES)
@@ -326,12 +351,6 @@ def plan_terms(tx: _Reader, terms: Sequence[Term]) -> Plan:
     if not common and all(n is not None and n > rules.COMMON_DOCS for n in counts):
         return Plan(kept_terms, rules.UNRANKED_CANDIDATES)
     return Plan([kept_terms[i] for i in kept], rules.RANKED_CANDIDATES)
-
-
-def session_scan(tx: _Reader, app: str, session_id: str) -> bool:
-    """True if a search inside this session should test the session's rows one by one."""
-    row = tx.one(_SQL_SESSION_SIZE, [app, session_id])
-    return row is not None and int(row[0]) <= rules.LOCAL_SEARCH_SESSION
 
 
 def entry_search_sql(
@@ -360,32 +379,82 @@ def search_message_rows(
     limit: int,
 ) -> list[tuple[Any, ...]]:
     """One search pass (``SQLStore._search_message_rows``): rows ``(session_id, id, role,
-    data, score)``, best first, in one round trip after the plan's."""
-    # In one session, test its own rows (docs/search.md, "Cost"); else bound the work.
+    data, score)``, best first, in one round trip after the plan's (two when an app- or
+    user-wide "all" pass has terms that match as words or substrings; inside one session
+    the "all" pass also answers the "any" pass that follows it when it finds nothing)."""
+    # In one session, test its own rows if it is not huge (docs/search.md, "Cost"); else
+    # bound the work.
     key = (tuple(terms), session_id)
     if mode == "any" and tx.search_plan is not None and tx.search_plan[0] == key:
-        _, plan, scan = tx.search_plan
+        _, plan, scan, answered = tx.search_plan
+        if answered is not None:
+            return answered
     else:
-        scan = session_id is not None and session_scan(tx, app, session_id)
+        scan = session_id is not None  # the statement picks rows or indexes by size
         plan = Plan(list(terms)) if session_id is not None else plan_terms(tx, terms)
-        tx.search_plan = (key, plan, scan)
+        tx.search_plan = (key, plan, scan, None)
     terms = plan.terms
+    args = (app, session_id, owner, limit, plan, scan)
+    if mode == "all" and scan and len(terms) > 1:
+        # The session's rows are read once for both passes: the "any" rows come back only
+        # when no row holds every term (the second branch is skipped otherwise).
+        every, some = _pass_sql(terms, "all", *args), _pass_sql(terms, "any", *args)
+        if every is not None and some is not None:
+            rows = tx.all(
+                f"WITH a AS ({every[0]}), b AS ({some[0]}) SELECT 0, a.* FROM a "
+                "UNION ALL SELECT 1, b.* FROM b WHERE NOT EXISTS (SELECT 1 FROM a)",
+                [*every[1], *some[1]],
+            )
+            found = [row[1:] for row in rows if row[0] == 0]
+            if found:
+                return _merge(found, limit)
+            tx.search_plan = (key, plan, scan, _merge([row[1:] for row in rows], limit))
+            return []
+    if mode == "all" and not scan and any(t.needs_substring for t in terms):
+        # A hit holding every term as words outscores any hit holding one only as a
+        # substring (1 per term against 0.5; ts_rank stays below 0.1 with unweighted
+        # vectors), so when there are `limit` of those they are the answer, and the trigram
+        # index, whose common trigrams (`` a ``, ``om ``...) cost the most, is not read.
+        words = [replace(t, needs_substring=False) for t in terms]
+        if all(t.tokens for t in terms):
+            rows = _run_pass(tx, words, mode, *args)
+            if len(rows) >= limit:
+                return rows
+    return _run_pass(tx, terms, mode, *args)
+
+
+def _pass_sql(
+    terms: Sequence[Term],
+    mode: MatchMode,
+    app: str,
+    session_id: str | None,
+    owner: OwnerFilter,
+    limit: int,
+    plan: Plan,
+    scan: bool,
+) -> tuple[str, list[Any]] | None:
+    """One pass as one statement: rows ``(part, n, session_id, id, role, data, score)``
+    for :func:`_merge` (part 1: the long texts' word chunks), or None without terms."""
     built = message_search_sql(
         app, terms, mode, session_id, owner, limit,
         candidates=None if plan.candidates is None else max(plan.candidates, limit),
         scan_session=scan,
     )  # fmt: skip
     if built is None:
-        return []
+        return None
     # Long texts are also matched against every word chunk: a small second pass over
-    # only the messages that have chunks (in the same round trip), merged by score.
+    # only the messages that have chunks (in the same statement), merged by score.
     more = message_search_sql(app, terms, mode, session_id, owner, limit, long_texts=True)
     assert more is not None
-    both = tx.all(
-        f"SELECT 0, row_number() OVER (), a.* FROM ({built[0]}) a "
+    return (
+        f"SELECT 0 AS part, row_number() OVER () AS n, a.* FROM ({built[0]}) a "
         f"UNION ALL SELECT 1, row_number() OVER (), b.* FROM ({more[0]}) b",
         [*built[1], *more[1]],
     )
+
+
+def _merge(both: list[tuple[Any, ...]], limit: int) -> list[tuple[Any, ...]]:
+    """The rows of :func:`_pass_sql`, best first: the main part, then chunk hits it lacks."""
     both.sort(key=lambda row: (row[0], row[1]))
     rows = [row[2:] for row in both if row[0] == 0]
     extra = [row[2:] for row in both if row[0] == 1]
@@ -395,3 +464,18 @@ def search_message_rows(
     rows += [row for row in extra if (row[0], row[1]) not in seen]
     rows.sort(key=lambda row: -float(row[4]))
     return rows[:limit]
+
+
+def _run_pass(
+    tx: _SearchTx,
+    terms: Sequence[Term],
+    mode: MatchMode,
+    app: str,
+    session_id: str | None,
+    owner: OwnerFilter,
+    limit: int,
+    plan: Plan,
+    scan: bool,
+) -> list[tuple[Any, ...]]:
+    built = _pass_sql(terms, mode, app, session_id, owner, limit, plan, scan)
+    return [] if built is None else _merge(tx.all(*built), limit)

@@ -45,7 +45,7 @@ class _Tx:
     with that connection's in-memory index of messages not indexed yet (``_index_pending``).
     """
 
-    __slots__ = ("conn", "doc_counts", "pending_count", "pending_version")
+    __slots__ = ("conn", "doc_counts", "known_counts", "pending_count", "pending_version")
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
@@ -54,6 +54,9 @@ class _Tx:
         #: Capped document counts of FTS expressions, made by the "all" pass of a search and
         #: reused by its "any" pass (see SQLiteStore._search_message_rows).
         self.doc_counts: dict[str, int] = {}
+        #: Counts kept across searches with the time they were made at (see
+        #: ``_sqlite_scale._doc_count``).
+        self.known_counts: dict[str, tuple[float, int]] = {}
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         return self.conn.execute(sql, params).rowcount

@@ -7,6 +7,7 @@ The rules and thresholds are dialect-free (``threadline._search_query``, docs/se
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -16,6 +17,7 @@ from threadline.store._sql import Row, _in_list
 from threadline.store._sqlite_search import (
     Bound,
     _Corpus,
+    _fts_match,
     _needs_substring,
     _substring_source,
     fts5_quote,
@@ -34,15 +36,27 @@ def store_size(conn: sqlite3.Connection) -> int:
 
 
 def _doc_count(
-    conn: sqlite3.Connection, corpus: _Corpus, match: str, cap: int, cache: dict[str, int]
+    conn: sqlite3.Connection,
+    corpus: _Corpus,
+    match: str,
+    cap: int,
+    cache: dict[str, int],
+    known: dict[str, tuple[float, int]] | None = None,
 ) -> int:
     """Messages matching ``match``, counted up to ``cap`` (so the cost is bounded by it).
 
     ``cache``: counts already made in this database version (the "all" and "any" passes of
-    one search count the same terms).
+    one search count the same terms). ``known``: counts (with ``cap`` above 1) kept across
+    searches with the ``time.monotonic`` they were made at, reused for
+    :data:`~threadline._search_query.COUNT_MEMORY_SECONDS` (existence checks, ``cap`` 1, are
+    always made afresh: a word's new form must be found at once).
     """
     key = f"{corpus.fts} {cap} {match}"
     if key not in cache:
+        now = time.monotonic()
+        remembered = known.get(key) if known is not None and cap > 1 else None
+        if remembered is not None and now - remembered[0] < rules.COUNT_MEMORY_SECONDS:
+            return remembered[1]
         sql = (
             f"SELECT count(*) FROM (SELECT 1 FROM {corpus.fts} "
             f"WHERE {corpus.fts} MATCH ? LIMIT {int(cap)})"
@@ -50,6 +64,10 @@ def _doc_count(
         if len(cache) > 1024:
             cache.clear()
         cache[key] = int(conn.execute(sql, (match,)).fetchone()[0])
+        if known is not None and cap > 1:
+            if len(known) > 4096:
+                known.clear()
+            known[key] = (now, cache[key])
     return cache[key]
 
 
@@ -68,6 +86,7 @@ def plan_terms(
     terms: Sequence[Term],
     limit: int,
     cache: dict[str, int],
+    known: dict[str, tuple[float, int]] | None = None,
 ) -> Plan:
     """The plan of one search pass of a large store.
 
@@ -75,11 +94,11 @@ def plan_terms(
     messages (phrases: whose every word is) are left out when another term remains; when every
     term is that common, the newest ``limit`` matches are returned unranked. Forms of a word
     that no message holds are left out of its expression (same matches, less to score).
-    Stores of at most :data:`~threadline._search_query.RANKED_CANDIDATES` messages are searched
-    as they always were.
+    Stores of at most :data:`~threadline._search_query.LARGE_STORE` messages are searched as
+    they always were. ``cache`` and ``known``: see :func:`_doc_count`.
     """
     size = store_size(conn)
-    if size <= rules.RANKED_CANDIDATES:
+    if size <= rules.LARGE_STORE:
         return Plan(list(terms))
     bound = Bound(max(rules.RANKED_CANDIDATES, limit), ranked=True)
     cap = rules.COMMON_DOCS + 1
@@ -91,20 +110,20 @@ def plan_terms(
         elif len(term.tokens) > 1:  # a phrase is as common as its rarest word, at most
             # (counting the phrase itself would read the positions of every candidate)
             counts.append(
-                min(_doc_count(conn, corpus, fts5_quote(t), cap, cache) for t in term.tokens)
+                min(_doc_count(conn, corpus, fts5_quote(t), cap, cache, known) for t in term.tokens)
             )
         else:
             # The word as written is counted; its other forms are only checked for existence.
             word = term.tokens[0]
             variants = single_word_forms(word)
-            counts.append(_doc_count(conn, corpus, fts5_quote(variants[0]), cap, cache))
+            counts.append(_doc_count(conn, corpus, fts5_quote(variants[0]), cap, cache, known))
             held = [variants[0]] if counts[-1] else []
             held += [f for f in variants[1:] if _doc_count(conn, corpus, fts5_quote(f), 1, cache)]
             forms[word] = held or [word]
     if size <= rules.COMMON_DOCS:
         return Plan(list(terms), bound, forms)
-    kept, common = rules.split_common(counts)
-    if not common and all(n is not None and n > rules.COMMON_DOCS for n in counts):
+    kept, left_out = rules.split_common(counts)
+    if not left_out and all(n is not None and n > rules.COMMON_DOCS for n in counts):
         return Plan(list(terms), Bound(limit, ranked=False), forms)
     return Plan([terms[i] for i in kept], bound, forms)
 
@@ -179,5 +198,59 @@ def session_search(
         batch = top[start : start + 500]
         sql = "SELECT rowid, session_id, id, role, data FROM tl_messages WHERE rowid IN "
         for row in conn.execute(sql + _in_list(len(batch)), batch):
+            loaded[int(row[0])] = row[1:]
+    return [(*loaded[r], scores[r], seqs[r]) for r in top if r in loaded]
+
+
+def any_word_search(
+    conn: sqlite3.Connection,
+    corpora: Sequence[_Corpus],
+    plan: Plan,
+    scope: str,
+    scope_params: list[Any],
+    limit: int,
+) -> list[Row]:
+    """The any-word pass of a large store, for word terms: rows ``(session_id, id, role,
+    data, score, seq)`` scored by :func:`~threadline._search_query.coverage_scores`.
+
+    The candidates are the newest ``plan.bound.candidates`` messages in scope holding some
+    term (as the bm25 pass takes them); each term's matches among them come from a rowid walk
+    of its doclist from the oldest candidate on. Ranking them by bm25 would read every
+    candidate's positions and length: several times the cost, for an order in which a
+    message repeating one term can beat one holding more of the terms. ``corpora[0]`` is the
+    store's index, the others the small in-memory one of pending rows.
+    """
+    assert plan.bound is not None
+    seqs: dict[int, int] = {}
+    words: list[set[int]] = [set() for _ in plan.terms]
+    for corpus in corpora:
+        match = _fts_match(plan.terms, "any", plan.forms)
+        if match is None:
+            return []
+        found = {
+            int(rowid): int(seq)
+            for rowid, seq in conn.execute(
+                f"SELECT x.rowid, {corpus.order} FROM {corpus.fts} CROSS JOIN {corpus.table} x "
+                f"ON x.rowid = {corpus.fts}.rowid WHERE {corpus.fts} MATCH ? "
+                f"AND {scope.format(p='+')} ORDER BY {corpus.fts}.rowid DESC "
+                f"LIMIT {int(plan.bound.candidates)}",
+                [match, *scope_params],
+            )
+        }
+        if not found:
+            continue
+        seqs.update(found)
+        low = min(found)
+        sql = f"SELECT rowid FROM {corpus.fts} WHERE {corpus.fts} MATCH ? AND rowid >= ?"
+        for term, matched in zip(plan.terms, words, strict=True):
+            expression = fts5_term(term, plan.forms)
+            if expression is not None:
+                matched.update(r for (r,) in conn.execute(sql, (expression, low)) if r in found)
+    scores = rules.coverage_scores(words, [set() for _ in words], len(seqs), "any")
+    top = rules.top_rows(scores, seqs, limit)
+    loaded: dict[int, Row] = {}
+    if top:
+        sql = "SELECT rowid, session_id, id, role, data FROM tl_messages WHERE rowid IN "
+        for row in conn.execute(sql + _in_list(len(top)), top):
             loaded[int(row[0])] = row[1:]
     return [(*loaded[r], scores[r], seqs[r]) for r in top if r in loaded]

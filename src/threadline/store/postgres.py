@@ -212,7 +212,7 @@ class _PgTx:
         self.pipelined = pipelined
         self.held: tuple[str, list[Any]] | None = None
         #: The plan of a search's "all" pass, reused by its "any" pass: (key, plan, scan).
-        self.search_plan: tuple[Any, Plan, bool] | None = None
+        self.search_plan: tuple[Any, Plan, bool, list[tuple[Any, ...]] | None] | None = None
 
     def hold(self, sql: str, params: Sequence[Any] = ()) -> None:
         """Send a statement with the next one sent, as a data-modifying CTE of it: one

@@ -128,6 +128,11 @@ def test_import_errors_are_one_line(run: Run, tmp_path: Path) -> None:
     assert result.code == 1 and "export record 1: format must be 'threadline.export/1'" in (
         result.err
     )
+    bad.write_text("[" * 100_000 + "\n")  # json.loads recursed until RecursionError
+    fresh = tmp_path / "fresh.db"
+    result = run("import", str(fresh), str(bad))
+    assert result.code == 1 and result.err == "threadline: line 1: nested too deeply\n"
+    assert not fresh.exists()  # refused while reading the file, before the store is opened
 
 
 def _session(url: str, session_id: str) -> Any:

@@ -3,11 +3,13 @@
 database) to show what the service costs.
 
 Run:  THREADLINE_BENCH_PG_DSN=postgresql://... python benchmarks/http_service.py
-      [--clients 50] [--rounds 40] [--workers 4]
+      [--clients 50] [--rounds 40] [--workers 4] [--repeat 3]
 
 Each client owns a session and, per round, appends a message (POST .../messages) then reads
 the last 20 messages of its history (GET .../messages?limit=20). Afterwards every session is
-checked: exactly ``rounds`` messages, in order — a lost or duplicated message fails the run.
+checked: exactly ``rounds`` messages, in order — a lost or duplicated message fails the run,
+and so does any error (each printed, with the server's log). ``--repeat N`` runs N pairs, the
+side that goes first alternating, and prints the range of the throughput ratio.
 Latencies are per call as the client sees them (the client runs in this process: on a small
 machine it shares the cores with the server, so absolute numbers are pessimistic).
 
@@ -29,9 +31,11 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
@@ -53,7 +57,7 @@ def _free_port() -> int:
 
 
 def _start(
-    url: str, workers: int, env_extra: dict[str, str] | None = None
+    url: str, workers: int, env_extra: dict[str, str] | None = None, log: Path | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     code = (
@@ -62,11 +66,9 @@ def _start(
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "src")}
     env.update(env_extra or {})
+    out = log.open("wb") if log is not None else subprocess.DEVNULL
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, url],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        [sys.executable, "-c", code, url], env=env, stdout=out, stderr=subprocess.STDOUT
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -85,26 +87,40 @@ async def _http_run(
 ) -> tuple[Timings, int, int, float]:
     timings: Timings = {"append": [], "read": []}
     errors = 0
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    failures: list[str] = []  # the first few, printed: an error count alone explains nothing
+
+    async def call(method: str, path: str, expected: int, **kwargs: Any) -> float:
+        nonlocal errors
+        start = time.perf_counter()
+        try:
+            answer = await http.request(method, path, **kwargs)
+            if answer.status_code != expected:
+                raise RuntimeError(f"{answer.status_code} {answer.text[:200]}")
+        except (httpx.HTTPError, RuntimeError) as exc:
+            errors += 1
+            if len(failures) < 5:
+                failures.append(f"{method} {path}: {type(exc).__name__}: {exc}")
+        return time.perf_counter() - start
+
+    # An idle connection is dropped by the client after 1 s, well before uvicorn closes it
+    # (5 s): on a loaded machine a connection the server had just closed was reused, and the
+    # request failed with ReadError (the usual rule: client keep-alive < server keep-alive).
+    limits = httpx.Limits(
+        max_connections=clients, max_keepalive_connections=clients, keepalive_expiry=1.0
+    )
     headers = {"Authorization": f"Bearer {key}"}
     async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits, timeout=60) as http:
 
         async def client(c: int) -> None:
-            nonlocal errors
             for r in range(rounds):
                 body = {
                     "id": f"m{r:04d}",
                     "role": "user",
                     "content": texts[(c * rounds + r) % len(texts)],
                 }
-                start = time.perf_counter()
-                answer = await http.post(f"/v1/sessions/c{c}/messages", json=body)
-                timings["append"].append(time.perf_counter() - start)
-                errors += answer.status_code != 201
-                start = time.perf_counter()
-                answer = await http.get(f"/v1/sessions/c{c}/messages", params={"limit": 20})
-                timings["read"].append(time.perf_counter() - start)
-                errors += answer.status_code != 200
+                path = f"/v1/sessions/c{c}/messages"
+                timings["append"].append(await call("POST", path, 201, json=body))
+                timings["read"].append(await call("GET", path, 200, params={"limit": 20}))
 
         start = time.perf_counter()
         await asyncio.gather(*(client(c) for c in range(clients)))
@@ -114,6 +130,8 @@ async def _http_run(
             answer = await http.get(f"/v1/sessions/c{c}/messages")
             ids = [m["id"] for m in answer.json()["messages"]]
             lost += ids != [f"m{r:04d}" for r in range(rounds)]
+    for failure in failures:
+        print(f"  error: {failure}")
     return timings, errors, lost, elapsed
 
 
@@ -283,6 +301,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=1, help="in-process/HTTP pairs to run")
     parser.add_argument("--latency", action="store_true", help="one client, one call at a time")
     args = parser.parse_args()
     dsn = os.environ.get("THREADLINE_BENCH_PG_DSN", "")
@@ -304,24 +323,54 @@ def main() -> None:
     )
     header += f" {'calls/s':>9}"
     print(header + "   (latencies in ms)")
+    failed = 0
+    ratios: list[float] = []
+    for repeat in range(args.repeat):
+        # Sides alternate which goes first, so a burst of background load hits both alike.
+        sides = ["local", "http"] if repeat % 2 == 0 else ["http", "local"]
+        rates: dict[str, float] = {}
+        for side in sides:
+            result = (
+                _local_side(dsn, args, texts) if side == "local" else _http_side(dsn, args, texts)
+            )
+            name = (
+                "in-process (AsyncSession)" if side == "local" else f"HTTP, {args.workers} workers"
+            )
+            line, rates[side] = _row(name, *result)
+            print(line)
+            failed += result[1] + result[2]
+        ratios.append(rates["http"] / rates["local"])
+        print(f"  run {repeat + 1}: service throughput / in-process {ratios[-1]:.2f}x")
+    print(
+        f"\nservice throughput / in-process: {min(ratios):.2f}x - {max(ratios):.2f}x"
+        f" over {len(ratios)} run(s)"
+    )
+    if failed:
+        raise SystemExit(f"FAILED: {failed} errors or sessions with lost messages")
+
+
+def _local_side(
+    dsn: str, args: argparse.Namespace, texts: list[str]
+) -> tuple[Timings, int, int, float]:
     with fresh_schema(dsn) as url:
-        local = asyncio.run(_local_run(url, args.clients, args.rounds, texts))
-        line, local_rate = _row("in-process (AsyncSession)", *local)
-        print(line)
+        return asyncio.run(_local_run(url, args.clients, args.rounds, texts))
+
+
+def _http_side(
+    dsn: str, args: argparse.Namespace, texts: list[str]
+) -> tuple[Timings, int, int, float]:
     with fresh_schema(dsn) as url:
         key = create_key(url, "bench")
-        proc, base = _start(url, args.workers)
+        log = Path(tempfile.mkdtemp(prefix="threadline-bench-")) / "serve.log"
+        proc, base = _start(url, args.workers, log=log)
         try:
             served = asyncio.run(_http_run(base, key, args.clients, args.rounds, texts))
         finally:
             proc.terminate()
             proc.wait(timeout=30)
-        line, http_rate = _row(f"HTTP, {args.workers} workers", *served)
-        print(line)
-    print(f"\nservice throughput / in-process: {http_rate / local_rate:.2f}x")
-    failed = local[1] + local[2] + served[1] + served[2]
-    if failed:
-        raise SystemExit(f"FAILED: {failed} errors or sessions with lost messages")
+        if served[1] or served[2]:
+            print(f"  server log: {log}")
+        return served
 
 
 if __name__ == "__main__":

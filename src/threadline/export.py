@@ -177,6 +177,9 @@ def load_jsonl(fp: IO[str]) -> Iterator[dict[str, Any]]:
     >>> list(load_jsonl(io.StringIO("[1]\\n")))
     Traceback (most recent call last):
     threadline.errors.InvalidArgumentError: line 1: not a JSON object
+    >>> list(load_jsonl(io.StringIO("[" * 100_000)))
+    Traceback (most recent call last):
+    threadline.errors.InvalidArgumentError: line 1: nested too deeply
     """
     for number, line in enumerate(fp, start=1):
         if not line.strip():
@@ -185,6 +188,8 @@ def load_jsonl(fp: IO[str]) -> Iterator[dict[str, Any]]:
             value = json.loads(line)
         except ValueError as exc:
             raise InvalidArgumentError(f"line {number}: not JSON ({exc})") from None
+        except RecursionError:  # the decoder recurses per level: "[[[[..." exhausts the stack
+            raise InvalidArgumentError(f"line {number}: nested too deeply") from None
         if not isinstance(value, dict):
             raise InvalidArgumentError(f"line {number}: not a JSON object")
         yield value

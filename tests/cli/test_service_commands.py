@@ -132,6 +132,33 @@ def test_serve_app_and_user_narrow_the_service(run: Run, tmp_path: Path) -> None
         assert named.status_code == 400 and "app 'travel' only" in named.text
 
 
+def test_serve_takes_cors_origins_and_the_body_cap(run: Run, tmp_path: Path) -> None:
+    """``create_app`` had CORS and a body cap, ``threadline serve`` no way to set them."""
+    db = str(tmp_path / "cors.db")
+    key = run("keys", "create", db, "--app", "web", "--json").json()["key"]
+    origins = ("--cors-origin", "https://a.example", "--cors-origin", "https://b.example")
+    options = ("--workers", "2", "--max-body-bytes", "2000", *origins)
+    with _serving(db, *options) as (base, _):
+        auth = {"Authorization": f"Bearer {key}"}
+        for _ in range(4):  # whichever worker answers
+            for origin, allowed in (("https://a.example", True), ("https://b.example", True),
+                                    ("https://evil.example", False)):  # fmt: skip
+                preflight = httpx.options(
+                    f"{base}/v1/sessions",
+                    headers={"Origin": origin, "Access-Control-Request-Method": "POST"},
+                    timeout=10,
+                )
+                got = preflight.headers.get("access-control-allow-origin")
+                assert (got == origin) is allowed, (origin, preflight.status_code, got)
+            small = {"role": "user", "content": "x" * 100}
+            made = httpx.post(f"{base}/v1/sessions/s/messages", json=small, headers=auth)
+            assert made.status_code == 201, made.text
+            big = {"role": "user", "content": "x" * 3000}
+            refused = httpx.post(f"{base}/v1/sessions/s/messages", json=big, headers=auth)
+            assert refused.status_code == 413, refused.text
+    assert run("serve", db, "--max-body-bytes", "0").code == 2  # a usage error
+
+
 def test_keys_revoke_checks_app_and_user_when_given(run: Run, tmp_path: Path) -> None:
     db = str(tmp_path / "keys.db")
     made = run("keys", "create", db, "--app", "travel", "--user", "ana", "--json").json()

@@ -54,6 +54,26 @@ def test_export_then_import_into_an_empty_store_is_identical(
         shown = [run("show", url, session_id, "--app", APP, "--json").json()
                  for url in (source, file_store_url)]  # fmt: skip
         assert shown[0] == shown[1]
+    # Read back through the library too (not only through the export the import came from):
+    # tree, overlays, blocks of every scope, state, usage and attachment bytes.
+    with threadline.connect(source) as a, threadline.connect(file_store_url) as b:
+        for leaf in (None, "a2", "r2a", "u2"):
+            assert b.get_path(APP, "trip", leaf) == a.get_path(APP, "trip", leaf)
+        assert b.get_children(APP, "trip", "u1") == a.get_children(APP, "trip", "u1")
+        for store in (a, b):
+            assert store.get_session(APP, "trip").input_tokens == 1200
+        assert b.get_session(APP, "trip") == a.get_session(APP, "trip")  # usage, metadata
+        assert b.get_compactions(APP, "trip") == a.get_compactions(APP, "trip")
+        assert b.get_state(APP, "trip", "ana") == a.get_state(APP, "trip", "ana")
+        for owner, owner_id, label in (("session", "trip", "notes"), ("user", "ana", "profile"),
+                                       ("app", "", "policy")):  # fmt: skip
+            assert b.get_block(APP, owner, owner_id, label) is not None
+            assert b.get_block(APP, owner, owner_id, label) == a.get_block(
+                APP, owner, owner_id, label
+            )
+        refs = [b.get_path(APP, "trip", "u2", attachments="ref")[-1]["parts"][1]["url"]]
+        assert b.read_attachment(APP, refs[0]) == a.read_attachment(APP, refs[0])
+        assert isinstance(b.read_attachment(APP, refs[0]), bytes)
 
 
 def test_import_refuses_an_existing_session_unless_replace(
@@ -128,6 +148,11 @@ def test_import_errors_are_one_line(run: Run, tmp_path: Path) -> None:
     assert result.code == 1 and "export record 1: format must be 'threadline.export/1'" in (
         result.err
     )
+    bad.write_text("[" * 100_000 + "\n")  # json.loads recursed until RecursionError
+    fresh = tmp_path / "fresh.db"
+    result = run("import", str(fresh), str(bad))
+    assert result.code == 1 and result.err == "threadline: line 1: nested too deeply\n"
+    assert not fresh.exists()  # refused while reading the file, before the store is opened
 
 
 def _session(url: str, session_id: str) -> Any:

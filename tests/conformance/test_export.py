@@ -174,6 +174,38 @@ def test_a_bad_record_imports_nothing(store: Any) -> None:
         list(export_sessions(store, APP, session_ids=["missing"]))
 
 
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"x": value}
+    return value
+
+
+@pytest.mark.parametrize("where", ["metadata", "state", "user_state", "app_state"])
+def test_a_record_nested_too_deeply_is_refused_not_a_recursion_error(
+    store: Any, where: str
+) -> None:
+    """Metadata and state values deeper than the library's writes take were written as they
+    came, and one deep enough failed with ``RecursionError`` while being encoded."""
+    fill(store)
+    record = json.loads(json.dumps(next(r for r in export_sessions(store, APP)
+                                        if r["session"]["id"] == "trip")))  # fmt: skip
+    _wipe(store)
+    for depth in (150, 5000):
+        bad = json.loads(json.dumps(record))
+        if where == "metadata":
+            bad["session"]["metadata"] = _nested(depth)
+        elif where == "state":
+            bad["state"]["deep"] = _nested(depth)
+        elif where == "user_state":
+            bad["user"]["state"]["user:deep"] = _nested(depth)
+        else:
+            bad["app_scope"]["state"]["app:deep"] = _nested(depth)
+        with pytest.raises(InvalidArgumentError, match=r"record 1: .*nested deeper"):
+            import_sessions(store, [bad])
+        assert store.count_sessions(APP) == 0
+
+
 def test_export_by_user_and_into_another_app(store: Any) -> None:
     fill(store)
     records = list(export_sessions(store, APP, user_id="ana"))

@@ -10,19 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # served.py, server_config.py
 
-from served import Server, start_server
-
-BACKENDS = [
-    pytest.param("sqlite-file", id="sqlite-file"),
-    pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
-]
-
-
-def backend_db(request: pytest.FixtureRequest, backend: str, tmp: Path) -> str:
-    if backend == "sqlite-file":
-        return f"sqlite:///{(tmp / 'served.db').as_posix()}"
-    dsn: str = request.getfixturevalue("module_pg_dsn")
-    return dsn
+from served import BACKENDS, Server, backend_db, start_server
 
 
 @pytest.fixture(scope="module", params=BACKENDS)

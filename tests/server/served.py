@@ -14,11 +14,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 
 from threadline.server import create_key
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
+
+# The backends every HTTP test module runs on (here, not in conftest.py: a test module's
+# ``from conftest import`` would get whichever conftest.py was imported first).
+BACKENDS = [
+    pytest.param("sqlite-file", id="sqlite-file"),
+    pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
+]
+
+
+def backend_db(request: pytest.FixtureRequest, backend: str, tmp: Path) -> str:
+    if backend == "sqlite-file":
+        return f"sqlite:///{(tmp / 'served.db').as_posix()}"
+    dsn: str = request.getfixturevalue("module_pg_dsn")
+    return dsn
 
 
 def free_port() -> int:

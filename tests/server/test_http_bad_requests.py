@@ -49,6 +49,9 @@ def test_malformed_requests_are_4xx_json(server: Server) -> None:
             422,
         )
         _is_error(http.post("/v1/sessions", json={"session_id": "x" * 100_000}), 400)
+        ndjson = {"content-type": "application/x-ndjson"}
+        for deep in (b"[" * 100_000, b'{"a": ' * 100_000):  # json.loads: RecursionError
+            _is_error(http.post("/v1/import", content=deep + b"\n", headers=ndjson), 400)
 
 
 def test_bodies_over_the_cap_get_413_even_without_a_content_length(capped: Server) -> None:

@@ -13,9 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from served import Server, start_server
-
-from conftest import BACKENDS, backend_db
+from served import BACKENDS, Server, backend_db, start_server
 
 
 class Subscriber:

@@ -24,6 +24,12 @@ def test_no_auth_serves_the_app_named_by_the_header_and_warns(tmp_path: Path) ->
             assert other.status_code == 201 and other.json()["app_name"] == "travel"
             missing = http.get("/v1/sessions/s1", headers={"X-Threadline-App": "shop"})
             assert missing.status_code == 404
+            # The header's bytes are UTF-8 (they were read as Latin-1: "é" became "Ã©").
+            utf8 = {"X-Threadline-App": "café".encode()}
+            accented = http.post("/v1/sessions", json={"session_id": "s1"}, headers=utf8)
+            assert accented.status_code == 201 and accented.json()["app_name"] == "café"
+            bad = http.get("/v1/sessions", headers={"X-Threadline-App": b"caf\xe9"})
+            assert bad.status_code == 400 and "UTF-8" in bad.json()["error"]["message"]
     finally:
         server.stop()
     log = server.log.read_text(errors="replace")

@@ -182,6 +182,19 @@ def test_ids_in_paths_are_url_encoded(server: Server) -> None:
         assert made.status_code == 201, made.text
         assert http.get(f"/v1/sessions/{quoted}").json()["id"] == odd
         assert http.get(f"/v1/sessions/{quoted}/messages/{httpx_quote('m/1')}").status_code == 200
+        # Escapes that are not UTF-8 were decoded to U+FFFD: %FF and %E9 named one session.
+        for bad in ("%FF", "%E9", "caf%E9", "%ED%A0%80"):
+            for method, path in (
+                ("POST", f"/v1/sessions/{bad}/messages"),
+                ("GET", f"/v1/sessions/{bad}"),
+                ("GET", f"/v1/sessions/{quoted}/messages/{bad}"),
+            ):
+                answer = http.request(method, path, json={"role": "user", "content": "x"})
+                assert answer.status_code == 400, (method, path, answer.text)
+                assert answer.json()["error"]["type"] == "InvalidArgumentError"
+        assert http.get(f"/v1/sessions/{httpx_quote(chr(0xFFFD))}").status_code == 404
+    with server.client() as anonymous:  # the key is still checked first
+        assert anonymous.get("/v1/sessions/%FF").status_code == 401
 
 
 def test_forget_a_user_and_health_and_docs(server: Server) -> None:

@@ -33,6 +33,7 @@ def _routes(s: str) -> list[tuple[str, str, dict[str, object] | None]]:
         ("PUT", f"/v1/sessions/{s}/messages/{m}", {"role": "user", "content": "x"}),
         ("DELETE", f"/v1/sessions/{s}/messages/{m}", None),
         ("GET", f"/v1/sessions/{s}/messages/{m}/branches", None),
+        ("GET", f"/v1/sessions/{s}/messages/{m}/path_length", None),
         ("GET", f"/v1/sessions/{s}/head", None),
         ("PUT", f"/v1/sessions/{s}/head", {"leaf_id": m}),
         ("GET", f"/v1/sessions/{s}/search?q={SECRET}", None),
@@ -81,7 +82,27 @@ def test_a_key_of_another_app_gets_404_everywhere(server: Server) -> None:
             assert answer.json()["error"]["type"].endswith("NotFoundError"), (method, path)
         assert http.get("/v1/search", params={"q": SECRET}).json() == {"hits": []}
         assert http.get("/v1/sessions").json()["sessions"] == []
+        assert http.get("/v1/export", params={"session_id": session}).status_code == 404
+        assert http.get("/v1/export").text == ""
+        # Writes naming the id create app A's own session of that name: B's stays unseen.
+        for method, path, body in (
+            ("PATCH", f"/v1/sessions/{session}/state", {"pin": "0000"}),
+            ("POST", f"/v1/sessions/{session}/usage", {"input_tokens": 1, "output_tokens": 1}),
+            ("PUT", f"/v1/sessions/{session}/blocks/memory", {"content": "stolen"}),
+            ("POST", f"/v1/sessions/{session}/messages", {"role": "user", "content": "mine"}),
+        ):
+            answer = http.request(method, path, json=body)
+            assert answer.status_code in (200, 201), (method, path, answer.text)
+        mine = http.get(f"/v1/sessions/{session}/messages").json()["messages"]
+        assert [m["parts"][0]["text"] for m in mine] == ["mine"]
+        assert http.get(f"/v1/sessions/{session}/state").json()["state"] == {"pin": "0000"}
+        assert http.get("/v1/search", params={"q": SECRET}).json() == {"hits": []}
+        assert SECRET not in http.get("/v1/export").text
     _assert_untouched(server, app_b, session)
+    with server.client(server.key(app_b)) as owner:
+        assert owner.get(f"/v1/sessions/{session}/state").json()["state"] == {"pin": "1234"}
+        info = owner.get(f"/v1/sessions/{session}").json()
+        assert (info["input_tokens"], info["app_name"]) == (0, app_b)
 
 
 def test_a_user_bound_key_reaches_only_its_users_sessions(server: Server) -> None:

@@ -82,6 +82,19 @@ def serve(
             help="Serve this user only (every request acts as a key bound to this user).",
         ),
     ] = None,
+    cors_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cors-origin",
+            show_default=False,
+            metavar="ORIGIN",
+            help="Allow browser calls from this origin, e.g. https://app.example (repeatable).",
+        ),
+    ] = None,
+    max_body_bytes: Annotated[
+        int,
+        typer.Option(min=1, help="Largest request body; a bigger one gets 413."),
+    ] = 64 * 2**20,
     as_json: JsonOption = False,
 ) -> None:
     """Run the HTTP service and the web viewer (/ui). With uvicorn; API docs at /docs."""
@@ -114,6 +127,8 @@ def serve(
         auth=not no_auth,
         app=app,
         user=user,
+        cors_origins=tuple(cors_origin or ()),
+        max_body_bytes=max_body_bytes,
     )
 
 

@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl
 
 import anyio.to_thread
 
-from threadline.errors import ThreadlineError
+from threadline.errors import InvalidArgumentError, ThreadlineError
 from threadline.server import _errors
 from threadline.server._limits import ASGIApp, Receive, Scope, Send
 from threadline.server._tenancy import Tenant, Tenants, Unauthorized
@@ -119,6 +119,11 @@ class Authenticate:
     async def _tenant(tenants: Tenants, scope: Scope) -> Tenant:
         if not tenants.auth:
             app = _header(scope, b"x-threadline-app")
+            if app is not None:  # header bytes are read as Latin-1; the app name is UTF-8
+                try:
+                    app = app.encode("latin-1").decode("utf-8")
+                except UnicodeDecodeError:
+                    raise InvalidArgumentError("X-Threadline-App must be UTF-8 text") from None
             return await anyio.to_thread.run_sync(tenants.from_header, app)
         key = bearer_key(scope)
         if not key:

@@ -18,6 +18,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+DEFAULT_MAX_BODY = 64 * 2**20
+"""The default body cap of ``create_app`` and ``serve`` (64 MiB)."""
+
 
 class BodyLimit:
     """ASGI middleware: 413 ``PayloadTooLarge`` for a body over ``max_bytes``.

@@ -11,12 +11,15 @@ from typing import Any
 
 from threadline.errors import InvalidArgumentError
 from threadline.manager import SessionManager
+from threadline.server._limits import DEFAULT_MAX_BODY
 
 _ENV_DB = "THREADLINE_SERVE_DB"
 _ENV_CONFIG = "THREADLINE_SERVE_CONFIG"
 _ENV_AUTH = "THREADLINE_SERVE_AUTH"
 _ENV_APP = "THREADLINE_SERVE_APP"
 _ENV_USER = "THREADLINE_SERVE_USER"
+_ENV_CORS = "THREADLINE_SERVE_CORS"  # origins, one per line
+_ENV_MAX_BODY = "THREADLINE_SERVE_MAX_BODY"
 ENV_KEY_CACHE = "THREADLINE_KEY_CACHE_TTL"
 """Seconds a worker remembers a key found live (default 1; 0 looks keys up on every
 request): a revoked key is refused within that time."""
@@ -58,6 +61,8 @@ def app_from_environment() -> Any:
         key_cache_ttl=float(os.environ.get(ENV_KEY_CACHE) or 1.0),
         app=os.environ.get(_ENV_APP) or None,
         user=os.environ.get(_ENV_USER) or None,
+        cors_origins=tuple(o for o in os.environ.get(_ENV_CORS, "").splitlines() if o),
+        max_body_bytes=int(os.environ.get(_ENV_MAX_BODY) or DEFAULT_MAX_BODY),
     )
 
 
@@ -71,12 +76,15 @@ def serve(
     auth: bool = True,
     app: str | None = None,
     user: str | None = None,
+    cors_origins: tuple[str, ...] | list[str] = (),
+    max_body_bytes: int = DEFAULT_MAX_BODY,
 ) -> None:
     """Run the HTTP service on ``db`` with uvicorn until interrupted.
 
     ``config`` names the ``configure`` hook as ``module:function``; ``workers`` > 1 starts
     that many processes (each with its own store connection; events reach every worker).
-    ``app``/``user`` serve one app (one user) only, as in :func:`create_app`.
+    ``app``/``user`` serve one app (one user) only; ``cors_origins`` and ``max_body_bytes``
+    are those of :func:`create_app`.
 
     >>> serve("agent.db", port=8000, workers=4)  # doctest: +SKIP
     """
@@ -88,6 +96,17 @@ def serve(
     load_configure(config)  # fail here, once, rather than in every worker
     if workers < 1:
         raise InvalidArgumentError("workers must be at least 1")
+    if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int):
+        raise InvalidArgumentError("max_body_bytes must be an integer")
+    if max_body_bytes < 1:
+        raise InvalidArgumentError("max_body_bytes must be at least 1")
+    if isinstance(cors_origins, str):
+        raise InvalidArgumentError("cors_origins must be a list of origins, not a string")
+    for origin in cors_origins:
+        if not isinstance(origin, str) or not origin or "\n" in origin:
+            raise InvalidArgumentError(f"not a CORS origin: {origin!r}")
+    os.environ[_ENV_CORS] = "\n".join(cors_origins)
+    os.environ[_ENV_MAX_BODY] = str(max_body_bytes)
     os.environ[_ENV_DB] = db
     os.environ[_ENV_CONFIG] = config or ""
     os.environ[_ENV_AUTH] = "1" if auth else "0"

@@ -7,6 +7,7 @@ runs them on every record before the first write, so an import is refused whole.
 from __future__ import annotations
 
 from threadline._state import scope_of
+from threadline._validate import check_json
 from threadline.errors import InvalidArgumentError
 from threadline.store._common import state_owner
 from threadline.store._values import SessionDump
@@ -15,8 +16,10 @@ from threadline.store._values import SessionDump
 def check_dump(dump: SessionDump) -> None:
     """Raise ``InvalidArgumentError`` unless ``dump`` is a consistent session: every parent
     before its child, unique message ids, increasing ``seq`` (``last_seq`` at least the
-    highest), head, undo records and overlay ends naming messages of the dump, and every
-    state key stored under the owner its scope names.
+    highest), head, undo records and overlay ends naming messages of the dump, every
+    state key stored under the owner its scope names, and metadata and state values that
+    the library's own writes would take (JSON, nested at most ``MAX_DEPTH`` levels: a
+    deeper value would otherwise fail with ``RecursionError`` while being written).
 
     >>> import dataclasses, threadline
     >>> store = threadline.connect(":memory:")
@@ -53,6 +56,7 @@ def check_dump(dump: SessionDump) -> None:
         if overlay.from_message_id not in seen or overlay.to_message_id not in seen:
             raise InvalidArgumentError(f"overlay {overlay.id!r} names unknown messages")
     session_id, user_id = dump.info.id, dump.info.user_id
+    check_json("session metadata", dump.info.metadata)
     if user_id is None and (dump.user_state or dump.user_blocks):
         raise InvalidArgumentError("user state or blocks in a dump of a session without user")
     scopes = (
@@ -66,3 +70,4 @@ def check_dump(dump: SessionDump) -> None:
                 raise InvalidArgumentError(f"state key {key!r} is reserved")
             if state_owner(key, session_id, user_id) != (owner, owner_id):
                 raise InvalidArgumentError(f"state key {key!r} is not {owner}-scoped")
+            check_json(f"state value of {key!r}", state[key])

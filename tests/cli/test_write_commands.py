@@ -122,6 +122,24 @@ def test_import_with_a_bad_second_record_writes_nothing(
     assert _export(run, file_store_url) == before
 
 
+def test_a_failed_import_into_a_new_file_leaves_no_file(run: Run, tmp_path: Path) -> None:
+    source = f"sqlite:///{tmp_path / 'source.db'}"
+    _fill(source)
+    record = json.loads(_export(run, source)[0])
+    record["messages"][-1]["parent_id"] = "ghost"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(record) + "\n")
+    target = tmp_path / "new" / "fresh.db"
+    target.parent.mkdir()
+    refused = run("import", str(target), str(bad))
+    assert refused.code == 1 and "'ghost' must come before it" in refused.err
+    assert list(target.parent.iterdir()) == []
+    existing = tmp_path / "new" / "kept.db"
+    threadline.connect(str(existing)).close()  # a store that was there before stays
+    assert run("import", str(existing), str(bad)).code == 1
+    assert existing.exists()
+
+
 def test_import_reads_stdin_and_retargets_the_app(
     run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

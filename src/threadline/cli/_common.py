@@ -7,7 +7,8 @@ import inspect
 import json
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -127,6 +128,21 @@ def open_store(url: str, *, write: bool = False, create: bool = False) -> Store:
         return threadline.connect(url, read_only=True)
     except StoreError as exc:
         raise CliError(f"cannot open {url!r} for reading: {exc.__cause__ or exc}") from None
+
+
+@contextmanager
+def removed_on_failure(url: str) -> Iterator[None]:
+    """Delete the SQLite file at ``url`` (and its WAL side files) if the block raises and the
+    file did not exist before it: a failed ``import`` into a new store leaves nothing behind."""
+    path = _sqlite_file(url)
+    existed = path is None or path.exists()
+    try:
+        yield
+    except BaseException:
+        if not existed and path is not None:
+            for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+                leftover.unlink(missing_ok=True)
+        raise
 
 
 def _apps_hint(store: Store) -> str:

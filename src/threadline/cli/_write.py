@@ -19,6 +19,7 @@ from threadline.cli._common import (
     info_json,
     open_store,
     positionals,
+    removed_on_failure,
     require_session,
 )
 from threadline.compaction import create_compact_function
@@ -59,7 +60,7 @@ def import_(
             records = list(load_jsonl(fp))
     if user is not None:
         records = [r for r in records if (r.get("session") or {}).get("user_id") == user]
-    with open_store(url, write=True, create=True) as store:
+    with removed_on_failure(url), open_store(url, write=True, create=True) as store:
         ids = import_sessions(store, records, replace=replace, app=app)
     if as_json:
         emit_json({"imported": ids})

@@ -14,8 +14,9 @@ How ADK's model maps onto threadline (docs: README "Google ADK"):
 * **Events** are messages: the event's content becomes the message parts
   (``threadline.formats.from_genai``, so threadline's search, history and compaction see the
   text, tool calls and files) and the rest of the event (its pydantic JSON: actions and
-  ``state_delta``, ids, usage, grounding, ``timestamp`` ...) is kept in
-  ``metadata["adk"]["event"]``; reading puts both back, so an event round-trips exactly. The
+  ``state_delta``, ids, usage, grounding, ``timestamp`` ...; ``None`` fields whose default is
+  ``None`` left out) is kept in ``metadata["adk"]["event"]``; reading puts both back, so an
+  event round-trips exactly. The
   message also carries ``metadata.invocationId``, ``author`` and ``branch`` (threadline's own
   names) and its ``createdAt`` is the event's timestamp. Messages appended to the session by
   other threadline code are read back as events too (content converted with ``to_genai``).
@@ -70,6 +71,7 @@ from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions
 from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
 from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.platform import time as platform_time
@@ -222,13 +224,36 @@ def _created_at(timestamp: float) -> str | None:
         return None
 
 
+def _none_by_default(model: type[Event] | type[EventActions]) -> frozenset[str]:
+    return frozenset(
+        name
+        for name, field in model.model_fields.items()
+        if field.default is None and field.default_factory is None
+    )
+
+
+# Fields whose default is None: a None there is left out of the stored event (validation
+# puts it back), about two thirds of an event's JSON. Any other None is kept.
+_EVENT_NONE = _none_by_default(Event)
+_ACTIONS_NONE = _none_by_default(EventActions)
+
+
+def _without_default_nones(data: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in data.items() if v is not None or k not in _EVENT_NONE}
+    actions = out.get("actions")
+    if isinstance(actions, dict):
+        out["actions"] = {
+            k: v for k, v in actions.items() if v is not None or k not in _ACTIONS_NONE
+        }
+    return out
+
+
 def _event_json(event: Event) -> dict[str, Any]:
     try:
-        return event.model_dump(mode="json", exclude={"content"})
+        data = event.model_dump(mode="json", exclude={"content"})
     except Exception:  # a value pydantic cannot serialise (e.g. a callable in state_delta)
-        data = event.model_dump(exclude={"content"})
-        safe: dict[str, Any] = to_jsonable_python(data, fallback=repr)
-        return safe
+        data = to_jsonable_python(event.model_dump(exclude={"content"}), fallback=repr)
+    return _without_default_nones(data)
 
 
 def event_to_message(event: Event, *, message_id: str | None = None) -> dict[str, Any]:

@@ -66,8 +66,14 @@ def split_internal(state: dict[str, Any]) -> dict[str, Any]:
     >>> split_internal(state), state
     ({'__threadline__:adk': [None, 1.5]}, {'topic': 'tea'})
     """
-    hidden = [key for key in state if key.startswith(INTERNAL_PREFIX)]
-    return {key: state.pop(key) for key in hidden}
+    # Plain loops, no comprehensions: listings call this once per session (10,000 at once).
+    hidden: dict[str, Any] = {}
+    for key in state:
+        if key.startswith(INTERNAL_PREFIX):
+            hidden[key] = state[key]
+    for key in hidden:
+        del state[key]
+    return hidden
 
 
 def validate_delta(delta: object) -> dict[str, Any]:

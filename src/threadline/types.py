@@ -315,6 +315,28 @@ class SessionListingPage(_DictMixin):
     next_cursor: str | None = None
 
 
+SessionState = tuple[str, str | None, str | None, dict[str, Any], dict[str, Any]]
+"""One session as ``Store.list_session_states`` returns it: ``(id, user_id, head_id, state,
+internal)`` (state: the session-scoped keys; internal: the reserved ``__threadline__:`` keys)."""
+
+
+@dataclass(frozen=True)
+class SessionStatePage(_DictMixin):
+    """A page of ``Store.list_session_states``: plain :data:`SessionState` tuples (no object
+    per session: for callers that list thousands); ``next_cursor`` is ``None`` on the last.
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> store.update_state("default", "s1", "u1", {"topic": "tea"})
+    >>> page = store.list_session_states("default", limit=10)
+    >>> page.sessions, page.next_cursor
+    ([('s1', 'u1', None, {'topic': 'tea'}, {})], None)
+    """
+
+    sessions: list[SessionState] = field(default_factory=list)
+    next_cursor: str | None = None
+
+
 class AppendResult(list[Message]):
     """What ``SessionManager.append_all`` returns: the stored messages (a list, as before)
     whose ``overflow`` holds the messages this append pushed out of the last ``max_messages``
@@ -358,4 +380,6 @@ __all__ = [
     "SessionListing",
     "SessionListingPage",
     "SessionPage",
+    "SessionState",
+    "SessionStatePage",
 ]

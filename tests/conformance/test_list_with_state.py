@@ -13,7 +13,7 @@ import pytest
 
 from threadline.errors import InvalidArgumentError
 from threadline.store import Store
-from threadline.types import SessionListing, SessionListingPage
+from threadline.types import SessionListing, SessionListingPage, SessionStatePage
 
 
 def _walk(store: Store, limit: int, **filters: Any) -> tuple[list[SessionListing], list[int]]:
@@ -105,3 +105,62 @@ def test_listing_info_is_decoded_on_demand_and_compares_by_value(store: Store) -
     assert first == second and first.info is first.info
     assert first.info.metadata == {"k": [1]} and first.to_dict()["info"]["name"] == "Trip"
     assert "s1" in repr(first)
+
+
+# ------------------------------------------------------------------ list_session_states
+
+
+def _walk_states(store: Store, limit: int, **filters: Any) -> tuple[list[Any], list[str | None]]:
+    seen: list[Any] = []
+    cursors: list[str | None] = []
+    cursor = None
+    while True:
+        page = store.list_session_states("app", limit=limit, cursor=cursor, **filters)
+        assert isinstance(page, SessionStatePage)
+        seen.extend(page.sessions)
+        cursors.append(page.next_cursor)
+        cursor = page.next_cursor
+        if cursor is None:
+            return seen, cursors
+        assert len(cursors) < 100
+
+
+def test_session_states_agree_with_the_full_listing_page_by_page(store: Store) -> None:
+    _populate(store)
+    internal = "__threadline__:bench"
+    store.append_messages(  # an internal key (an adapter's bookkeeping): apart from state
+        "app", "s03", [{"id": "x3", "role": "user", "parts": []}], user_id="u0",
+        state_delta={internal: [1, "a"], "n": 33},
+    )  # fmt: skip
+    for limit in (1, 7, 50):
+        for filters in ({}, {"user_id": "u1"}):
+            states, cursors = _walk_states(store, limit, **filters)
+            listed, _ = _walk(store, limit, **filters)
+            assert states == [(e.id, e.user_id, e.head_id, e.state, e.internal) for e in listed]
+            plain = store.list_sessions("app", limit=limit, **filters)
+            first = store.list_session_states("app", limit=limit, **filters)
+            assert first.next_cursor == plain.next_cursor == cursors[0]
+            if cursors[0] is not None:  # list_sessions' own cursors
+                after = store.list_sessions("app", limit=limit, cursor=cursors[0], **filters)
+                assert [s.id for s in after.sessions] == [r[0] for r in states[limit : 2 * limit]]
+    by_id = {row[0]: row for row in _walk_states(store, 50)[0]}
+    assert by_id["s03"] == ("s03", "u0", "x3", {"n": 33, "nested": {"list": [3, None, "x"]}},
+                            {internal: [1, "a"]})  # fmt: skip
+    assert by_id["s04"] == ("s04", "u1", None, {}, {})
+    assert by_id["s05"][3] == {"nested": {"list": [5, None, "x"]}, 'quote"key': "a'b"}
+    assert len(by_id) == 23
+
+
+def test_session_states_user_filter_and_bad_arguments(store: Store) -> None:
+    _populate(store)
+    states, _ = _walk_states(store, 3, user_id="u2")
+    assert [row[0] for row in states] == [
+        s.id for s in store.list_sessions("app", user_id="u2", limit=100).sessions
+    ]
+    assert {row[1] for row in states} == {"u2"}
+    assert store.list_session_states("app", user_id="nobody").sessions == []
+    assert store.list_session_states("nowhere").sessions == []
+    with pytest.raises(InvalidArgumentError):
+        store.list_session_states("app", limit=0)
+    with pytest.raises(InvalidArgumentError):
+        store.list_session_states("app", cursor="not a cursor")

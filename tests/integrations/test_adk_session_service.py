@@ -906,3 +906,26 @@ async def test_a_partial_event_round_trips_through_a_message() -> None:
     message = event_to_message(event)
     assert message["metadata"]["partial"] is True
     assert message_to_event(message) == event
+
+
+def test_the_stored_event_leaves_out_only_the_nones_validation_puts_back() -> None:
+    event = Event(author="user", actions=EventActions(state_delta={"k": 1}))
+    plain = event_to_message(event)
+    stored = plain["metadata"]["adk"]["event"]
+    assert None not in stored.values() and None not in stored["actions"].values()
+    assert stored["actions"]["state_delta"] == {"k": 1} and stored["author"] == "user"
+    assert stored["actions"]["artifact_delta"] == {}  # not None: kept
+    assert message_to_event(plain) == event  # the left-out fields come back as None
+    full = Event(
+        author="agent",
+        branch="a.b",
+        invocation_id="i1",
+        turn_complete=False,
+        custom_metadata={"x": None},
+        actions=EventActions(escalate=True, transfer_to_agent="other", state_delta={"n": None}),
+    )
+    message = event_to_message(full)
+    assert message["metadata"]["adk"]["event"]["custom_metadata"] == {"x": None}
+    assert message["metadata"]["adk"]["event"]["actions"]["state_delta"] == {"n": None}
+    back = message_to_event(message)
+    assert back == full and back.model_dump() == full.model_dump()

@@ -14,8 +14,9 @@ How ADK's model maps onto threadline (docs: README "Google ADK"):
 * **Events** are messages: the event's content becomes the message parts
   (``threadline.formats.from_genai``, so threadline's search, history and compaction see the
   text, tool calls and files) and the rest of the event (its pydantic JSON: actions and
-  ``state_delta``, ids, usage, grounding, ``timestamp`` ...) is kept in
-  ``metadata["adk"]["event"]``; reading puts both back, so an event round-trips exactly. The
+  ``state_delta``, ids, usage, grounding, ``timestamp`` ...; ``None`` fields whose default is
+  ``None`` left out) is kept in ``metadata["adk"]["event"]``; reading puts both back, so an
+  event round-trips exactly. The
   message also carries ``metadata.invocationId``, ``author`` and ``branch`` (threadline's own
   names) and its ``createdAt`` is the event's timestamp. Messages appended to the session by
   other threadline code are read back as events too (content converted with ``to_genai``).
@@ -26,7 +27,7 @@ How ADK's model maps onto threadline (docs: README "Google ADK"):
   ``{"__adk_none__": true}`` and read back as ``None``.
 * ``last_update_time`` is the timestamp of the session's last event (its creation time while it
   has none). ``list_sessions`` orders by it, then user, then id (ADK's order). It reads the
-  sessions with ``Store.list_sessions_with_state`` (one query per 1,000 sessions); the exact
+  sessions with ``Store.list_session_states`` (one query per 1,000 sessions); the exact
   float is kept, with the head id it belongs to, in threadline-internal state
   (``__threadline__:adk``: written in each event's transaction, shown by no state read, ADK's
   or threadline's, and refused by threadline's public state writes), so no session's last
@@ -71,6 +72,7 @@ from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions
 from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
 from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.platform import time as platform_time
@@ -92,7 +94,6 @@ from threadline.errors import SessionNotFoundError as ThreadlineSessionNotFoundE
 from threadline.formats import from_genai, to_genai
 from threadline.messages import format_timestamp, parse_timestamp
 from threadline.store import UNSET, SQLiteStore, Store, connect_lazily
-from threadline.types import SessionListing
 
 __all__ = [
     "ThreadlineMemoryService",
@@ -129,7 +130,10 @@ def _gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
-_LISTED_FIELDS = ("id", "app_name", "user_id", "state", "last_update_time")
+# The fields set of a listed Session: each session gets a copy (pydantic adds to it when a
+# field is assigned); copying a set costs less than half of building one from a tuple.
+_LISTED_FIELDS = frozenset(("id", "app_name", "user_id", "state", "last_update_time"))
+_listed_fields = set(_LISTED_FIELDS).copy
 
 
 def _construct_session(
@@ -149,7 +153,7 @@ def _construct_session(
         "last_update_time": last,
     }
     setattr_(session, "__dict__", values)
-    setattr_(session, "__pydantic_fields_set__", set(_LISTED_FIELDS))
+    setattr_(session, "__pydantic_fields_set__", _listed_fields())
     setattr_(session, "__pydantic_extra__", None)
     setattr_(session, "__pydantic_private__", {"_storage_update_marker": None})
     return session
@@ -181,7 +185,7 @@ def _pick_session_builder() -> Callable[[str, str, str, dict[str, Any], float], 
 _listed_session = _pick_session_builder()
 _KEY = "adk"  # registry metadata and message metadata key
 _NONE = {"__adk_none__": True}  # how a None state value is stored (threadline's None deletes)
-_PAGE = 1000  # sessions per page of list_sessions_with_state
+_PAGE = 1000  # sessions per page of list_session_states
 # Internal state key (threadline's reserved prefix: in no state any read returns, refused by
 # every public write) holding [head message id, last_update_time] of an ADK session, written
 # with each append's delta (same transaction): lets list_sessions read the exact float
@@ -189,6 +193,7 @@ _PAGE = 1000  # sessions per page of list_sessions_with_state
 _LAST = INTERNAL_PREFIX + "adk"
 # Where earlier versions kept it, as a plain session key: never shown, deleted on next append.
 _LEGACY_LAST = "__adk_last_update__"
+_NOBODY = object()  # equal to no owner of a listed session (not even None)
 _FORGOTTEN = "forgotten:"  # state key prefix, in a memory session, of deleted memory ids
 _TERM_DEPTH = 10  # a memory search reads limit * this many matches of each query term
 
@@ -225,13 +230,36 @@ def _created_at(timestamp: float) -> str | None:
         return None
 
 
+def _none_by_default(model: type[Event] | type[EventActions]) -> frozenset[str]:
+    return frozenset(
+        name
+        for name, field in model.model_fields.items()
+        if field.default is None and field.default_factory is None
+    )
+
+
+# Fields whose default is None: a None there is left out of the stored event (validation
+# puts it back), about two thirds of an event's JSON. Any other None is kept.
+_EVENT_NONE = _none_by_default(Event)
+_ACTIONS_NONE = _none_by_default(EventActions)
+
+
+def _without_default_nones(data: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in data.items() if v is not None or k not in _EVENT_NONE}
+    actions = out.get("actions")
+    if isinstance(actions, dict):
+        out["actions"] = {
+            k: v for k, v in actions.items() if v is not None or k not in _ACTIONS_NONE
+        }
+    return out
+
+
 def _event_json(event: Event) -> dict[str, Any]:
     try:
-        return event.model_dump(mode="json", exclude={"content"})
+        data = event.model_dump(mode="json", exclude={"content"})
     except Exception:  # a value pydantic cannot serialise (e.g. a callable in state_delta)
-        data = event.model_dump(exclude={"content"})
-        safe: dict[str, Any] = to_jsonable_python(data, fallback=repr)
-        return safe
+        data = to_jsonable_python(event.model_dump(exclude={"content"}), fallback=repr)
+    return _without_default_nones(data)
 
 
 def event_to_message(event: Event, *, message_id: str | None = None) -> dict[str, Any]:
@@ -518,45 +546,50 @@ class ThreadlineSessionService(BaseSessionService):
             return self._list_sync(app_name, user_id)
 
     def _list_sync(self, app_name: str, user_id: str | None) -> list[Session]:
-        # One query per _PAGE sessions (registry row, session state, head) and one state read
-        # per distinct user (app:/user: keys); no read per session.
+        # One query per _PAGE sessions (id, owner, head, session state: plain tuples) and one
+        # state read per distinct user (app:/user: keys); no read per session.
         shared: dict[str, tuple[str, dict[str, Any]]] = {}  # user -> (id prefix, state)
         found: list[tuple[float, str, str, dict[str, Any]]] = []
+        add = found.append
         cursor: str | None = None
+        # The owner of the row before (rows come grouped by owner when one user is listed)
+        # and what goes with it; no owner yet: a value no owner equals.
+        current: str = ""
+        seen: object = _NOBODY
+        prefix, cut = "", 0
+        common: dict[str, Any] = {}
         while True:
-            page = self.store.list_sessions_with_state(
+            page = self.store.list_session_states(
                 app_name, user_id=user_id, limit=_PAGE, cursor=cursor
             )
-            for listing in page.sessions:
-                owner = listing.user_id
-                if owner is None:
-                    continue
-                known = shared.get(owner)
-                if known is None:
-                    prefix = threadline_session_id(owner, "")
-                    known = shared[owner] = prefix, self._state(app_name, prefix, owner)
-                prefix, common = known
-                tl_id = listing.id
+            for tl_id, owner, head_id, state, internal in page.sessions:
+                if owner != seen:
+                    if owner is None:
+                        continue
+                    known = shared.get(owner)
+                    if known is None:
+                        start = threadline_session_id(owner, "")
+                        known = shared[owner] = start, self._state(app_name, start, owner)
+                    (prefix, common), cut, seen, current = known, len(known[0]), owner, owner
                 if not tl_id.startswith(prefix):
                     continue
-                state = listing.state  # a dict of its own (the store decodes one per session)
-                last = listing.internal.get(_LAST)
+                last = internal.get(_LAST)
                 if (  # the common case, inline: bookkeeping of the current head
                     type(last) is list
                     and len(last) == 2
-                    and last[0] == listing.head_id
+                    and last[0] == head_id
                     and _LEGACY_LAST not in state
                 ):
                     last = float(last[1])
                 else:
-                    last = self._listed_update(app_name, listing)
+                    last = self._listed_update(app_name, tl_id, current, head_id, state, internal)
                     if last is None:
                         continue
                 if _NONE in state.values():
                     state = _decode_state(state)
                 if common:
                     state = {**common, **state}
-                found.append((last, owner, tl_id[len(prefix) :], state))
+                add((last, current, tl_id[cut:], state))
             cursor = page.next_cursor
             if cursor is None:
                 break
@@ -565,21 +598,29 @@ class ThreadlineSessionService(BaseSessionService):
             _listed_session(sid, app_name, owner, state, last) for last, owner, sid, state in found
         ]
 
-    def _listed_update(self, app_name: str, listing: SessionListing) -> float | None:
-        """``last_update_time`` of a listed ADK session (its bookkeeping key is popped from
-        ``listing.internal``); ``None`` for a session not made through this service."""
-        last = listing.internal.get(_LAST)
-        legacy = listing.state.pop(_LEGACY_LAST, None)
+    def _listed_update(
+        self,
+        app_name: str,
+        tl_id: str,
+        owner: str,
+        head_id: str | None,
+        state: dict[str, Any],
+        internal: Mapping[str, Any],
+    ) -> float | None:
+        """``last_update_time`` of a listed ADK session (the legacy bookkeeping key is popped
+        from ``state``); ``None`` for a session not made through this service."""
+        last = internal.get(_LAST)
+        legacy = state.pop(_LEGACY_LAST, None)
         if legacy is not None:
-            self._legacy.add((app_name, listing.id))
+            self._legacy.add((app_name, tl_id))
             last = last or legacy
-        if isinstance(last, list) and len(last) == 2 and last[0] == listing.head_id:
+        if isinstance(last, list) and len(last) == 2 and last[0] == head_id:
             return float(last[1])
         # No bookkeeping key, or messages written around this service: read the registry.
-        entry = _registry_entry(listing.info, listing.user_id or "")
+        entry = _registry_entry(self.store.get_session(app_name, tl_id), owner)
         if entry is None:
             return None
-        head = None if listing.head_id is None else self.store.get_head(app_name, listing.id)
+        head = None if head_id is None else self.store.get_head(app_name, tl_id)
         return self._last_update(head, entry)
 
     async def list_sessions(

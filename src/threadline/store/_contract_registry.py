@@ -11,6 +11,7 @@ from threadline.types import (
     SessionInfo,
     SessionListingPage,
     SessionPage,
+    SessionStatePage,
 )
 
 
@@ -94,6 +95,30 @@ class RegistryContract(Protocol):
         >>> (s1,) = store.list_sessions_with_state("default", cursor=page.next_cursor).sessions
         >>> s1.id, s1.state, s1.head_id, s1.last_message_at
         ('s1', {'k': 1}, 'm1', '2026-01-01T00:00:00.000Z')
+        """
+
+    def list_session_states(
+        self, app: str, *, user_id: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> SessionStatePage:
+        """The lean form of ``list_sessions_with_state``: per session only the tuple
+        ``(id, user_id, head_id, state, internal)``, from ONE query per page (the state rows
+        aggregated by the database into one JSON object per session), without the registry
+        row or the head's ``createdAt``. Same sessions, order, pages and cursors as
+        ``list_sessions`` (a cursor of either works in the other). ``state`` holds the
+        session-scoped keys, ``internal`` the session's internal keys (an adapter's
+        bookkeeping, in no state read). For an adapter building thousands of its own session
+        objects at once.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> _ = store.append_messages("default", "s1", [{"id": "m1", "role": "user",
+        ...     "parts": []}], user_id="u1", state_delta={"k": 1, "user:lang": "nb"})
+        >>> store.touch_session("default", "s2")
+        >>> page = store.list_session_states("default", limit=1)
+        >>> page.sessions
+        [('s2', None, None, {}, {})]
+        >>> store.list_session_states("default", cursor=page.next_cursor).sessions
+        [('s1', 'u1', 'm1', {'k': 1}, {})]
         """
 
     def update_session(

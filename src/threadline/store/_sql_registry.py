@@ -38,6 +38,8 @@ from threadline.types import (
     SessionListing,
     SessionListingPage,
     SessionPage,
+    SessionState,
+    SessionStatePage,
 )
 
 _PREFIXED_COLUMNS = ", ".join("s." + column for column in SESSION_COLUMNS.split(", "))
@@ -76,6 +78,16 @@ def _listing(row: tuple[Any, ...]) -> SessionListing:
     state = loads_stored(text)
     internal = split_internal(state) if INTERNAL_JSON in text else None
     return SessionListing(row, state, row[16], row[17], internal)
+
+
+def _session_state(row: tuple[Any, ...]) -> SessionState:
+    """A row ``(id, user_id, head_id, state JSON, updated_at)`` of ``list_session_states``."""
+    text = row[3]
+    if not text or text == "{}":
+        return (row[0], row[1], row[2], {}, {})
+    state = loads_stored(text)
+    internal = split_internal(state) if INTERNAL_JSON in text else {}
+    return (row[0], row[1], row[2], state, internal)
 
 
 class RegistryMixin(AttachmentMixin):
@@ -154,6 +166,24 @@ class RegistryMixin(AttachmentMixin):
         rows = self._read("list_sessions", lambda tx: tx.all(sql, (*params, limit + 1)))
         listings = [_listing(row) for row in rows[:limit]]
         return SessionListingPage(sessions=listings, next_cursor=_next_cursor(rows, limit))
+
+    def list_session_states(
+        self, app: str, *, user_id: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> SessionStatePage:
+        """``(id, user_id, head_id, state, internal)`` per session, one query per page: the
+        columns the listing index holds (and the head id), the state aggregated by the
+        dialect; nothing else read or decoded."""
+        where, params = _list_filter(app, user_id, limit, cursor, prefix="s.")
+        sql = (
+            f"SELECT s.id, s.user_id, s.head_id, (SELECT {self._STATE_OBJECT} FROM tl_state t "
+            "WHERE t.app = s.app AND t.owner = 'session' AND t.owner_id = s.id), s.updated_at "
+            f"FROM tl_sessions s WHERE {where} ORDER BY s.updated_at DESC, s.id DESC LIMIT ?"
+        )
+        rows = self._read("list_session_states", lambda tx: tx.all(sql, (*params, limit + 1)))
+        after = encode_cursor(rows[limit - 1][4], rows[limit - 1][0]) if len(rows) > limit else None
+        if len(rows) > limit:
+            del rows[limit:]
+        return SessionStatePage(sessions=[_session_state(row) for row in rows], next_cursor=after)
 
     def update_session(
         self,

@@ -176,6 +176,39 @@ def test_a_word_form_written_after_a_search_is_found_by_the_next(
     assert [h.id for h in store.search_messages(APP, "deploy", limit=5)] == ["late"]
 
 
+def _text(message_id: str, text: str) -> dict[str, Any]:
+    return {"id": message_id, "role": "user", "parts": [{"type": "text", "text": text}]}
+
+
+def _fillers(prefix: str, count: int) -> list[dict[str, Any]]:
+    return [_text(f"{prefix}-{i}", "violin") for i in range(count)]
+
+
+def test_the_word_as_written_after_a_search_that_counted_none_is_found(
+    filled: tuple[Store, dict[tuple[str, int], str]], scaled: bool
+) -> None:
+    store, _ = filled
+    # The first search counts "deploy" (none) and finds "deployment" by its other form; the
+    # count is remembered for a while, which must not hide a "deploy" written since.
+    store.append_messages(APP, "s2", [_text("form", "the deployment is done")])
+    assert [h.id for h in store.search_messages(APP, "deploy", limit=5)] == ["form"]
+    store.append_messages(APP, "s0", [_text("exact", "we deploy today"), *_fillers("a", 100)])
+    assert _ids(store.search_messages(APP, "deploy", limit=5)) == {"form", "exact"}
+
+
+def test_the_any_word_pass_finds_every_form_in_rows_not_yet_indexed(
+    filled: tuple[Store, dict[tuple[str, int], str]], scaled: bool
+) -> None:
+    store, _ = filled
+    # The store's index holds "deployment" only; a row written just now (SQLite indexes in
+    # batches) holds "deploy": the forms the index holds must not narrow the pending rows.
+    store.append_messages(APP, "s2", [_text("form", "the deployment is done"), *_fillers("b", 100)])
+    assert _ids(store.search_messages(APP, "deploy", limit=10)) == {"form"}
+    store.append_messages(APP, "s0", [_text("fresh", "we deploy today")])
+    assert _ids(store.search_messages(APP, "deploy", limit=10)) == {"form", "fresh"}
+    assert _ids(store.search_messages(APP, "deploy zebra", limit=10)) == {"form", "fresh"}
+
+
 def _ids(hits: list[Any]) -> set[str]:
     return {h.id for h in hits}
 

@@ -117,8 +117,13 @@ def plan_terms(
             word = term.tokens[0]
             variants = single_word_forms(word)
             counts.append(_doc_count(conn, corpus, fts5_quote(variants[0]), cap, cache, known))
-            held = [variants[0]] if counts[-1] else []
-            held += [f for f in variants[1:] if _doc_count(conn, corpus, fts5_quote(f), 1, cache)]
+            # A remembered count may be older than the messages: which forms a message holds
+            # is always checked afresh, or a form written since would not be found.
+            held = [
+                f
+                for i, f in enumerate(variants)
+                if (i == 0 and counts[-1]) or _doc_count(conn, corpus, fts5_quote(f), 1, cache)
+            ]
             forms[word] = held or [word]
     if size <= rules.COMMON_DOCS:
         return Plan(list(terms), bound, forms)
@@ -224,7 +229,9 @@ def any_word_search(
     seqs: dict[int, int] = {}
     words: list[set[int]] = [set() for _ in plan.terms]
     for corpus in corpora:
-        match = _fts_match(plan.terms, "any", plan.forms)
+        # The forms the store's index holds say nothing of the pending rows: all forms there.
+        forms = plan.forms if corpus is corpora[0] else None
+        match = _fts_match(plan.terms, "any", forms)
         if match is None:
             return []
         found = {
@@ -243,7 +250,7 @@ def any_word_search(
         low = min(found)
         sql = f"SELECT rowid FROM {corpus.fts} WHERE {corpus.fts} MATCH ? AND rowid >= ?"
         for term, matched in zip(plan.terms, words, strict=True):
-            expression = fts5_term(term, plan.forms)
+            expression = fts5_term(term, forms)
             if expression is not None:
                 matched.update(r for (r,) in conn.execute(sql, (expression, low)) if r in found)
     scores = rules.coverage_scores(words, [set() for _ in words], len(seqs), "any")

@@ -908,7 +908,7 @@ async def test_a_partial_event_round_trips_through_a_message() -> None:
     assert message_to_event(message) == event
 
 
-def test_the_stored_event_leaves_out_only_the_nones_validation_puts_back() -> None:
+async def test_the_stored_event_leaves_out_only_the_nones_validation_puts_back() -> None:
     event = Event(author="user", actions=EventActions(state_delta={"k": 1}))
     plain = event_to_message(event)
     stored = plain["metadata"]["adk"]["event"]

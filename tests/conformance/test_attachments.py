@@ -182,6 +182,24 @@ def test_the_reserved_key_is_refused(store: Any) -> None:
         store.append_messages("default", "s", [message])
 
 
+def test_attaching_is_decided_per_string_whatever_the_message_size(store: Any) -> None:
+    # The encoder skips the walk for attachments when the whole JSON is too short to hold a
+    # long string and has no reference key: on both sides of that line, what is attached
+    # is exactly the strings of ATTACH_MIN_BYTES or more.
+    session = Session.create(store).for_session("edges")
+    pieces = [{"type": "text", "text": "y" * (ATTACH_MIN_BYTES // 4)} for _ in range(6)]
+    many = session.append_message({"role": "user", "parts": pieces})  # JSON over the line
+    one = session.append_message({"role": "user", "content": "z" * ATTACH_MIN_BYTES})
+    short = session.append_message({"role": "user", "content": "z" * (ATTACH_MIN_BYTES - 1)})
+    quoted = session.append_message({"role": "user", "content": f'{{"{MARKER}": 1}}'})
+    assert _counts(store)[0] == 1  # only the one string of ATTACH_MIN_BYTES
+    history = {m["id"]: m for m in session.get_history()}
+    assert history[many["id"]]["parts"] == pieces
+    assert history[one["id"]]["parts"][0]["text"] == "z" * ATTACH_MIN_BYTES
+    assert history[short["id"]]["parts"][0]["text"] == "z" * (ATTACH_MIN_BYTES - 1)
+    assert history[quoted["id"]]["parts"][0]["text"] == f'{{"{MARKER}": 1}}'
+
+
 def test_token_estimates_count_media_per_item(store: Any) -> None:
     from threadline.tokens import estimate_message_tokens
 

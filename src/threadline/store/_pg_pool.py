@@ -22,6 +22,7 @@ No I/O at import; psycopg is handed in by the caller (it is an optional extra).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import select
@@ -110,8 +111,20 @@ class ServerPool:
         if self._down is not None:
             self._probe()
         try:
-            with self._pool.connection() as conn:
+            # getconn/putconn rather than psycopg_pool's connection(): that context manager
+            # adds a commit (a no-op: connections are in autocommit) and usage statistics,
+            # client CPU on every operation. What its "with conn" does on an error is kept.
+            pool = self._pool
+            conn = pool.getconn()
+            try:
                 yield conn
+            except BaseException:
+                if not conn.broken:
+                    with contextlib.suppress(Exception):
+                        conn.rollback()
+                raise
+            finally:
+                pool.putconn(conn)
         except self._driver.Error as exc:
             if isinstance(exc, self._driver.OperationalError) and is_connection_failure(
                 exc, self._pool_module

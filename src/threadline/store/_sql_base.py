@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, Self, TypeVar
 
-from threadline._attachments import Blob, extract
+from threadline._attachments import ATTACH_MIN_BYTES, MARKER_JSON, Blob, extract
 from threadline._search_query import MatchMode, Term
 from threadline._validate import check_max_message_bytes, check_size_policy
 from threadline.errors import (
@@ -189,9 +189,12 @@ class EncodedRow(NamedTuple):
 def _encode_row(message: Message, policy: str, max_bytes: int) -> EncodedRow:
     """Check, size and encode one normalised message under a size policy.
 
-    With ``"attach"`` the long strings are taken out before encoding, so the row's JSON is
-    small and a large message is never encoded whole; ``enforce_row_size`` only runs when the
-    size measured here says it may be needed.
+    With ``"attach"`` the message is encoded first: a JSON shorter than
+    :data:`ATTACH_MIN_BYTES` holds no string long enough to attach, and one without
+    :data:`MARKER_JSON` no reference key, so nearly every message is stored without a walk
+    for attachments. Otherwise the long strings are taken out and the rest encoded again
+    (a large message is encoded twice; its hashing and storing cost far more).
+    ``enforce_row_size`` only runs when the size measured here says it may be needed.
     """
     if (
         not isinstance(message, dict)
@@ -200,10 +203,14 @@ def _encode_row(message: Message, policy: str, max_bytes: int) -> EncodedRow:
     ):
         raise InvalidMessageError("the store takes normalised messages (string id and role)")
     try:  # encoding is the check: nesting, lone surrogates, NaN and non-JSON values all fail
-        row, blobs, extra = extract(message) if policy == "attach" else (message, [], 0)
-        data = encode_message(row)
+        data = encode_message(message)
         # The UTF-8 size without encoding an ASCII text (most rows) again.
-        size = (len(data) if data.isascii() else len(data.encode("utf-8"))) + extra
+        size = len(data) if data.isascii() else len(data.encode("utf-8"))
+        blobs: list[Blob] = []
+        if policy == "attach" and (size >= ATTACH_MIN_BYTES or MARKER_JSON in data):
+            row, blobs, extra = extract(message)
+            data = encode_message(row)
+            size = (len(data) if data.isascii() else len(data.encode("utf-8"))) + extra
     except RecursionError:
         raise InvalidMessageError("message is nested too deeply") from None
     except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError

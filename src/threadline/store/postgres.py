@@ -152,8 +152,14 @@ def _decode_text(value: str) -> str:
     return _ESCAPED.sub(lambda m: _UNESCAPE.get(m.group(1), m.group(0)), value)
 
 
-def _encode_params(params: Sequence[Any]) -> list[Any]:
-    return [_encode_text(p) if isinstance(p, str) else p for p in params]
+def _encode_params(params: Sequence[Any]) -> Sequence[Any]:
+    """``params`` with their strings escaped; ``params`` itself when none needs it (nearly
+    every statement: no copy). A string with no non-ASCII character cannot hold the escape
+    character, and ``isascii`` is a flag read, so only NUL is searched for in most."""
+    for value in params:
+        if isinstance(value, str) and ("\x00" in value or (not value.isascii() and _ESC in value)):
+            return [_encode_text(p) if isinstance(p, str) else p for p in params]
+    return params
 
 
 def _decode_rows(rows: list[Row]) -> list[Row]:
@@ -199,18 +205,27 @@ def _pg_sql(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
+@functools.lru_cache(maxsize=256)
+def _held_sql(held: str, sql: str) -> str:
+    """``held`` as a data-modifying CTE of ``sql`` (built once per pair of statements)."""
+    return f"WITH held AS ({held}) {sql}"
+
+
 class _PgTx:
     """:class:`~threadline.store._sql.Tx` over one psycopg connection; ``pipelined`` (a write
     transaction, in pipeline mode) statements are sent without waiting for their answers
     until a result is needed (``one``, ``all``, ``many``, a row count) or the transaction
     ends."""
 
-    __slots__ = ("conn", "held", "pipelined", "search_plan")
+    __slots__ = ("conn", "held", "pipelined", "search_plan", "sender")
 
     def __init__(self, conn: PgConn, *, pipelined: bool = False) -> None:
         self.conn = conn
         self.pipelined = pipelined
-        self.held: tuple[str, list[Any]] | None = None
+        self.held: tuple[str, Sequence[Any]] | None = None
+        #: One cursor for every statement whose answer nobody reads (``send``): a cursor
+        #: made per statement cost more client CPU than the statement's own parameters.
+        self.sender: Any = None
         #: The plan of a search's "all" pass, reused by its "any" pass: (key, plan, scan).
         self.search_plan: tuple[Any, Plan, bool, list[tuple[Any, ...]] | None] | None = None
 
@@ -226,17 +241,22 @@ class _PgTx:
         """Send the held statement alone, if there is one."""
         if self.held is not None:
             (sql, params), self.held = self.held, None
-            self.conn.execute(_pg_sql(sql), params)
+            self._sender().execute(_pg_sql(sql), params)
+
+    def _sender(self) -> Any:
+        if self.sender is None:
+            self.sender = self.conn.cursor()
+        return self.sender
 
     def send(self, sql: str, params: Sequence[Any] = ()) -> None:
         """Run a statement; in a pipeline, its answer is not waited for."""
         values = _encode_params(params)
         if self.held is not None and not sql.startswith("WITH"):
             (first, before), self.held = self.held, None
-            sql, values = f"WITH held AS ({first}) {sql}", [*before, *values]
+            sql, values = _held_sql(first, sql), [*before, *values]
         else:
             self.release()
-        self.conn.execute(_pg_sql(sql), values)
+        self._sender().execute(_pg_sql(sql), values)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run a statement; the number of rows it changed."""
@@ -463,7 +483,7 @@ class PostgresStore(SQLStore):
         self, app: str, session_id: str, ids: Sequence[str]
     ) -> tuple[str, Sequence[Any]]:
         # Strings are encoded by the Tx; lists (arrays) are passed as they are: encode them.
-        listed = ids if len(ids) <= _IN_LIST_MAX else [_encode_params(ids)]
+        listed = ids if len(ids) <= _IN_LIST_MAX else [list(_encode_params(ids))]
         return _head_state_sql(len(ids)), (*listed, *listed, app, session_id)
 
     def _claim_session_row(self, tx: Tx, app: str, session_id: str) -> bool:

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import contextvars
 import inspect
+import logging
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, ParamSpec, TypeVar, overload
@@ -62,6 +63,8 @@ R = TypeVar("R")
 
 
 T = TypeVar("T", Session, SessionManager)
+
+logger = logging.getLogger(__name__)
 
 # threadline's providers with sync methods only (exact types: a subclass may be async).
 _SYNC_PROVIDERS = (
@@ -782,6 +785,19 @@ async def _acall(fn: Callable[..., Any], *args: Any) -> Any:
     return await result if inspect.isawaitable(result) else result
 
 
+def _report_orphaned_tail(tail: asyncio.Future[TurnResult]) -> None:
+    """Log how the rest of a cancelled run ended, when that is not a success: no caller is
+    left to receive its error."""
+    if tail.cancelled():
+        logger.error(
+            "AsyncRunner: the rest of a cancelled run was cancelled before it ended (did the "
+            "event loop stop? await runner.aclose() first): its messages may be stored without "
+            "the state its hooks set"
+        )
+    elif (error := tail.exception()) is not None:
+        logger.error("AsyncRunner: the rest of a cancelled run failed", exc_info=error)
+
+
 class AsyncRunner(Runner):
     """The async twin of :class:`~threadline.Runner`: ``await runner.arun(...)``. The model,
     the hooks, ``memory`` and ``on_overflow`` may be sync (run in a worker thread) or async;
@@ -838,11 +854,40 @@ class AsyncRunner(Runner):
                 answer = await _to_thread(session, turn.tools.execute, name, part.get("input"))
                 turn.answer(part, answer)
         # From the append on, the run completes even if this await is cancelled: its messages
-        # never stay without the state its hooks set. The tail runs as a task of its own.
+        # never stay without the state its hooks set. The tail runs as a task of its own, which
+        # aclose() waits for.
         tail = asyncio.ensure_future(self._complete(turn, session))
         self._completing.add(tail)
         tail.add_done_callback(self._completing.discard)
-        return await asyncio.shield(tail)
+        try:
+            return await asyncio.shield(tail)
+        except asyncio.CancelledError:
+            tail.add_done_callback(_report_orphaned_tail)  # nobody awaits its outcome now
+            raise
+
+    async def aclose(self) -> None:
+        """Wait until the rest of every cancelled run has ended. Once its append has started,
+        a cancelled ``arun`` completes in a task of its own; with async parts (an async
+        ``after_run`` or compaction) that task needs the event loop, and ``asyncio.run`` cancels
+        it when its coroutine returns — await this (or use ``async with``) before then. Errors
+        of those tasks are logged (logger ``threadline.aio``). The store is not closed (the
+        session or manager owns it). Idempotent.
+
+        >>> import asyncio
+        >>> async def main():
+        ...     async with AsyncRunner(AsyncSessionManager(":memory:"), lambda s, m, t: "ok") as r:
+        ...         return (await r.arun("hi", session_id="s")).output["parts"][0]["text"]
+        >>> asyncio.run(main())
+        'ok'
+        """
+        while self._completing:
+            await asyncio.wait(set(self._completing))
+
+    async def __aenter__(self) -> AsyncRunner:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     async def _complete(self, turn: _Turn, session: Session) -> TurnResult:
         """Append, compact, ``after_run``, commit the hooks' state, refresh the prompt. Without

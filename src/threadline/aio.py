@@ -24,12 +24,14 @@ registered), and automatic compaction after an append awaits it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
+import functools
 import inspect
 import logging
+import os
 import threading
 from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from threadline._settings import ErrorHandler, async_compactor, returns_coroutine
@@ -94,7 +96,7 @@ def _may_await(owner: object) -> bool:
 async def _to_thread(owner: object, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
     """Run ``fn`` off the event loop for a call on ``owner``.
 
-    A call that may meet an async context provider runs in a thread of its own, told the loop
+    A call that may meet an async context provider runs in a thread of ours, told the loop
     to await the provider's coroutine on (``context.kinds.ASYNC_PROVIDER_LOOP``): that thread
     waits for the loop, so it must not be one of the loop's default executor — the coroutine
     may itself need that executor (``asyncio.to_thread``, other ``threadline.aio`` calls), and
@@ -103,28 +105,33 @@ async def _to_thread(owner: object, fn: Callable[P, R], /, *args: P.args, **kwar
     if not _may_await(owner):
         return await asyncio.to_thread(fn, *args, **kwargs)
     loop = asyncio.get_running_loop()
-    future: asyncio.Future[R] = loop.create_future()
     context = contextvars.copy_context()  # as asyncio.to_thread: the caller's context
     context.run(ASYNC_PROVIDER_LOOP.set, loop)
+    call = functools.partial(context.run, fn, *args, **kwargs)
+    return await loop.run_in_executor(_own_threads(), call)
 
-    def settle(ok: bool, value: Any) -> None:
-        if future.done():  # the await was cancelled; the call itself ran to its end
-            return
-        if ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
 
-    def run() -> None:
-        try:
-            outcome: tuple[bool, Any] = (True, context.run(fn, *args, **kwargs))
-        except BaseException as exc:  # handed to the awaiting coroutine
-            outcome = (False, exc)
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody awaits it
-            loop.call_soon_threadsafe(settle, *outcome)
+_own_pool: ThreadPoolExecutor | None = None
+_own_pool_lock = threading.Lock()
 
-    threading.Thread(target=run, name="threadline-aio-provider-call").start()
-    return await future
+
+def _own_threads() -> ThreadPoolExecutor:
+    """The threads of calls that may wait for the loop: an idle one is reused, otherwise a new
+    one starts — no bound, so such a call never waits for a thread another waiting call holds.
+    They stay for reuse (as many as ran at once), and are joined at interpreter exit."""
+    global _own_pool
+    with _own_pool_lock:
+        if _own_pool is None:
+            _own_pool = ThreadPoolExecutor(2**31 - 1, thread_name_prefix="threadline-aio-own")
+        return _own_pool
+
+
+def _forget_own_threads() -> None:
+    global _own_pool, _own_pool_lock
+    _own_pool, _own_pool_lock = None, threading.Lock()  # a forked child has none of them
+
+
+os.register_at_fork(after_in_child=_forget_own_threads)
 
 
 def _lazy(store: Any) -> Any:

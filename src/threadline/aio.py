@@ -808,7 +808,9 @@ def _report_orphaned_tail(tail: asyncio.Future[TurnResult]) -> None:
 class AsyncRunner(Runner):
     """The async twin of :class:`~threadline.Runner`: ``await runner.arun(...)``. The model,
     the hooks, ``memory`` and ``on_overflow`` may be sync (run in a worker thread) or async;
-    storage runs off the event loop. Takes a manager or session, sync or async.
+    storage runs off the event loop. Takes a manager or session, sync or async. Before the loop
+    ends, ``await runner.aclose()`` (or use ``async with``): it waits for the rest of cancelled
+    runs.
 
     >>> import asyncio
     >>> async def model(system, messages, tools):

@@ -24,13 +24,26 @@ registered), and automatic compaction after an append awaits it.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
+import logging
+import os
+import threading
 from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from threadline._settings import ErrorHandler, async_compactor, returns_coroutine
 from threadline._state import StateView
 from threadline.context.kinds import ASYNC_PROVIDER_LOOP
+from threadline.context.providers import (
+    DirectorySkillProvider,
+    StaticContext,
+    StoreContextProvider,
+    StoreSearchProvider,
+    StoreSkillProvider,
+)
 from threadline.manager import SessionManager
 from threadline.runner import Runner, TurnResult, _Turn
 from threadline.session import Session, check_compact_result
@@ -53,16 +66,72 @@ R = TypeVar("R")
 
 T = TypeVar("T", Session, SessionManager)
 
+logger = logging.getLogger(__name__)
 
-async def _to_thread(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
-    """``asyncio.to_thread``, telling the worker thread which loop to await async context
-    providers on (``context.kinds.ASYNC_PROVIDER_LOOP``: the thread sees a copy of this
-    context)."""
-    token = ASYNC_PROVIDER_LOOP.set(asyncio.get_running_loop())
-    try:
+# threadline's providers with sync methods only (exact types: a subclass may be async).
+_SYNC_PROVIDERS = (
+    StaticContext,
+    StoreContextProvider,
+    StoreSearchProvider,
+    StoreSkillProvider,
+    DirectorySkillProvider,
+)
+
+
+def _may_await(owner: object) -> bool:
+    """Whether a call on ``owner`` (a sync session or manager) may meet a context provider
+    whose methods return awaitables: one of its blocks has a provider of the user's (threadline's
+    own text and store providers are sync)."""
+    settings = getattr(owner, "_settings", None)
+    if settings is None:
+        return False
+    return any(
+        config.provider is not None
+        and not isinstance(config.provider, str)
+        and type(config.provider) not in _SYNC_PROVIDERS
+        for config in settings.context
+    )
+
+
+async def _to_thread(owner: object, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+    """Run ``fn`` off the event loop for a call on ``owner``.
+
+    A call that may meet an async context provider runs in a thread of ours, told the loop
+    to await the provider's coroutine on (``context.kinds.ASYNC_PROVIDER_LOOP``): that thread
+    waits for the loop, so it must not be one of the loop's default executor — the coroutine
+    may itself need that executor (``asyncio.to_thread``, other ``threadline.aio`` calls), and
+    enough waiting calls would hold all of it. Every other call runs in the default executor
+    (``asyncio.to_thread``), which ``asyncio.run`` waits for when it ends."""
+    if not _may_await(owner):
         return await asyncio.to_thread(fn, *args, **kwargs)
-    finally:
-        ASYNC_PROVIDER_LOOP.reset(token)
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()  # as asyncio.to_thread: the caller's context
+    context.run(ASYNC_PROVIDER_LOOP.set, loop)
+    call = functools.partial(context.run, fn, *args, **kwargs)
+    return await loop.run_in_executor(_own_threads(), call)
+
+
+_own_pool: ThreadPoolExecutor | None = None
+_own_pool_lock = threading.Lock()
+
+
+def _own_threads() -> ThreadPoolExecutor:
+    """The threads of calls that may wait for the loop: an idle one is reused, otherwise a new
+    one starts — no bound, so such a call never waits for a thread another waiting call holds.
+    They stay for reuse (as many as ran at once), and are joined at interpreter exit."""
+    global _own_pool
+    with _own_pool_lock:
+        if _own_pool is None:
+            _own_pool = ThreadPoolExecutor(2**31 - 1, thread_name_prefix="threadline-aio-own")
+        return _own_pool
+
+
+def _forget_own_threads() -> None:
+    global _own_pool, _own_pool_lock
+    _own_pool, _own_pool_lock = None, threading.Lock()  # a forked child has none of them
+
+
+os.register_at_fork(after_in_child=_forget_own_threads)
 
 
 def _lazy(store: Any) -> Any:
@@ -94,10 +163,11 @@ class _OffLoop(Generic[P, R]):
     def __get__(self, obj: object | None, owner: type) -> Any:
         if obj is None:
             return self
-        method = getattr(obj._sync, self._name)  # type: ignore[attr-defined]
+        twin = obj._sync  # type: ignore[attr-defined]
+        method = getattr(twin, self._name)
 
         async def call(*args: Any, **kwargs: Any) -> Any:
-            return await _to_thread(method, *args, **kwargs)
+            return await _to_thread(twin, method, *args, **kwargs)
 
         call.__name__ = self._name
         return call
@@ -121,6 +191,13 @@ class AsyncToolset:
 
     def __init__(self, toolset: Toolset) -> None:
         self.toolset = toolset
+        self._owner: object = None  # the sync session or manager the tools came from
+
+    @classmethod
+    def _of(cls, toolset: Toolset, owner: object) -> AsyncToolset:
+        out = cls(toolset)
+        out._owner = owner
+        return out
 
     def __iter__(self) -> Any:
         return iter(self.toolset)
@@ -140,7 +217,7 @@ class AsyncToolset:
         >>> asyncio.run(tools.execute("no_such_tool"))[:6]
         'Error:'
         """
-        return await _to_thread(self.toolset.execute, name, args)
+        return await _to_thread(self._owner, self.toolset.execute, name, args)
 
     def to_openai(self) -> list[dict[str, Any]]:
         """The tools in OpenAI's function-calling format (as ``Toolset.to_openai``).
@@ -193,7 +270,7 @@ class AsyncStateView:
         >>> view.set("topic", "tea"); asyncio.run(view.commit())
         {'topic': 'tea'}
         """
-        await _to_thread(self.sync.commit)
+        await _to_thread(None, self.sync.commit)
 
     def __contains__(self, key: object) -> bool:
         return key in self.sync
@@ -376,7 +453,7 @@ class AsyncSession:
         >>> import asyncio
         >>> asyncio.run(AsyncSession.create(":memory:").close())
         """
-        await _to_thread(self._sync.close)
+        await _to_thread(None, self._sync.close)
 
     async def __aenter__(self) -> AsyncSession:
         return self
@@ -422,7 +499,7 @@ class AsyncSession:
         >>> asyncio.run(s.append_message({"role": "user", "content": "hi"}))["parts"]
         [{'type': 'text', 'text': 'hi'}]
         """
-        stored = await _to_thread(self._sync.append_message, message, **options)
+        stored = await _to_thread(self._sync, self._sync.append_message, message, **options)
         await self._after_append()
         return stored
 
@@ -434,7 +511,9 @@ class AsyncSession:
         >>> len(asyncio.run(s.append_messages([{"role": "user", "content": "a"}] * 2)))
         2
         """
-        stored = await _to_thread(self._sync.append_messages, messages, *args, **options)
+        stored = await _to_thread(
+            self._sync, self._sync.append_messages, messages, *args, **options
+        )
         await self._after_append()
         return stored
 
@@ -452,8 +531,8 @@ class AsyncSession:
         'Earlier.'
         """
         if self._async_compact is None:
-            return await _to_thread(self._sync.compact, leaf_id)
-        plan = await _to_thread(self._sync._compaction_input, leaf_id)
+            return await _to_thread(self._sync, self._sync.compact, leaf_id)
+        plan = await _to_thread(self._sync, self._sync._compaction_input, leaf_id)
         return await self._compact_plan(plan)
 
     async def _compact_plan(self, plan: Any, summarize_all: bool = False) -> CompactResult | None:
@@ -461,7 +540,7 @@ class AsyncSession:
         assert self._async_compact is not None
         sync = self._sync
         result = await sync._invoke_compact_fn(self._async_compact, plan.history, summarize_all)
-        return await _to_thread(sync._store_compaction, plan, check_compact_result(result))
+        return await _to_thread(sync, sync._store_compaction, plan, check_compact_result(result))
 
     async def _after_append(self) -> None:
         """Automatic compaction with an async function (the sync session runs a sync one):
@@ -472,9 +551,9 @@ class AsyncSession:
         try:
             threshold = settings.compact_threshold
             estimate = self._sync._estimate_tokens
-            if threshold is not None and await _to_thread(estimate) > threshold:
+            if threshold is not None and await _to_thread(self._sync, estimate) > threshold:
                 await self.compact()
-            plan = await _to_thread(self._sync._count_compaction_input)
+            plan = await _to_thread(self._sync, self._sync._count_compaction_input)
             if plan is not None:
                 await self._compact_plan(plan, summarize_all=True)
         except Exception as exc:  # automatic compaction must never fail the append
@@ -487,7 +566,7 @@ class AsyncSession:
         >>> sorted(asyncio.run(AsyncSession.create(":memory:").with_context("memory").tools()))
         ['set_context']
         """
-        return AsyncToolset(await _to_thread(self._sync.tools))
+        return AsyncToolset._of(await _to_thread(self._sync, self._sync.tools), self._sync)
 
     async def loaded_skills(self) -> set[str]:
         """The skills loaded in this session (``Session.loaded_skills``).
@@ -496,7 +575,7 @@ class AsyncSession:
         >>> asyncio.run(AsyncSession.create(":memory:").loaded_skills())
         set()
         """
-        return await _to_thread(lambda: self._sync.loaded_skills)
+        return await _to_thread(self._sync, lambda: self._sync.loaded_skills)
 
     async def state_view(self) -> AsyncStateView:
         """The state with a pending delta (``Session.state_view``); ``await view.commit()``.
@@ -511,7 +590,7 @@ class AsyncSession:
         >>> asyncio.run(main())
         ('tea', False)
         """
-        return AsyncStateView(await _to_thread(self._sync.state_view))
+        return AsyncStateView(await _to_thread(self._sync, self._sync.state_view))
 
     async def state(self) -> dict[str, Any]:
         """The merged state (``Session.state``).
@@ -520,7 +599,7 @@ class AsyncSession:
         >>> asyncio.run(AsyncSession.create(":memory:").state())
         {}
         """
-        return await _to_thread(lambda: dict(self._sync.state))
+        return await _to_thread(self._sync, lambda: dict(self._sync.state))
 
 
 class AsyncSessionManager:
@@ -637,7 +716,7 @@ class AsyncSessionManager:
         >>> import asyncio
         >>> asyncio.run(AsyncSessionManager(":memory:").close())
         """
-        await _to_thread(self._sync.close)
+        await _to_thread(None, self._sync.close)
 
     async def __aenter__(self) -> AsyncSessionManager:
         return self
@@ -652,7 +731,7 @@ class AsyncSessionManager:
         >>> asyncio.run(AsyncSessionManager(":memory:").get_session("s1")).session_id
         's1'
         """
-        session = await _to_thread(self._sync.get_session, session_id, **options)
+        session = await _to_thread(self._sync, self._sync.get_session, session_id, **options)
         return AsyncSession._wrapping(session, self._async_compact)
 
     async def append(self, session_id: str, message: Any, **options: Any) -> Any:
@@ -664,7 +743,7 @@ class AsyncSessionManager:
         'user'
         """
         if self._async_compact is None:
-            return await _to_thread(self._sync.append, session_id, message, **options)
+            return await _to_thread(self._sync, self._sync.append, session_id, message, **options)
         session = await self.get_session(session_id, **options)
         return await session.append_message(message)
 
@@ -701,21 +780,37 @@ class AsyncSessionManager:
         >>> len(tools) >= 1
         True
         """
-        return AsyncToolset(await _to_thread(self._sync.tools, **options))
+        tools = await _to_thread(self._sync, self._sync.tools, **options)
+        return AsyncToolset._of(tools, self._sync)
 
 
 async def _acall(fn: Callable[..., Any], *args: Any) -> Any:
     """Await an async function; run a sync one in a worker thread (it may block on I/O)."""
     if returns_coroutine(fn):
         return await fn(*args)
-    result = await _to_thread(fn, *args)
+    result = await _to_thread(None, fn, *args)
     return await result if inspect.isawaitable(result) else result
+
+
+def _report_orphaned_tail(tail: asyncio.Future[TurnResult]) -> None:
+    """Log how the rest of a cancelled run ended, when that is not a success: no caller is
+    left to receive its error."""
+    if tail.cancelled():
+        logger.error(
+            "AsyncRunner: the rest of a cancelled run was cancelled before it ended (did the "
+            "event loop stop? await runner.aclose() first): its messages may be stored without "
+            "the state its hooks set"
+        )
+    elif (error := tail.exception()) is not None:
+        logger.error("AsyncRunner: the rest of a cancelled run failed", exc_info=error)
 
 
 class AsyncRunner(Runner):
     """The async twin of :class:`~threadline.Runner`: ``await runner.arun(...)``. The model,
     the hooks, ``memory`` and ``on_overflow`` may be sync (run in a worker thread) or async;
-    storage runs off the event loop. Takes a manager or session, sync or async.
+    storage runs off the event loop. Takes a manager or session, sync or async. Before the loop
+    ends, ``await runner.aclose()`` (or use ``async with``): it waits for the rest of cancelled
+    runs.
 
     >>> import asyncio
     >>> async def model(system, messages, tools):
@@ -746,16 +841,16 @@ class AsyncRunner(Runner):
         >>> asyncio.run(runner.arun("hi")).messages[0]["role"]
         'user'
         """
-        session = await _to_thread(self.session_for, session_id, user_id)
+        session = await _to_thread(self.target, self.session_for, session_id, user_id)
         turn = _Turn(self, session, user_input)
-        await _to_thread(turn.load_state)
+        await _to_thread(session, turn.load_state)
         if self.hooks.before_run is not None:
             await _acall(self.hooks.before_run, turn.context)
-        await _to_thread(turn.start)
+        await _to_thread(session, turn.start)
         if self.memory is not None and turn.needs_memory():
-            plan, covered = await _to_thread(turn.memory_input)
+            plan, covered = await _to_thread(session, turn.memory_input)
             result = await _acall(turn.call_memory, covered)
-            await _to_thread(turn.apply_memory, plan, result)
+            await _to_thread(session, turn.apply_memory, plan, result)
         if turn.overflow and self._on_overflow is not None:
             await _acall(self._on_overflow, list(turn.overflow))
         for _ in range(self.max_steps):
@@ -765,14 +860,43 @@ class AsyncRunner(Runner):
                 break
             for part in calls:
                 name = turn.tool_name(part)
-                answer = await _to_thread(turn.tools.execute, name, part.get("input"))
+                answer = await _to_thread(session, turn.tools.execute, name, part.get("input"))
                 turn.answer(part, answer)
         # From the append on, the run completes even if this await is cancelled: its messages
-        # never stay without the state its hooks set. The tail runs as a task of its own.
+        # never stay without the state its hooks set. The tail runs as a task of its own, which
+        # aclose() waits for.
         tail = asyncio.ensure_future(self._complete(turn, session))
         self._completing.add(tail)
         tail.add_done_callback(self._completing.discard)
-        return await asyncio.shield(tail)
+        try:
+            return await asyncio.shield(tail)
+        except asyncio.CancelledError:
+            tail.add_done_callback(_report_orphaned_tail)  # nobody awaits its outcome now
+            raise
+
+    async def aclose(self) -> None:
+        """Wait until the rest of every cancelled run has ended. Once its append has started,
+        a cancelled ``arun`` completes in a task of its own; with async parts (an async
+        ``after_run`` or compaction) that task needs the event loop, and ``asyncio.run`` cancels
+        it when its coroutine returns — await this (or use ``async with``) before then. Errors
+        of those tasks are logged (logger ``threadline.aio``). The store is not closed (the
+        session or manager owns it). Idempotent.
+
+        >>> import asyncio
+        >>> async def main():
+        ...     async with AsyncRunner(AsyncSessionManager(":memory:"), lambda s, m, t: "ok") as r:
+        ...         return (await r.arun("hi", session_id="s")).output["parts"][0]["text"]
+        >>> asyncio.run(main())
+        'ok'
+        """
+        while self._completing:
+            await asyncio.wait(set(self._completing))
+
+    async def __aenter__(self) -> AsyncRunner:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     async def _complete(self, turn: _Turn, session: Session) -> TurnResult:
         """Append, compact, ``after_run``, commit the hooks' state, refresh the prompt. Without
@@ -789,15 +913,15 @@ class AsyncRunner(Runner):
                 turn.commit()
                 return result, None
 
-            result, pending = await _to_thread(in_thread)
+            result, pending = await _to_thread(session, in_thread)
             if pending is not None:
                 await pending
-                await _to_thread(turn.commit)
+                await _to_thread(session, turn.commit)
             return result
-        result = await _to_thread(turn.finish)
+        result = await _to_thread(session, turn.finish)
         if self._async_compact is not None:  # the sync append ran a sync function only
             await AsyncSession._wrapping(session, self._async_compact)._after_append()
         if after is not None:
             await _acall(after, turn.context)
-        await _to_thread(turn.commit)
+        await _to_thread(session, turn.commit)
         return result

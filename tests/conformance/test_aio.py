@@ -5,6 +5,7 @@ compaction end to end."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import itertools
 import random
@@ -353,3 +354,43 @@ def test_async_context_providers_work_on_the_async_session(store: Any) -> None:
     sync = Session.create(store).for_session("p").with_context("notes", provider=_AsyncNotes())
     with pytest.raises(threadline.ThreadlineError, match=r"threadline\.aio"):
         sync.freeze_system_prompt()  # the sync session cannot await it
+
+
+class _ExecutorNotes:
+    """An async provider whose coroutine needs the loop's default executor itself: blocking
+    client work via ``asyncio.to_thread``, and a ``threadline.aio`` call of its own."""
+
+    def __init__(self, manager: AsyncSessionManager) -> None:
+        self.manager = manager
+
+    async def get(self) -> str:
+        text = await asyncio.to_thread(lambda: "Likes tea.")
+        await self.manager.get_state("elsewhere")  # threadline.aio: a default-executor call
+        return text
+
+    async def set(self, content: str) -> None:
+        await asyncio.to_thread(lambda: None)
+
+
+@pytest.mark.parametrize("calls", [2, 12])
+def test_async_providers_using_the_default_executor_do_not_hang(store: Any, calls: int) -> None:
+    """A call meeting an async provider waits for the loop to run its coroutine; that wait must
+    not hold a thread of the loop's default executor, which the coroutine may need: with a
+    two-thread executor, two (or twelve) concurrent calls would hold all of it for ever."""
+
+    async def main() -> list[str]:
+        asyncio.get_running_loop().set_default_executor(
+            concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="default")
+        )
+        manager = AsyncSessionManager(store)
+        sessions = [
+            AsyncSession.create(store)
+            .for_session(f"p{i}")
+            .with_context("notes", provider=_ExecutorNotes(manager))
+            for i in range(calls)
+        ]
+        frozen = asyncio.gather(*(s.freeze_system_prompt() for s in sessions))
+        return await asyncio.wait_for(frozen, 15)
+
+    prompts = asyncio.run(main())
+    assert len(prompts) == calls and all("Likes tea." in p for p in prompts)

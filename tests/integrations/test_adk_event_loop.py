@@ -59,3 +59,43 @@ async def test_no_store_call_runs_on_the_event_loop_thread(store: Store) -> None
     called = {name for name, _ in recording.calls}
     assert {"create_session", "append_messages", "get_state", "search_messages"} <= called
     assert [name for name, thread in recording.calls if thread == loop_thread] == []
+
+
+@pytest.mark.parametrize("given", ["path", "sqlite url", "lazy store"])
+async def test_sqlite_writes_go_through_the_single_writer_thread(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    """On SQLite the service writes in its one writer thread, whether it is given a path, a
+    URL or a store from ``connect_lazily`` (told apart by its URL, without opening it)."""
+    import sqlite3
+
+    from threadline.store import connect_lazily
+
+    writes: list[str] = []
+    real_connect = sqlite3.connect
+
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = real_connect(*args, **kwargs)
+
+        def trace(statement: str) -> None:
+            if statement.lstrip().upper().startswith("INSERT"):
+                writes.append(threading.current_thread().name)
+
+        conn.set_trace_callback(trace)  # runs in the thread executing the statement
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    path = tmp_path / "adk.db"
+    target: Any = {
+        "path": str(path),
+        "sqlite url": f"sqlite:///{path}",
+        "lazy store": connect_lazily(path),
+    }[given]
+    service = ThreadlineSessionService(target)
+    session = await service.create_session(app_name="app", user_id="u1")
+    content = types.Content(role="user", parts=[types.Part(text="hello")])
+    await service.append_event(session, Event(author="user", content=content))
+    await service.close()
+    if given == "lazy store":
+        target.close()  # the user's own store: the service leaves it open
+    assert writes and {name.split("_")[0] for name in writes} == {"threadline-adk-writer"}

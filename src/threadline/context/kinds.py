@@ -26,6 +26,7 @@ Any of them may define ``init(label)``, called once with the block label before 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
 from contextvars import ContextVar
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -210,9 +211,11 @@ def is_keyed_kind(kind: ProviderKind) -> bool:
     return kind in ("skill", "search")
 
 
-#: The event loop of the ``threadline.aio`` call running in this worker thread (set by the async
-#: API around each worker-thread call; ``None`` elsewhere). An async provider's coroutine is
-#: run on it while the worker thread waits: the loop is free, awaiting that very call.
+#: The event loop of the ``threadline.aio`` call running in this thread (set by the async API
+#: for a call that may meet an async provider, which it runs in a thread of its own — never in
+#: the loop's default executor, which the provider's coroutine may need; ``None`` elsewhere).
+#: An async provider's coroutine is run on it while this thread waits: the loop is free,
+#: awaiting that very call.
 ASYNC_PROVIDER_LOOP: ContextVar[asyncio.AbstractEventLoop | None] = ContextVar(
     "threadline_async_provider_loop", default=None
 )
@@ -220,6 +223,22 @@ ASYNC_PROVIDER_LOOP: ContextVar[asyncio.AbstractEventLoop | None] = ContextVar(
 
 async def _awaited(awaitable: Any) -> Any:
     return await awaitable
+
+
+def _await_on(loop: asyncio.AbstractEventLoop, awaitable: Any, what: str) -> Any:
+    """The result of ``awaitable`` run on ``loop``, waited for in this thread; an error, not a
+    thread blocked for ever, if the loop closes before it runs it."""
+    try:
+        future = asyncio.run_coroutine_threadsafe(_awaited(awaitable), loop)
+    except RuntimeError:  # closed since it was checked
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()
+        raise ThreadlineError(f"{what}: the event loop closed before it could be awaited") from None
+    while not concurrent.futures.wait([future], timeout=0.5).done:
+        if loop.is_closed():  # its callback may never run now
+            future.cancel()
+            raise ThreadlineError(f"{what}: the event loop closed while it was awaited")
+    return future.result()
 
 
 def call_provider(provider: object, method: str, *args: Any) -> Any:
@@ -239,7 +258,7 @@ def call_provider(provider: object, method: str, *args: Any) -> Any:
             except RuntimeError:
                 running = None
             if running is not loop:  # a worker thread: the loop awaits us, it is free
-                return asyncio.run_coroutine_threadsafe(_awaited(result), loop).result()
+                return _await_on(loop, result, f"{type(provider).__name__}.{method}()")
         if inspect.iscoroutine(result):
             result.close()  # never awaited: close it so Python does not warn about it
         raise ThreadlineError(

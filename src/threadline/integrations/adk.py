@@ -58,7 +58,6 @@ import functools
 import gc
 import json
 import os
-import re
 import threading
 import uuid
 import weakref
@@ -93,7 +92,7 @@ from threadline.errors import HeadMovedError, SessionExistsError
 from threadline.errors import SessionNotFoundError as ThreadlineSessionNotFoundError
 from threadline.formats import from_genai, to_genai
 from threadline.messages import format_timestamp, parse_timestamp
-from threadline.store import UNSET, SQLiteStore, Store, connect_lazily
+from threadline.store import UNSET, Store, _is_sqlite, connect_lazily
 
 __all__ = [
     "ThreadlineMemoryService",
@@ -391,13 +390,6 @@ def _open(store: str | os.PathLike[str] | Store) -> tuple[Store, bool]:
     return store, False
 
 
-def _on_sqlite(store: str | os.PathLike[str] | Store) -> bool:
-    """Whether ``store`` is (or a URL that opens) a SQLite store, without opening it."""
-    if isinstance(store, (str, os.PathLike)):
-        return re.match(r"(?i)postgres(ql)?://", os.fspath(store)) is None
-    return isinstance(store, SQLiteStore)
-
-
 def _normal_id(session_id: str | None) -> str | None:
     """ADK's id normalisation (in-memory and SQLite services): surrounding whitespace goes."""
     stripped = session_id.strip() if session_id else None
@@ -434,7 +426,7 @@ class ThreadlineSessionService(BaseSessionService):
         )
         self._writer = (
             ThreadPoolExecutor(1, thread_name_prefix="threadline-adk-writer")
-            if _on_sqlite(store)
+            if _is_sqlite(store)
             else None
         )
         # (app, threadline id) of sessions seen holding the bookkeeping key where earlier

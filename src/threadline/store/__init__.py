@@ -38,6 +38,7 @@ __all__ = [
     "UNSET",
     "ApiKey",
     "Entry",
+    "LazyStore",
     "OwnerKind",
     "PostgresStore",
     "RecentPath",
@@ -114,8 +115,9 @@ def connect(
     )()
 
 
-def connect_lazily(url: str | os.PathLike[str]) -> Store:
-    """A store that ``connect(url)`` opens at its first use, in the thread that uses it: the
+def connect_lazily(url: str | os.PathLike[str]) -> LazyStore:
+    """A store that ``connect(url)`` opens at its first use, in the thread that uses it
+    (a :class:`LazyStore`, a ``Store``; its ``repr`` hides a password in the URL): the
     URL is checked now (a bad one raises here, as with ``connect``), nothing is opened. The
     async API (``threadline.aio``) takes URLs this way, so opening a database — connections,
     schema migration — runs in a worker thread like every other storage call, never on the
@@ -147,11 +149,10 @@ def _opener(
         raise InvalidArgumentError(
             f"read_only must be True or False, got {type(read_only).__name__}"
         )
-    match = _SCHEME.match(text)
-    if match is None:
+    scheme = _scheme(text)
+    if scheme is None:
         sizes = _size_options({}, size_policy, max_message_bytes)
         return partial(SQLiteStore, text, clock=clock, **_read_only(read_only, text), **sizes)
-    scheme = match.group(1).lower()
     text, from_url = _take_size_options(text)
     sizes = _size_options(from_url, size_policy, max_message_bytes)
     if scheme in ("postgresql", "postgres"):
@@ -169,6 +170,31 @@ def _opener(
             options.update(_read_only(read_only, path))
         return partial(SQLiteStore, path, clock=clock, **options, **sizes)
     raise ValueError(f"unsupported store URL scheme {scheme!r}; supported: {SUPPORTED}")
+
+
+def _scheme(url: str) -> str | None:
+    """The lower-cased scheme of a store URL; ``None`` for a bare path (a SQLite file)."""
+    match = _SCHEME.match(url)
+    return match.group(1).lower() if match else None
+
+
+def _is_sqlite(store: str | os.PathLike[str] | Store) -> bool:
+    """Whether ``store`` is a SQLite store, or a URL or :class:`LazyStore` that opens one —
+    without opening anything (a bad URL counts as SQLite: opening it raises anyway).
+
+    >>> _is_sqlite("agent.db"), _is_sqlite("sqlite:///a.db"), _is_sqlite("postgres://db/x")
+    (True, True, False)
+    >>> _is_sqlite(connect_lazily("postgresql://app:pw@db/prod"))
+    False
+    """
+    if isinstance(store, LazyStore):
+        opened = store._store
+        if opened is not None:
+            return isinstance(opened, SQLiteStore)
+        store = store._url
+    if isinstance(store, (str, os.PathLike)):
+        return _scheme(os.fspath(store)) not in ("postgresql", "postgres")
+    return isinstance(store, SQLiteStore)
 
 
 _SIZE_KEYS = ("size_policy", "max_message_bytes")

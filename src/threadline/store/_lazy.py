@@ -16,6 +16,7 @@ forwards to the opened store; other attributes (``path``, ``dsn``) open it on ac
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -28,16 +29,19 @@ __all__ = ["LazyStore"]
 
 class LazyStore:
     """A :class:`~threadline.store.Store` that ``opener()`` opens at the first use (module
-    docstring). Thread-safe: concurrent first uses open it once.
+    docstring). Thread-safe: concurrent first uses open it once. ``url`` is what it opens (a
+    store URL or path); its ``repr`` shows it with any password hidden.
 
     >>> from threadline.store import connect
     >>> LazyStore(lambda: connect(":memory:"), ":memory:")
     LazyStore(':memory:', not opened)
+    >>> LazyStore(lambda: connect(":memory:"), "postgresql://app:s3cret@db/prod")
+    LazyStore('postgresql://app:***@db/prod', not opened)
     """
 
-    def __init__(self, opener: Callable[[], Store], description: str) -> None:
+    def __init__(self, opener: Callable[[], Store], url: str) -> None:
         self._opener = opener
-        self._description = description
+        self._url = url
         self._store: Store | None = None
         self._closed = False
         self._lock = threading.Lock()
@@ -95,7 +99,26 @@ class LazyStore:
 
     def __repr__(self) -> str:
         state = "opened" if self._store is not None else "not opened"
-        return f"LazyStore({self._description!r}, {state})"
+        return f"LazyStore({redact_password(self._url)!r}, {state})"
+
+
+# The password of a URL's user:password@ part (a DSN written as key=value has password=...).
+_URL_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^/?#@:]*):[^/?#@]*@")
+_DSN_PASSWORD = re.compile(r"(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)")
+
+
+def redact_password(url: str) -> str:
+    """``url`` with its password (``user:password@`` or ``password=...``) shown as ``***``.
+
+    >>> redact_password("postgresql://app:s3cret@db.example:5432/prod")
+    'postgresql://app:***@db.example:5432/prod'
+    >>> redact_password("postgresql:///prod?password=s3cret&sslmode=require")
+    'postgresql:///prod?password=***&sslmode=require'
+    >>> redact_password("sqlite:///agent.db")
+    'sqlite:///agent.db'
+    """
+    url = _URL_PASSWORD.sub(r"\1:***@", url, count=1)
+    return _DSN_PASSWORD.sub(lambda m: m.group(1) + "***", url)
 
 
 def _forwarder(name: str) -> Callable[..., Any]:

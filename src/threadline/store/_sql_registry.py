@@ -62,32 +62,34 @@ def _list_filter(
     return " AND ".join(where), params
 
 
-def _next_cursor(rows: Sequence[Sequence[Any]], limit: int) -> str | None:
-    """Cursor after the last row of a page fetched with ``limit + 1`` (``None``: no more)."""
+def _next_cursor(rows: Sequence[Sequence[Any]], limit: int, updated: int = 14) -> str | None:
+    """Cursor after the last row of a page fetched with ``limit + 1`` (``None``: no more);
+    ``updated`` is the position of ``updated_at`` in a row (the id is first)."""
     if len(rows) <= limit:
         return None
     last = rows[limit - 1]
-    return encode_cursor(last[14], last[0])
+    return encode_cursor(last[updated], last[0])
+
+
+def _stored_state(text: str | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A session's state object as the listings read it, and its internal keys apart
+    (``None`` when it has none)."""
+    if not text or text == "{}":
+        return {}, None
+    state = loads_stored(text)
+    return state, split_internal(state) if INTERNAL_JSON in text else None
 
 
 def _listing(row: tuple[Any, ...]) -> SessionListing:
     """A row of ``list_sessions_with_state``: its state object decoded, internal keys apart."""
-    text = row[15]
-    if not text or text == "{}":
-        return SessionListing(row, {}, row[16], row[17])
-    state = loads_stored(text)
-    internal = split_internal(state) if INTERNAL_JSON in text else None
+    state, internal = _stored_state(row[15])
     return SessionListing(row, state, row[16], row[17], internal)
 
 
 def _session_state(row: tuple[Any, ...]) -> SessionState:
     """A row ``(id, user_id, head_id, state JSON, updated_at)`` of ``list_session_states``."""
-    text = row[3]
-    if not text or text == "{}":
-        return (row[0], row[1], row[2], {}, {})
-    state = loads_stored(text)
-    internal = split_internal(state) if INTERNAL_JSON in text else {}
-    return (row[0], row[1], row[2], state, internal)
+    state, internal = _stored_state(row[3])
+    return (row[0], row[1], row[2], state, internal or {})
 
 
 class RegistryMixin(AttachmentMixin):
@@ -180,10 +182,8 @@ class RegistryMixin(AttachmentMixin):
             f"FROM tl_sessions s WHERE {where} ORDER BY s.updated_at DESC, s.id DESC LIMIT ?"
         )
         rows = self._read("list_session_states", lambda tx: tx.all(sql, (*params, limit + 1)))
-        after = encode_cursor(rows[limit - 1][4], rows[limit - 1][0]) if len(rows) > limit else None
-        if len(rows) > limit:
-            del rows[limit:]
-        return SessionStatePage(sessions=[_session_state(row) for row in rows], next_cursor=after)
+        states = [_session_state(row) for row in rows[:limit]]
+        return SessionStatePage(sessions=states, next_cursor=_next_cursor(rows, limit, updated=4))
 
     def update_session(
         self,

@@ -186,6 +186,11 @@ class EncodedRow(NamedTuple):
     blobs: list[Blob]
 
 
+def _utf8_size(text: str) -> int:
+    """The UTF-8 size of ``text``, without encoding an ASCII text (most rows) again."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
 def _encode_row(message: Message, policy: str, max_bytes: int) -> EncodedRow:
     """Check, size and encode one normalised message under a size policy.
 
@@ -204,13 +209,12 @@ def _encode_row(message: Message, policy: str, max_bytes: int) -> EncodedRow:
         raise InvalidMessageError("the store takes normalised messages (string id and role)")
     try:  # encoding is the check: nesting, lone surrogates, NaN and non-JSON values all fail
         data = encode_message(message)
-        # The UTF-8 size without encoding an ASCII text (most rows) again.
-        size = len(data) if data.isascii() else len(data.encode("utf-8"))
+        size = _utf8_size(data)
         blobs: list[Blob] = []
         if policy == "attach" and (size >= ATTACH_MIN_BYTES or MARKER_JSON in data):
             row, blobs, extra = extract(message)
             data = encode_message(row)
-            size = (len(data) if data.isascii() else len(data.encode("utf-8"))) + extra
+            size = _utf8_size(data) + extra
     except RecursionError:
         raise InvalidMessageError("message is nested too deeply") from None
     except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError

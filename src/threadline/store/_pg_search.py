@@ -417,10 +417,10 @@ def search_message_rows(
         # index, whose common trigrams (`` a ``, ``om ``...) cost the most, is not read.
         words = [replace(t, needs_substring=False) for t in terms]
         if all(t.tokens for t in terms):
-            rows = _run_pass(tx, words, mode, *args)
+            rows = _run_pass(tx, _pass_sql(words, mode, *args), limit)
             if len(rows) >= limit:
                 return rows
-    return _run_pass(tx, terms, mode, *args)
+    return _run_pass(tx, _pass_sql(terms, mode, *args), limit)
 
 
 def _pass_sql(
@@ -466,16 +466,9 @@ def _merge(both: list[tuple[Any, ...]], limit: int) -> list[tuple[Any, ...]]:
     return rows[:limit]
 
 
+
 def _run_pass(
-    tx: _SearchTx,
-    terms: Sequence[Term],
-    mode: MatchMode,
-    app: str,
-    session_id: str | None,
-    owner: OwnerFilter,
-    limit: int,
-    plan: Plan,
-    scan: bool,
+    tx: _SearchTx, built: tuple[str, list[Any]] | None, limit: int
 ) -> list[tuple[Any, ...]]:
-    built = _pass_sql(terms, mode, app, session_id, owner, limit, plan, scan)
+    """Run one statement of :func:`_pass_sql` (``None``: no terms, no rows)."""
     return [] if built is None else _merge(tx.all(*built), limit)

@@ -195,13 +195,19 @@ def session_search(
         words.append(matched)
         substrings.append((by_substring & seqs.keys()) - matched)
     scores = rules.coverage_scores(words, substrings, len(seqs), mode)
+    return _top_hits(conn, scores, seqs, limit)
+
+
+def _top_hits(
+    conn: sqlite3.Connection, scores: dict[int, float], seqs: dict[int, int], limit: int
+) -> list[Row]:
+    """The best ``limit`` of the scored rowids as rows ``(session_id, id, role, data, score,
+    seq)``, read by rowid (500 per statement)."""
     top = rules.top_rows(scores, seqs, limit)
-    if not top:
-        return []
     loaded: dict[int, Row] = {}
+    sql = "SELECT rowid, session_id, id, role, data FROM tl_messages WHERE rowid IN "
     for start in range(0, len(top), 500):
         batch = top[start : start + 500]
-        sql = "SELECT rowid, session_id, id, role, data FROM tl_messages WHERE rowid IN "
         for row in conn.execute(sql + _in_list(len(batch)), batch):
             loaded[int(row[0])] = row[1:]
     return [(*loaded[r], scores[r], seqs[r]) for r in top if r in loaded]
@@ -254,10 +260,4 @@ def any_word_search(
             if expression is not None:
                 matched.update(r for (r,) in conn.execute(sql, (expression, low)) if r in found)
     scores = rules.coverage_scores(words, [set() for _ in words], len(seqs), "any")
-    top = rules.top_rows(scores, seqs, limit)
-    loaded: dict[int, Row] = {}
-    if top:
-        sql = "SELECT rowid, session_id, id, role, data FROM tl_messages WHERE rowid IN "
-        for row in conn.execute(sql + _in_list(len(top)), top):
-            loaded[int(row[0])] = row[1:]
-    return [(*loaded[r], scores[r], seqs[r]) for r in top if r in loaded]
+    return _top_hits(conn, scores, seqs, limit)

@@ -47,7 +47,7 @@ from threadline.context.providers import (
 from threadline.manager import SessionManager
 from threadline.runner import Runner, TurnResult, _Turn
 from threadline.session import Session, check_compact_result
-from threadline.store import connect_lazily
+from threadline.store import _lazily
 from threadline.store.base import Store
 from threadline.tools import Toolset
 from threadline.types import CompactResult
@@ -134,15 +134,13 @@ def _forget_own_threads() -> None:
 os.register_at_fork(after_in_child=_forget_own_threads)
 
 
-def _lazy(store: Any) -> Any:
-    """A URL as a store opened at its first use: that use runs in a worker thread, so opening
-    the database (connections, migration) never runs on the event loop."""
-    return connect_lazily(store) if isinstance(store, str) else store
-
-
-def _owning(twin: T, store: Any) -> T:
-    """The sync twin owns (closes) a store opened from a URL, as it does for ``Session(url)``."""
-    twin._owns_store = isinstance(store, str)
+def _owning(make: Callable[[Any], T], store: Any) -> T:
+    """The sync twin built by ``make`` over ``store``; a URL is opened at the first storage
+    call (in a worker thread: never on the event loop) and owned (closed) by the twin, as
+    ``Session(url)`` owns what it opens."""
+    source, owned = _lazily(store)
+    twin = make(source)
+    twin._owns_store = owned
     return twin
 
 
@@ -291,7 +289,7 @@ class AsyncSession:
     """
 
     def __init__(self, store: Store | str, **options: Any) -> None:
-        self._sync = _owning(Session(_lazy(store), **options), store)
+        self._sync = _owning(lambda source: Session(source, **options), store)
         self._async_compact: Callable[..., Any] | None = None
 
     @classmethod
@@ -616,7 +614,7 @@ class AsyncSessionManager:
     """
 
     def __init__(self, store: Store | str, app_name: str = "default", **options: Any) -> None:
-        self._sync = _owning(SessionManager(_lazy(store), app_name, **options), store)
+        self._sync = _owning(lambda source: SessionManager(source, app_name, **options), store)
         self._async_compact: Callable[..., Any] | None = None
 
     @property

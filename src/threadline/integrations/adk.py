@@ -92,7 +92,7 @@ from threadline.errors import HeadMovedError, SessionExistsError
 from threadline.errors import SessionNotFoundError as ThreadlineSessionNotFoundError
 from threadline.formats import from_genai, to_genai
 from threadline.messages import format_timestamp, parse_timestamp
-from threadline.store import UNSET, Store, _is_sqlite, connect_lazily
+from threadline.store import UNSET, Store, _is_sqlite, _lazily
 
 __all__ = [
     "ThreadlineMemoryService",
@@ -382,14 +382,6 @@ def _decode_state(stored: Mapping[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 
-def _open(store: str | os.PathLike[str] | Store) -> tuple[Store, bool]:
-    """The store, and whether the service owns it. A URL is opened by the first storage call,
-    in a worker thread: a service built inside a coroutine does no I/O on the event loop."""
-    if isinstance(store, (str, os.PathLike)):
-        return connect_lazily(store), True
-    return store, False
-
-
 def _normal_id(session_id: str | None) -> str | None:
     """ADK's id normalisation (in-memory and SQLite services): surrounding whitespace goes."""
     stripped = session_id.strip() if session_id else None
@@ -418,7 +410,7 @@ class ThreadlineSessionService(BaseSessionService):
     """
 
     def __init__(self, store: str | os.PathLike[str] | Store) -> None:
-        self.store, self._owns_store = _open(store)
+        self.store, self._owns_store = _lazily(store)
         # One lock per ADK session serialises this process's appends to it; a lock lives as
         # long as a task holds or awaits it.
         self._locks: weakref.WeakValueDictionary[tuple[str, str, str], asyncio.Lock] = (
@@ -825,7 +817,7 @@ class ThreadlineMemoryService(BaseMemoryService):
     """
 
     def __init__(self, store: str | os.PathLike[str] | Store, *, limit: int = 10) -> None:
-        self.store, self._owns_store = _open(store)
+        self.store, self._owns_store = _lazily(store)
         self.limit = limit
 
     async def close(self) -> None:
@@ -918,9 +910,9 @@ class ThreadlineMemoryService(BaseMemoryService):
         if len(terms) < 2 or len(hits) >= self.limit:
             return [hit.id for hit in hits]
         found: dict[str, tuple[int, float]] = {}  # id -> (terms matched, summed score)
+        depth = self.limit * _TERM_DEPTH
         for term in terms:
             text = f'"{term.text}"' if term.is_phrase else term.text
-            depth = self.limit * _TERM_DEPTH
             for hit in self.store.search_messages(
                 app_name, text, session_id=memory_id, limit=depth
             ):

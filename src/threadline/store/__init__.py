@@ -133,6 +133,20 @@ def connect_lazily(url: str | os.PathLike[str]) -> LazyStore:
     return LazyStore(_opener(url), os.fspath(url))
 
 
+def _lazily(store: Any) -> tuple[Any, bool]:
+    """``store`` for an object built off the event loop's thread (the async API, the
+    framework adapters), and whether that object owns it: a URL or path becomes a
+    :class:`LazyStore` it owns (opened by the first storage call, in a worker thread); anything
+    else (a ``Store``, a ``SessionProvider``) is used as given, not owned.
+
+    >>> _lazily(":memory:")
+    (LazyStore(':memory:', not opened), True)
+    """
+    if isinstance(store, (str, os.PathLike)):
+        return connect_lazily(store), True
+    return store, False
+
+
 def _opener(
     url: str | os.PathLike[str],
     *,

@@ -20,7 +20,7 @@ from threadline.manager import SessionManager
 from threadline.server import _errors
 from threadline.server._auth import Authenticate
 from threadline.server._events import EventHub
-from threadline.server._limits import BodyLimit
+from threadline.server._limits import DEFAULT_MAX_BODY, BodyLimit
 from threadline.server._models import HealthOut
 from threadline.server._paths import RawPaths
 from threadline.server._tenancy import Forbidden, NotFound, Tenants
@@ -109,7 +109,7 @@ def create_app(
     *,
     configure: Callable[[SessionManager], SessionManager | None] | None = None,
     auth: bool = True,
-    max_body_bytes: int = 64 * 2**20,
+    max_body_bytes: int = DEFAULT_MAX_BODY,
     cors_origins: tuple[str, ...] | list[str] = (),
     poll_interval: float = 0.5,
     key_cache_ttl: float = 1.0,

@@ -206,3 +206,32 @@ def test_token_estimates_count_media_per_item(store: Any) -> None:
     small = normalize_message(_file_message(_image(1024)))
     large = normalize_message(_file_message(_image(4 * MB)))
     assert estimate_message_tokens([large]) == estimate_message_tokens([small]) < 2000
+
+
+def test_messages_with_new_attachments_append_across_index_batches(store: Any) -> None:
+    """Regression: SQLite indexes messages in batches of 64, reading each one's text back with
+    its attachments. The append that filled a batch indexed it before storing its own new
+    attachments, so it failed (``AttachmentNotFoundError``), and so did every retry."""
+    session = Session.create(store).for_session("pics")
+    written = [
+        session.append_message(_file_message(_image(ATTACH_MIN_BYTES + 64, seed=n), f"pic{n}"))
+        for n in range(130)
+    ]
+    assert _count(store, "tl_attachments") == 130
+    assert session.get_history() == written
+    for n in (0, 63, 64, 127, 129):
+        assert [h.id for h in session.search(f"pic{n}")] == [written[n]["id"]]
+
+
+def test_an_import_of_messages_with_attachments_crosses_index_batches(store: Any) -> None:
+    """The same, for an import writing many messages with attachments in one transaction."""
+    from threadline.export import export_sessions, import_sessions
+
+    session = Session.create(store).for_session("album")
+    for n in range(70):
+        session.append_message(_file_message(_image(ATTACH_MIN_BYTES + 64, seed=n), f"img{n}"))
+    records = list(export_sessions(store, "default", session_ids=["album"]))
+    assert import_sessions(store, records, app="copy") == ["album"]
+    copy = Session(store, app_name="copy", session_id="album")
+    assert copy.get_history() == session.get_history()
+    assert [h.id for h in copy.search("img65")] == [session.get_history()[65]["id"]]

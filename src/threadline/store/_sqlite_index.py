@@ -83,6 +83,8 @@ class SQLiteIndex(SQLStore):
     _index_hint: int = 0
     #: This store's write commits (with ``PRAGMA data_version``: has the database changed?).
     _commits: int = 0
+    #: A full batch is pending: the write transaction indexes it before it commits.
+    _catch_up_due: bool = False
 
     # ------------------------------------------------------------------ search index
 
@@ -103,8 +105,16 @@ class SQLiteIndex(SQLStore):
         if cursor.rowcount != 1 or rowid is None:
             return False
         if rowid - self._index_hint >= _INDEX_BATCH:
-            self._catch_up_index(tx.conn)
+            # Not now: the text of a message with attachments is read back with them, and the
+            # write stores them after this row (see _before_commit).
+            self._catch_up_due = True
         return True
+
+    def _before_commit(self, conn: sqlite3.Connection) -> None:
+        """End of a write transaction: index the pending batch if one is full."""
+        if self._catch_up_due:
+            self._catch_up_index(conn)
+            self._catch_up_due = False
 
     def _index_mark(self, conn: sqlite3.Connection) -> int:
         row = conn.execute(_SQL_INDEX_MARK).fetchone()

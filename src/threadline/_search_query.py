@@ -134,9 +134,25 @@ def _is_no_space_script(ch: str) -> bool:
     return any(lo <= code <= hi for lo, hi in _NO_SPACE_RANGES)
 
 
+def search_form(text: str) -> str:
+    """``text`` as the search index holds it and queries are read: Unicode NFC.
+
+    The same word can be written precomposed (``が``, ``é``, a Hangul syllable) or as a base
+    character plus combining marks (``か`` + U+3099, jamo), as macOS file names and some input
+    methods do. Indexing and querying one form makes either spelling find the other.
+
+    >>> search_form("\u304b\u3099") == "\u304c", search_form("plain ascii")
+    (True, 'plain ascii')
+    """
+    if text.isascii():  # nearly every text: a flag read, no copy
+        return text
+    return unicodedata.normalize("NFC", text)
+
+
 def _clean(text: str) -> str:
-    """Replace control characters and lone surrogates by spaces."""
-    return "".join(" " if unicodedata.category(ch) in ("Cc", "Cs") else ch for ch in text)
+    """Replace control characters and lone surrogates by spaces (the result in NFC)."""
+    cleaned = "".join(" " if unicodedata.category(ch) in ("Cc", "Cs") else ch for ch in text)
+    return search_form(cleaned)
 
 
 def tokenize(text: str) -> tuple[str, ...]:
@@ -382,6 +398,7 @@ def snippet(text: str, terms: Iterable[Term], limit: int = SNIPPET_CHARS) -> str
     """
     if len(text) <= limit:
         return text
+    text = search_form(text)  # the form the terms are in (a text stored decomposed)
     lowered = text.lower()
     found = [
         lowered.find(needle)
@@ -418,6 +435,7 @@ __all__ = [
     "make_term",
     "parse_query",
     "rowid_windows",
+    "search_form",
     "snippet",
     "split_common",
     "tokenize",

@@ -6,6 +6,7 @@ User text is never query syntax: any string returns hits or ``[]``, never an err
 from __future__ import annotations
 
 import dataclasses
+import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 
@@ -345,3 +346,46 @@ def test_any_text_is_a_safe_query(session: Session, query: str) -> None:
     assert all(isinstance(h, SearchHit) and h.session_id == "s1" for h in hits)
     if not query.strip():
         assert hits == []
+
+
+# --------------------------------------------------------------------------- Unicode forms
+
+# Words whose NFC and NFD spellings differ: Latin diacritics, kana with voiced marks,
+# Hangul syllables (jamo when decomposed), and a mix.
+_COMPOSABLE = ("café", "crème", "がっこう", "ぱんだ", "한국어", "Ångström", "naïve résumé")
+
+
+@pytest.mark.parametrize("stored_form", ["NFC", "NFD"])
+def test_either_unicode_form_finds_the_other(session: Session, stored_form: str) -> None:
+    """A text written decomposed (macOS, some input methods) is found by a query typed
+    precomposed, and the other way round: index and queries are both read in NFC."""
+    for n, word in enumerate(_COMPOSABLE):
+        add(session, **{f"m{n}": unicodedata.normalize(stored_form, f"about {word} today")})
+    add(session, other="nothing to see")
+    for n, word in enumerate(_COMPOSABLE):
+        for query_form in ("NFC", "NFD"):
+            query = unicodedata.normalize(query_form, word)
+            assert hit_ids(session.search(query)) == [f"m{n}"], (word, stored_form, query_form)
+    # A hit's content is the message's text as written (a long one is cut in NFC).
+    assert session.search("café")[0].content == unicodedata.normalize(
+        stored_form, "about café today"
+    )
+
+
+_MARKS = st.sampled_from(["\u0301", "\u0308", "\u0300", "\u3099", "\u309a", "\u0327"])
+_BASES = st.sampled_from(list("aeiouncAEIOUNCかきくけこはひふへほ"))
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(
+    word=st.lists(st.tuples(_BASES, st.lists(_MARKS, max_size=2)), min_size=3, max_size=8).map(
+        lambda pairs: "".join(base + "".join(marks) for base, marks in pairs)
+    )
+)
+def test_a_word_in_any_normal_form_is_found_in_any_other(session: Session, word: str) -> None:
+    forms = {unicodedata.normalize(f, word) for f in ("NFC", "NFD")}
+    text = f"zq {unicodedata.normalize('NFD', word)} zq"
+    message = session.append_message({"role": "user", "parts": [{"type": "text", "text": text}]})
+    for query in forms:
+        assert message["id"] in hit_ids(session.search(query)), (word, query)

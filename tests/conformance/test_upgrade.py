@@ -1,15 +1,17 @@
 """Databases written by earlier releases open, upgrade in place and keep every record.
 
 The fixtures in ``tests/fixtures/upgrade/`` were written with ``populate.py`` by threadline 0.1.0
-(schema version 1), by main before API keys (schema version 2) and, for SQLite, by main before the
-partial per-user listing index (schema version 3); each later schema change adds a fixture of the
-release before it. Every test runs on each of them.
+(schema version 1), by main before API keys (schema version 2), for SQLite by main before the
+partial per-user listing index (schema version 3), and by main before search text in NFC (SQLite
+schema 4, PostgreSQL schema 3); each later schema change adds a fixture of the release before it.
+Every test runs on each of them.
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -18,8 +20,10 @@ import threadline
 from threadline.messages import text_of, user
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "upgrade"
-# One fixture per schema version a user may upgrade from (PostgreSQL's schema is still at 3).
-OLD_VERSIONS = {"sqlite-file": (1, 2, 3), "postgres": (1, 2)}
+# One fixture per schema version a user may upgrade from.
+OLD_VERSIONS = {"sqlite-file": (1, 2, 3, 4), "postgres": (1, 2, 3)}
+# Sessions that populate.py writes into the fixtures from SQLite schema 4 / PostgreSQL 3 on.
+LATER = {"nfd"}
 
 
 def _current_version(store: object) -> int:
@@ -86,7 +90,7 @@ def test_v1_sessions_and_usage_survive(v1_url: str) -> None:
         assert info.estimated_cost == pytest.approx(0.0123)
         assert info.message_count == 5
         assert [s.id for s in manager.list(user_id="bob").sessions] == ["tokyo"]
-        assert {s.id for s in manager.list().sessions} == {"trip", "tokyo", "anon"}
+        assert {s.id for s in manager.list().sessions} - LATER == {"trip", "tokyo", "anon"}
 
 
 def test_v1_tree_overlays_and_state_survive(v1_url: str) -> None:
@@ -178,8 +182,53 @@ def test_an_old_sqlite_database_gets_the_partial_listing_indexes(v1_url: str) ->
         store.append_messages("fixture", "anon", [user("a note about the capybara")])
         assert [s.id for s in store.list_sessions("fixture", user_id="bob").sessions] == ["tokyo"]
         assert store.count_sessions("fixture", without_user=True) == 1
-        assert store.count_sessions("fixture", user_id="ana") == 1
+        ana = {s.id for s in store.list_sessions("fixture", user_id="ana").sessions}
+        assert ana - LATER == {"trip"}
+        assert store.count_sessions("fixture", user_id="ana") == len(ana)
         assert [
             h.session_id for h in store.search_messages("fixture", "capybara", without_user=True)
         ] == ["anon"]
         assert store.search_messages("fixture", "capybara", user_id="ana") == []
+
+
+def test_text_indexed_decomposed_is_found_in_either_form_after_the_upgrade(v1_url: str) -> None:
+    """SQLite schema 5 / PostgreSQL schema 4: the search index holds text in NFC, as queries
+    are read. A message and an entry an older release indexed as written, decomposed, are
+    indexed again in NFC by the upgrade: either spelling of a query finds them."""
+    with threadline.connect(v1_url) as store:
+        if store.get_session("fixture", "nfd") is None:
+            pytest.skip("written before populate.py stored decomposed text")
+        for word in ("café", "crème", "がっこう", "한국어"):
+            for form in ("NFC", "NFD"):
+                hits = store.search_messages("fixture", unicodedata.normalize(form, word))
+                assert [h.id for h in hits] == ["d1"], (word, form)
+        for form in ("NFC", "NFD"):
+            query = unicodedata.normalize(form, "Jürgen")
+            assert [e.key for e in store.search_entries("fixture", "skills", query)] == ["nfd"]
+
+
+@pytest.mark.postgres
+def test_postgres_upgrade_renormalizes_the_chunks_of_a_long_text(pg_dsn: str) -> None:
+    """The PostgreSQL upgrade to NFC also indexes again the chunks of a long text (past the
+    first 250,000 characters): made here by writing one, then putting its search text and
+    chunks back in the decomposed form an older release stored, at schema version 3."""
+    import psycopg
+
+    from threadline.store._pg_schema import CHUNK_TSV
+
+    word = unicodedata.normalize("NFD", "pâtisserie")
+    text = "filler words " * 25_000 + f"the {word} at the end"
+    with threadline.connect(pg_dsn) as store:
+        store.append_messages("fixture", "long", [user(text, id="long1")])
+    decomposed = text.lower()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE tl_messages SET search_text = %s", [decomposed])
+        conn.execute(
+            f"UPDATE tl_message_chunks SET tsv = {CHUNK_TSV.replace('?', '%s')}",
+            [decomposed[249_800:], decomposed[249_800:]],
+        )
+        conn.execute("UPDATE tl_meta SET value = '3' WHERE key = 'schema_version'")
+    with threadline.connect(pg_dsn) as store:
+        for form in ("NFC", "NFD"):
+            query = unicodedata.normalize(form, "pâtisserie")
+            assert [h.id for h in store.search_messages("fixture", query)] == ["long1"], form

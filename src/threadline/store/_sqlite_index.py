@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from threadline._search_query import search_form
 from threadline.messages import text_of
 from threadline.store._sql import MESSAGE_COLUMNS, MessageRow, Row, SQLStore, _chunks, _in_list
 from threadline.store._sqlite_search import (
@@ -91,6 +92,7 @@ class SQLiteIndex(SQLStore):
     @staticmethod
     def _index(conn: sqlite3.Connection, corpus: _Corpus, rowid: int, text: str) -> None:
         if text:  # rows without text (tool calls) need no index entries
+            text = search_form(text)
             conn.execute(corpus.insert_fts, (rowid, text))
             conn.execute(corpus.insert_tri, (rowid, text))
 
@@ -167,6 +169,7 @@ class SQLiteIndex(SQLStore):
     def _index_message_text(
         self, conn: sqlite3.Connection, rowid: int, text: str, corpus: _Corpus = _MESSAGES
     ) -> None:
+        text = search_form(text)
         self._index(conn, corpus, rowid, text)
         if text and _WIDE.search(text):
             insert = f"INSERT INTO {corpus.cjk} (rowid, text) VALUES (?, ?)"

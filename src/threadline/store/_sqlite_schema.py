@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from threadline._search_query import search_form
+
 # --------------------------------------------------------------------------- schema
 
 _SCHEMA_V1 = (
@@ -119,6 +121,15 @@ _SCHEMA_V4 = (
 )
 
 
+# Version 5: the search index holds text in NFC (``_search_query.search_form``), as queries
+# are read. Texts indexed before in another form (combining marks, Hangul jamo) are indexed
+# again; the FTS5 tables keep the text they index, so the messages need not be decoded.
+_RENORMALIZED = (
+    ("tl_messages_fts", "tl_messages_tri", "tl_messages_cjk"),
+    ("tl_entries_fts", "tl_entries_tri", None),
+)
+
+
 def _migrate_to_1(conn: sqlite3.Connection) -> None:
     for statement in (*_SCHEMA_V1, *_SCHEMA_V1_TRIGRAM):
         conn.execute(statement)
@@ -139,11 +150,25 @@ def _migrate_to_4(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+def _migrate_to_5(conn: sqlite3.Connection) -> None:
+    for fts, tri, cjk in _RENORMALIZED:
+        # Only texts holding a non-ASCII character (more bytes than characters) can change.
+        found = f"SELECT rowid, text FROM {fts} WHERE length(CAST(text AS BLOB)) > length(text)"
+        changed = [(r, search_form(t)) for r, t in conn.execute(found) if search_form(t) != t]
+        for rowid, text in changed:
+            for table in (fts, tri):
+                conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
+                conn.execute(f"INSERT INTO {table} (rowid, text) VALUES (?, ?)", (rowid, text))
+            if cjk is not None:
+                conn.execute(f"UPDATE {cjk} SET text = ? WHERE rowid = ?", (text, rowid))
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_1,
     _migrate_to_2,
     _migrate_to_3,
     _migrate_to_4,
+    _migrate_to_5,
 )
 """``MIGRATIONS[i]`` upgrades a database from schema version ``i`` to ``i + 1``."""
 

@@ -43,7 +43,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from threadline._search_query import MatchMode, Term
+from threadline._search_query import MatchMode, Term, search_form
 from threadline.errors import InvalidArgumentError, StoreError, ThreadlineError
 from threadline.store._pg_pool import ServerPool
 from threadline.store._sql import (
@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
     PgConn = Connection[tuple[Any, ...]]
 
 from threadline.store._pg_schema import (
+    CHUNK_OVERLAP,
     CHUNK_TSV,
     TSV_CHARS,
     ensure_schema,
@@ -182,11 +183,10 @@ def _index_long_text(tx: Tx, app: str, session_id: str, message_id: str, text: s
     """Word-index the part of a long text that ``tl_messages.tsv`` does not hold, in chunks
     (each overlapping the previous by a little, so a phrase across a boundary is found)."""
     for idx, start in enumerate(range(TSV_CHARS, len(text), TSV_CHARS), start=1):
-        chunk = text[start - _CHUNK_OVERLAP : start + TSV_CHARS]
+        chunk = text[start - CHUNK_OVERLAP : start + TSV_CHARS]
         tx.send(_INSERT_CHUNK, (app, session_id, message_id, idx, chunk, chunk))
 
 
-_CHUNK_OVERLAP = 200
 _INSERT_CHUNK = (
     f"INSERT INTO tl_message_chunks (app, session_id, message_id, idx, tsv) "
     f"VALUES (?, ?, ?, ?, {CHUNK_TSV})"
@@ -194,9 +194,9 @@ _INSERT_CHUNK = (
 
 
 def _search_text(text: str) -> str:
-    """Text of the search columns: lowercased by Python, like the query's substrings, so a
-    plain (fast, trigram-indexed) ``LIKE`` finds them; NUL becomes a space."""
-    return text.replace("\x00", " ").lower()
+    """Text of the search columns: in NFC and lowercased by Python, like the query's
+    substrings, so a plain (fast, trigram-indexed) ``LIKE`` finds them; NUL becomes a space."""
+    return search_form(text.replace("\x00", " ")).lower()
 
 
 @functools.lru_cache(maxsize=1024)

@@ -91,8 +91,10 @@ def main() -> None:
         ("outage (s)", f"{args.outage:.0f}"),
         ("failed appends during the outage", str(failures)),
         ("slowest failed append (s)", f"{slowest:.2f}"),
-        ("first append after the server is back (s)", "never" if recovered is None else
-         f"{recovered:.2f}"),
+        (
+            "first append after the server is back (s)",
+            "never" if recovered is None else f"{recovered:.2f}",
+        ),
         ("warnings logged (threadline + psycopg.pool)", str(len(counter.records))),
     ]
     width = max(len(k) for k, _ in rows)

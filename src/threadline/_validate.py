@@ -221,4 +221,3 @@ def check_attachment_mode(what: str, value: object) -> str:
     if value not in ATTACHMENT_MODES:
         raise InvalidArgumentError(f"{what} must be 'inline' or 'ref', got {_short(value)}")
     return str(value)
-

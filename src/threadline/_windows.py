@@ -111,8 +111,7 @@ def cutoff_of(after: object) -> datetime:
         except (OverflowError, ValueError, OSError) as exc:  # nan, inf, beyond year 9999
             raise InvalidArgumentError(f"after: epoch seconds out of range: {after!r}") from exc
     raise InvalidArgumentError(
-        "after must be a datetime, an ISO 8601 string or epoch seconds, "
-        f"got {type(after).__name__}"
+        f"after must be a datetime, an ISO 8601 string or epoch seconds, got {type(after).__name__}"
     )
 
 

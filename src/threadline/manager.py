@@ -881,9 +881,7 @@ class _HistorySearch:
     Unbound (used on its own) it covers only sessions without a user.
     """
 
-    def __init__(
-        self, manager: SessionManager, scope: Scope, user_id: str | None = None
-    ) -> None:
+    def __init__(self, manager: SessionManager, scope: Scope, user_id: str | None = None) -> None:
         self._manager = manager
         self._scope = scope
         self._user_id = user_id

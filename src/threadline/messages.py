@@ -501,11 +501,13 @@ def function_calls(message: object) -> list[dict[str, Any]]:
         if not is_tool_part(part) or ("input" not in part and _has_output(part)):
             continue
         call_id = part.get("toolCallId")
-        calls.append({
-            "id": call_id if isinstance(call_id, str) else None,
-            "name": tool_name_of(part),
-            "args": part.get("input"),
-        })
+        calls.append(
+            {
+                "id": call_id if isinstance(call_id, str) else None,
+                "name": tool_name_of(part),
+                "args": part.get("input"),
+            }
+        )
     return calls
 
 
@@ -525,11 +527,13 @@ def function_responses(message: object) -> list[dict[str, Any]]:
             continue
         response = part["output"] if "output" in part else {"error": part.get("errorText")}
         call_id = part.get("toolCallId")
-        responses.append({
-            "id": call_id if isinstance(call_id, str) else None,
-            "name": tool_name_of(part),
-            "response": response,
-        })
+        responses.append(
+            {
+                "id": call_id if isinstance(call_id, str) else None,
+                "name": tool_name_of(part),
+                "response": response,
+            }
+        )
     return responses
 
 

@@ -44,9 +44,7 @@ def routing_path(raw: str, errors: str = "strict") -> str:
     '/v1/sessions/a%2Fb/messages/\ufffd'
     """
     pieces = _KEEP.split(raw)
-    return "".join(
-        p.upper() if _KEEP.fullmatch(p) else unquote(p, errors=errors) for p in pieces
-    )
+    return "".join(p.upper() if _KEEP.fullmatch(p) else unquote(p, errors=errors) for p in pieces)
 
 
 def path_value(value: str) -> str:

@@ -466,7 +466,6 @@ def _merge(both: list[tuple[Any, ...]], limit: int) -> list[tuple[Any, ...]]:
     return rows[:limit]
 
 
-
 def _run_pass(
     tx: _SearchTx, built: tuple[str, list[Any]] | None, limit: int
 ) -> list[tuple[Any, ...]]:

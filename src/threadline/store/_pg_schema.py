@@ -120,7 +120,9 @@ _V3 = [
 # Version 4: search text in NFC (threadline._search_query.search_form), as queries are
 # read; text written before in another form (combining marks, Hangul jamo) is normalised,
 # which recomputes its generated tsv, and the chunks of a long one are indexed again.
-# normalize() needs a UTF8 database; another encoding cannot hold such text anyway.
+# normalize() needs a UTF8 database (another encoding cannot hold such text anyway) and
+# PostgreSQL 13; on an older server the statements, run by EXECUTE so that the block still
+# parses there, are skipped.
 _CHUNK_EXPR = CHUNK_TSV.replace("?", "chunk")
 _V4 = [
     f"""DO $$
@@ -129,14 +131,15 @@ _V4 = [
         i integer;
         chunk text;
     BEGIN
-        IF current_setting('server_encoding') <> 'UTF8' THEN
+        IF current_setting('server_encoding') <> 'UTF8'
+                OR current_setting('server_version_num')::integer < 130000 THEN
             RETURN;
         END IF;
-        UPDATE tl_entries SET search_text = normalize(search_text, NFC)
-            WHERE search_text IS NOT NFC NORMALIZED;
-        FOR r IN UPDATE tl_messages SET search_text = normalize(search_text, NFC)
-                WHERE search_text IS NOT NFC NORMALIZED
-                RETURNING app, session_id, id, search_text LOOP
+        EXECUTE 'UPDATE tl_entries SET search_text = normalize(search_text, NFC) '
+            'WHERE search_text IS NOT NFC NORMALIZED';
+        FOR r IN EXECUTE 'UPDATE tl_messages SET search_text = normalize(search_text, NFC) '
+                'WHERE search_text IS NOT NFC NORMALIZED '
+                'RETURNING app, session_id, id, search_text' LOOP
             CONTINUE WHEN length(r.search_text) <= {TSV_CHARS};
             DELETE FROM tl_message_chunks
                 WHERE app = r.app AND session_id = r.session_id AND message_id = r.id;

@@ -234,7 +234,8 @@ def trees(draw: st.DrawFn) -> list[tuple[int | None, str, str]]:
 @given(
     tree=trees(),
     state=st.dictionaries(
-        st.text(st.characters(blacklist_characters=":"), min_size=1),
+        # Keys are ids: no scope prefix, no lone surrogate (refused on write, not round-tripped).
+        st.text(st.characters(blacklist_characters=":", blacklist_categories=("Cs",)), min_size=1),
         st.integers(-(2**63), 2**63 - 1),
     ),
     overlay=st.booleans(),

@@ -149,6 +149,32 @@ def search_form(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
+NO_SPACE_CLASS = "[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _NO_SPACE_RANGES) + "]"
+"""A regular-expression class of the scripts written without spaces (the same syntax in
+Python's ``re`` and PostgreSQL's ``~``)."""
+_LATIN = "[0-9A-Za-z]"
+# Two passes, each a pair of captured characters: the same in Python's re and PostgreSQL's
+# regexp_replace (see _pg_schema), so text split here and by an upgrade agree.
+GLUED = (f"({NO_SPACE_CLASS})({_LATIN})", f"({_LATIN})({NO_SPACE_CLASS})")
+"""Where :func:`split_glued` puts a space: each pattern's two groups, in this order."""
+_GLUED_RES = tuple(re.compile(pattern) for pattern in GLUED)
+
+
+def split_glued(text: str) -> str:
+    """``text`` with a space wherever a script written without spaces touches an ASCII
+    letter or digit: what the word index holds, so ``Python`` is a word of ``私はPythonで``
+    (FTS tokenizers keep such a run whole). Substring indexes keep the text as written.
+
+    >>> split_glued("私はPythonで2024年"), split_glued("plain text")
+    ('私は Python で 2024 年', 'plain text')
+    """
+    if text.isascii():
+        return text
+    for pattern in _GLUED_RES:
+        text = pattern.sub(r"\1 \2", text)
+    return text
+
+
 def _clean(text: str) -> str:
     """Replace control characters and lone surrogates by spaces (the result in NFC)."""
     cleaned = "".join(" " if unicodedata.category(ch) in ("Cc", "Cs") else ch for ch in text)
@@ -206,7 +232,7 @@ def make_term(text: str, *, is_phrase: bool = False) -> Term | None:
     (True, ('near',))
     """
     text = " ".join(text.split())[:MAX_TERM_CHARS]
-    tokens = tokenize(text)
+    tokens = tokenize(split_glued(text))  # the words as the word index holds them
     substring = _trim(text).lower()
     if not tokens and not substring:
         return None
@@ -416,6 +442,7 @@ def snippet(text: str, terms: Iterable[Term], limit: int = SNIPPET_CHARS) -> str
 __all__ = [
     "COMMON_DOCS",
     "COUNT_MEMORY_SECONDS",
+    "GLUED",
     "LARGE_STORE",
     "LOCAL_SEARCH_SESSION",
     "LOCAL_SEARCH_STORE",
@@ -423,6 +450,7 @@ __all__ = [
     "MAX_SUBSTRING_TERMS",
     "MAX_TERMS",
     "MAX_TERM_CHARS",
+    "NO_SPACE_CLASS",
     "RANKED_CANDIDATES",
     "SNIPPET_CHARS",
     "UNRANKED_CANDIDATES",
@@ -438,6 +466,7 @@ __all__ = [
     "search_form",
     "snippet",
     "split_common",
+    "split_glued",
     "tokenize",
     "top_rows",
 ]

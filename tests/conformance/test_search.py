@@ -389,3 +389,25 @@ def test_a_word_in_any_normal_form_is_found_in_any_other(session: Session, word:
     message = session.append_message({"role": "user", "parts": [{"type": "text", "text": text}]})
     for query in forms:
         assert message["id"] in hit_ids(session.search(query)), (word, query)
+
+
+def test_an_ascii_word_glued_to_cjk_text_is_a_word(session: Session) -> None:
+    """Japanese, Chinese and Korean are written without spaces, so FTS tokenizers keep a run
+    like ``私はPythonで`` whole: the word index splits ASCII letters and digits from it (and
+    a query's words are split the same way)."""
+    add(
+        session,
+        ja="私はPythonで2024年に書きました",
+        zh="我们用Kubernetes部署",
+        ko="한국어API문서",
+        en="plain python notes",
+    )
+    assert set(hit_ids(session.search("Python"))) == {"ja", "en"}
+    assert hit_ids(session.search("2024")) == ["ja"]
+    assert hit_ids(session.search("kubernetes")) == ["zh"]
+    assert hit_ids(session.search("API")) == ["ko"]
+    # Queries across the seam are found as before, as words and as substrings.
+    seams = {"はPythonで": "ja", "Pythonで": "ja", "用Kubernetes": "zh", "私は": "ja",
+             "部署": "zh", "api문서": "ko", "API문서": "ko"}  # fmt: skip
+    for query, expected in seams.items():
+        assert hit_ids(session.search(query)) == [expected], query

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from threadline._search_query import WIDE_CLASS
+from threadline._search_query import GLUED, WIDE_CLASS
 from threadline.errors import ThreadlineError
 
 if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
@@ -117,29 +117,34 @@ _V3 = [
         key_hash TEXT NOT NULL UNIQUE, created_at BIGINT NOT NULL, revoked_at BIGINT)""",
 ]
 
+WIDE_TEXT = f"search_text ~ '{WIDE_CLASS}'"
+"""True for texts that can hold a one- or two-character CJK / symbol substring: trigrams
+cannot find such terms, so they are looked for among these texts only (the partial index
+``tl_messages_wide``; a query must repeat this very condition for the planner to use it)."""
+
 # Version 4: search text in NFC (threadline._search_query.search_form), as queries are
-# read; text written before in another form (combining marks, Hangul jamo) is normalised,
-# which recomputes its generated tsv, and the chunks of a long one are indexed again.
-# normalize() needs a UTF8 database (another encoding cannot hold such text anyway) and
-# PostgreSQL 13; on an older server the statements, run by EXECUTE so that the block still
-# parses there, are skipped.
+# read, with scripts written without spaces split from ASCII words glued to them
+# (split_glued, the same two patterns here): text written before in another form is
+# rewritten, which recomputes its generated tsv, and the chunks of a long one are indexed
+# again. normalize() needs a UTF8 database (another encoding cannot hold such text anyway)
+# and PostgreSQL 13; on an older server the statements, run by EXECUTE so that the block
+# still parses there, are skipped.
 _CHUNK_EXPR = CHUNK_TSV.replace("?", "chunk")
-_V4 = [
-    f"""DO $$
-    DECLARE
-        r record;
-        i integer;
-        chunk text;
-    BEGIN
-        IF current_setting('server_encoding') <> 'UTF8'
-                OR current_setting('server_version_num')::integer < 130000 THEN
-            RETURN;
-        END IF;
-        EXECUTE 'UPDATE tl_entries SET search_text = normalize(search_text, NFC) '
-            'WHERE search_text IS NOT NFC NORMALIZED';
-        FOR r IN EXECUTE 'UPDATE tl_messages SET search_text = normalize(search_text, NFC) '
-                'WHERE search_text IS NOT NFC NORMALIZED '
-                'RETURNING app, session_id, id, search_text' LOOP
+_NOT_NFC = "search_text IS NOT NFC NORMALIZED"
+_GLUED_TEXT = " OR ".join(f"search_text ~ '{pattern}'" for pattern in GLUED)
+
+
+def _split_glued_sql(expr: str) -> str:
+    for pattern in GLUED:
+        expr = f"regexp_replace({expr}, '{pattern}', '\\1 \\2', 'g')"
+    return expr
+
+
+def _rewrite_messages(where: str, value: str) -> str:
+    """PL/pgSQL: set ``search_text = value`` where ``where``, re-indexing long texts' chunks."""
+    return f"""
+        FOR r IN EXECUTE $q$UPDATE tl_messages SET search_text = {value} WHERE {where}
+                RETURNING app, session_id, id, search_text$q$ LOOP
             CONTINUE WHEN length(r.search_text) <= {TSV_CHARS};
             DELETE FROM tl_message_chunks
                 WHERE app = r.app AND session_id = r.session_id AND message_id = r.id;
@@ -151,7 +156,25 @@ _V4 = [
                     VALUES (r.app, r.session_id, r.id, i, {_CHUNK_EXPR});
                 i := i + 1;
             END LOOP;
-        END LOOP;
+        END LOOP;"""
+
+
+_V4 = [
+    f"""DO $$
+    DECLARE
+        r record;
+        i integer;
+        chunk text;
+    BEGIN
+        IF current_setting('server_encoding') <> 'UTF8'
+                OR current_setting('server_version_num')::integer < 130000 THEN
+            RETURN;
+        END IF;
+        EXECUTE $q$UPDATE tl_entries
+            SET search_text = {_split_glued_sql("normalize(search_text, NFC)")}
+            WHERE {_NOT_NFC} OR {_GLUED_TEXT}$q$;
+        {_rewrite_messages(_NOT_NFC, _split_glued_sql("normalize(search_text, NFC)"))}
+        {_rewrite_messages(f"{WIDE_TEXT} AND ({_GLUED_TEXT})", _split_glued_sql("search_text"))}
     END $$""",
 ]
 
@@ -163,10 +186,6 @@ SCHEMA_VERSION = len(MIGRATIONS)  # derived, so adding a migration cannot leave 
 # Trigram indexes are checked on every open, outside the version scheme: they need pg_trgm,
 # which may only become available after the tables were created.
 _TRGM_INDEXES = ("tl_messages", "tl_entries")
-WIDE_TEXT = f"search_text ~ '{WIDE_CLASS}'"
-"""True for texts that can hold a one- or two-character CJK / symbol substring: trigrams
-cannot find such terms, so they are looked for among these texts only (the partial index
-``tl_messages_wide``; a query must repeat this very condition for the planner to use it)."""
 # Like the trigram indexes, checked on every open (an index, not a table: no data to migrate).
 _WIDE_INDEX = f"CREATE INDEX IF NOT EXISTS tl_messages_wide ON tl_messages (app) WHERE {WIDE_TEXT}"
 _trgm_warned = False

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from threadline import _search_query as rules
-from threadline._search_query import WIDE_CLASS, MatchMode, Term
+from threadline._search_query import WIDE_CLASS, MatchMode, Term, split_glued
 from threadline.store._pg_schema import WIDE_TEXT
 from threadline.store._sql import (
     OwnerFilter,
@@ -55,7 +55,7 @@ def pg_tsquery_parts(terms: Iterable[Term]) -> list[tuple[str, str]]:
         if not term.tokens:
             continue
         fn = "phraseto_tsquery" if term.is_phrase else "plainto_tsquery"
-        parts.append((fn, term.text))
+        parts.append((fn, split_glued(term.text)))  # glued scripts split, as in the column
     return parts
 
 
@@ -83,7 +83,10 @@ def _compile_terms(terms: Sequence[Term]) -> list[_TermSQL]:
         function, text = parts[0] if parts else (None, "")
         if function is not None and function not in _TSQUERY_FUNCTIONS:
             raise AssertionError(f"unexpected tsquery function {function!r}")
-        pattern = like_pattern(term.substring) if term.needs_substring and term.substring else None
+        # The column holds glued scripts split apart (postgres._search_text): so does the
+        # pattern, at the very same places.
+        sub = split_glued(term.substring)
+        pattern = like_pattern(sub) if term.needs_substring and term.substring else None
         wide = (
             pattern is not None and len(term.substring) < 3 and bool(_WIDE.search(term.substring))
         )

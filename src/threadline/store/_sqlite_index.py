@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from threadline._search_query import search_form
+from threadline._search_query import search_form, split_glued
 from threadline.messages import text_of
 from threadline.store._sql import MESSAGE_COLUMNS, MessageRow, Row, SQLStore, _chunks, _in_list
 from threadline.store._sqlite_search import (
@@ -93,7 +93,7 @@ class SQLiteIndex(SQLStore):
     def _index(conn: sqlite3.Connection, corpus: _Corpus, rowid: int, text: str) -> None:
         if text:  # rows without text (tool calls) need no index entries
             text = search_form(text)
-            conn.execute(corpus.insert_fts, (rowid, text))
+            conn.execute(corpus.insert_fts, (rowid, split_glued(text)))
             conn.execute(corpus.insert_tri, (rowid, text))
 
     @staticmethod

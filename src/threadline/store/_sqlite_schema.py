@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
-from threadline._search_query import search_form
+from threadline._search_query import search_form, split_glued
 
 # --------------------------------------------------------------------------- schema
 
@@ -122,8 +122,9 @@ _SCHEMA_V4 = (
 
 
 # Version 5: the search index holds text in NFC (``_search_query.search_form``), as queries
-# are read. Texts indexed before in another form (combining marks, Hangul jamo) are indexed
-# again; the FTS5 tables keep the text they index, so the messages need not be decoded.
+# are read, and its word table holds scripts written without spaces split from ASCII words
+# glued to them (``split_glued``). Texts indexed before in another form are indexed again;
+# the FTS5 tables keep the text they index, so the messages need not be decoded.
 _RENORMALIZED = (
     ("tl_messages_fts", "tl_messages_tri", "tl_messages_cjk"),
     ("tl_entries_fts", "tl_entries_tri", None),
@@ -150,17 +151,33 @@ def _migrate_to_4(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+def _non_ascii_rows(conn: sqlite3.Connection, fts: str) -> Iterator[tuple[int, str]]:
+    """``(rowid, text)`` of the texts in ``fts`` holding a non-ASCII character (more bytes
+    than characters), read a page at a time (the caller rewrites rows between pages)."""
+    page = (
+        f"SELECT rowid, text FROM {fts} WHERE rowid > ? "
+        "AND length(CAST(text AS BLOB)) > length(text) ORDER BY rowid LIMIT 500"
+    )
+    after = 0
+    while rows := conn.execute(page, (after,)).fetchall():
+        yield from rows
+        after = rows[-1][0]
+
+
 def _migrate_to_5(conn: sqlite3.Connection) -> None:
     for fts, tri, cjk in _RENORMALIZED:
-        # Only texts holding a non-ASCII character (more bytes than characters) can change.
-        found = f"SELECT rowid, text FROM {fts} WHERE length(CAST(text AS BLOB)) > length(text)"
-        changed = [(r, search_form(t)) for r, t in conn.execute(found) if search_form(t) != t]
-        for rowid, text in changed:
-            for table in (fts, tri):
-                conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
-                conn.execute(f"INSERT INTO {table} (rowid, text) VALUES (?, ?)", (rowid, text))
-            if cjk is not None:
-                conn.execute(f"UPDATE {cjk} SET text = ? WHERE rowid = ?", (text, rowid))
+        for rowid, text in _non_ascii_rows(conn, fts):
+            normal = search_form(text)
+            words = split_glued(normal)
+            if words == text:  # then normal == text too: split_glued only adds spaces
+                continue
+            conn.execute(f"DELETE FROM {fts} WHERE rowid = ?", (rowid,))
+            conn.execute(f"INSERT INTO {fts} (rowid, text) VALUES (?, ?)", (rowid, words))
+            if normal != text:
+                conn.execute(f"DELETE FROM {tri} WHERE rowid = ?", (rowid,))
+                conn.execute(f"INSERT INTO {tri} (rowid, text) VALUES (?, ?)", (rowid, normal))
+                if cjk is not None:
+                    conn.execute(f"UPDATE {cjk} SET text = ? WHERE rowid = ?", (normal, rowid))
 
 
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (

@@ -43,7 +43,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from threadline._search_query import MatchMode, Term, search_form
+from threadline._search_query import MatchMode, Term, search_form, split_glued
 from threadline.errors import InvalidArgumentError, StoreError, ThreadlineError
 from threadline.store._pg_pool import ServerPool
 from threadline.store._sql import (
@@ -195,8 +195,10 @@ _INSERT_CHUNK = (
 
 def _search_text(text: str) -> str:
     """Text of the search columns: in NFC and lowercased by Python, like the query's
-    substrings, so a plain (fast, trigram-indexed) ``LIKE`` finds them; NUL becomes a space."""
-    return search_form(text.replace("\x00", " ")).lower()
+    substrings, so a plain (fast, trigram-indexed) ``LIKE`` finds them; NUL becomes a space.
+    One column serves words and substrings: glued scripts are split for the words (see
+    ``split_glued``), and query substrings are split the same way (``_pg_search``)."""
+    return split_glued(search_form(text.replace("\x00", " ")).lower())
 
 
 @functools.lru_cache(maxsize=1024)

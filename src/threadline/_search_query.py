@@ -195,7 +195,7 @@ def tokenize(text: str) -> tuple[str, ...]:
             continue
         # A run of only combining marks is not a word.
         if any(c.isalnum() or unicodedata.category(c) == "Co" for c in current):
-            tokens.append("".join(current).lower())
+            tokens.append(search_form("".join(current).lower()))  # lower() can undo NFC
         current = []
     return tuple(tokens)
 
@@ -233,7 +233,7 @@ def make_term(text: str, *, is_phrase: bool = False) -> Term | None:
     """
     text = " ".join(text.split())[:MAX_TERM_CHARS]
     tokens = tokenize(split_glued(text))  # the words as the word index holds them
-    substring = _trim(text).lower()
+    substring = search_form(_trim(text).lower())  # lowercasing can undo NFC
     if not tokens and not substring:
         return None
     return Term(text, is_phrase, tokens, _needs_substring(substring, tokens), substring)

@@ -411,3 +411,11 @@ def test_an_ascii_word_glued_to_cjk_text_is_a_word(session: Session) -> None:
              "部署": "zh", "api문서": "ko", "API문서": "ko"}  # fmt: skip
     for query, expected in seams.items():
         assert hit_ids(session.search(query)) == [expected], query
+
+
+def test_a_capital_that_lowercases_to_a_composable_pair_is_found(session: Session) -> None:
+    """``T`` + U+0308 has no precomposed capital, but its lowercase ``ẗ`` is precomposed:
+    lowercasing after NFC left PostgreSQL's column in another form than the query's."""
+    add(session, m1="T\u0308EST and more", m2="plain test")
+    for query in ("\u1e97est", "t\u0308est", "T\u0308EST"):
+        assert "m1" in hit_ids(session.search(query)), query

@@ -242,3 +242,31 @@ def test_an_ascii_word_glued_to_cjk_is_found_after_the_upgrade(v1_url: str) -> N
             pytest.skip("written before populate.py stored glued text")
         for query in ("Python", "2024", "はPythonで", "年に書"):
             assert [h.id for h in store.search_messages("fixture", query)] == ["g1"], query
+
+
+@pytest.mark.postgres
+def test_postgres_upgrade_drops_the_chunks_of_a_text_nfc_makes_short(pg_dsn: str) -> None:
+    """Decomposed Hangul is about three times longer than composed: a text past the chunked
+    length when stored decomposed by an older release may fit in one tsv after NFC, and then
+    keeps no chunk row."""
+    import psycopg
+
+    from threadline.store._pg_schema import CHUNK_TSV
+
+    with threadline.connect(pg_dsn) as store:
+        store.append_messages("fixture", "ko", [user("placeholder", id="ko1")])
+    decomposed = unicodedata.normalize("NFD", "한국어 " * 40_000)  # 360,000 characters
+    assert len(decomposed) > 250_000 > len(unicodedata.normalize("NFC", decomposed))
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE tl_messages SET search_text = %s", [decomposed])
+        conn.execute(
+            "INSERT INTO tl_message_chunks (app, session_id, message_id, idx, tsv) "
+            f"VALUES ('fixture', 'ko', 'ko1', 1, {CHUNK_TSV.replace('?', '%s')})",
+            [decomposed[249_800:], decomposed[249_800:]],
+        )
+        conn.execute("UPDATE tl_meta SET value = '3' WHERE key = 'schema_version'")
+    with threadline.connect(pg_dsn) as store:
+        chunks = store._read(  # type: ignore[attr-defined]
+            "c", lambda tx: tx.one("SELECT count(*) FROM tl_message_chunks")
+        )
+        assert chunks[0] == 0

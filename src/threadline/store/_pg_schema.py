@@ -126,9 +126,10 @@ cannot find such terms, so they are looked for among these texts only (the parti
 # read, with scripts written without spaces split from ASCII words glued to them
 # (split_glued, the same two patterns here): text written before in another form is
 # rewritten, which recomputes its generated tsv, and the chunks of a long one are indexed
-# again. normalize() needs a UTF8 database (another encoding cannot hold such text anyway)
-# and PostgreSQL 13; on an older server the statements, run by EXECUTE so that the block
-# still parses there, are skipped.
+# again (first NFC, then the split; a row may be rewritten by both). Both need a UTF8
+# database (another encoding cannot hold such text anyway); normalize() also needs
+# PostgreSQL 13: on an older server that part, run by EXECUTE so that the block still
+# parses there, is skipped.
 _CHUNK_EXPR = CHUNK_TSV.replace("?", "chunk")
 _NOT_NFC = "search_text IS NOT NFC NORMALIZED"
 _GLUED_TEXT = " OR ".join(f"search_text ~ '{pattern}'" for pattern in GLUED)
@@ -145,9 +146,10 @@ def _rewrite_messages(where: str, value: str) -> str:
     return f"""
         FOR r IN EXECUTE $q$UPDATE tl_messages SET search_text = {value} WHERE {where}
                 RETURNING app, session_id, id, search_text$q$ LOOP
-            CONTINUE WHEN length(r.search_text) <= {TSV_CHARS};
+            -- Before the length test: a text NFC made short keeps no chunk.
             DELETE FROM tl_message_chunks
                 WHERE app = r.app AND session_id = r.session_id AND message_id = r.id;
+            CONTINUE WHEN length(r.search_text) <= {TSV_CHARS};
             i := 1;
             WHILE i * {TSV_CHARS} < length(r.search_text) LOOP
                 chunk := substr(r.search_text, i * {TSV_CHARS} - {CHUNK_OVERLAP} + 1,
@@ -166,14 +168,16 @@ _V4 = [
         i integer;
         chunk text;
     BEGIN
-        IF current_setting('server_encoding') <> 'UTF8'
-                OR current_setting('server_version_num')::integer < 130000 THEN
+        IF current_setting('server_encoding') <> 'UTF8' THEN
             RETURN;
         END IF;
-        EXECUTE $q$UPDATE tl_entries
-            SET search_text = {_split_glued_sql("normalize(search_text, NFC)")}
-            WHERE {_NOT_NFC} OR {_GLUED_TEXT}$q$;
-        {_rewrite_messages(_NOT_NFC, _split_glued_sql("normalize(search_text, NFC)"))}
+        IF current_setting('server_version_num')::integer >= 130000 THEN
+            EXECUTE $q$UPDATE tl_entries SET search_text = normalize(search_text, NFC)
+                WHERE {_NOT_NFC}$q$;
+            {_rewrite_messages(_NOT_NFC, "normalize(search_text, NFC)")}
+        END IF;
+        EXECUTE $q$UPDATE tl_entries SET search_text = {_split_glued_sql("search_text")}
+            WHERE {_GLUED_TEXT}$q$;
         {_rewrite_messages(f"{WIDE_TEXT} AND ({_GLUED_TEXT})", _split_glued_sql("search_text"))}
     END $$""",
 ]

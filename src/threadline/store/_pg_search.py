@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from threadline import _search_query as rules
-from threadline._search_query import WIDE_CLASS, MatchMode, Term, split_glued
+from threadline._search_query import WIDE_CLASS, MatchMode, Term, search_form, split_glued
 from threadline.store._pg_schema import WIDE_TEXT
 from threadline.store._sql import (
     OwnerFilter,
@@ -35,6 +35,18 @@ def like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
+def lowered_form(text: str) -> str:
+    """``text`` as PostgreSQL's ``search_text`` column holds it: lowercased, then NFC (the
+    lowercase of ``T`` + U+0308 composes, the capital does not), glued scripts split
+    (``split_glued``: one column serves words and substrings). Query text compared with the
+    column, as words or as a substring, is put in the same form.
+
+    >>> lowered_form("T\u0308EST: 私はPythonで") == "\u1e97est: 私は python で"
+    True
+    """
+    return split_glued(search_form(text.lower()))
+
+
 def pg_tsquery_parts(terms: Iterable[Term]) -> list[tuple[str, str]]:
     """``(function, text)`` pairs for PostgreSQL, to be used as ``fn('english', %s)``.
 
@@ -55,7 +67,7 @@ def pg_tsquery_parts(terms: Iterable[Term]) -> list[tuple[str, str]]:
         if not term.tokens:
             continue
         fn = "phraseto_tsquery" if term.is_phrase else "plainto_tsquery"
-        parts.append((fn, split_glued(term.text)))  # glued scripts split, as in the column
+        parts.append((fn, lowered_form(term.text)))
     return parts
 
 
@@ -83,9 +95,7 @@ def _compile_terms(terms: Sequence[Term]) -> list[_TermSQL]:
         function, text = parts[0] if parts else (None, "")
         if function is not None and function not in _TSQUERY_FUNCTIONS:
             raise AssertionError(f"unexpected tsquery function {function!r}")
-        # The column holds glued scripts split apart (postgres._search_text): so does the
-        # pattern, at the very same places.
-        sub = split_glued(term.substring)
+        sub = lowered_form(term.substring)  # split at the column's very places
         pattern = like_pattern(sub) if term.needs_substring and term.substring else None
         wide = (
             pattern is not None and len(term.substring) < 3 and bool(_WIDE.search(term.substring))

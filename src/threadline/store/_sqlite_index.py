@@ -35,6 +35,7 @@ _SQL_ENTRY_ROWID = "SELECT rowid FROM tl_entries WHERE app = ? AND label = ? AND
 _SQL_INDEX_MARK = "SELECT CAST(value AS INTEGER) FROM tl_meta WHERE key = 'indexed_upto'"
 _SQL_SET_INDEX_MARK = "UPDATE tl_meta SET value = ? WHERE key = 'indexed_upto'"
 _SQL_PENDING_INDEX = "SELECT rowid, app, data FROM tl_messages WHERE rowid > ? ORDER BY rowid"
+_SQL_PENDING_PAGE = f"{_SQL_PENDING_INDEX} LIMIT 256"
 _SQL_DELETE_CJK = "DELETE FROM tl_messages_cjk WHERE rowid = ?"
 _INDEX_BATCH = 64
 """Pending messages that make an append index them all (one FTS5 segment per batch instead
@@ -125,15 +126,16 @@ class SQLiteIndex(SQLStore):
         return mark
 
     def _catch_up_index(self, conn: sqlite3.Connection) -> None:
-        """Index every pending message (inside a write transaction on ``conn``)."""
-        mark = self._index_mark(conn)
-        rows = conn.execute(_SQL_PENDING_INDEX, (mark,)).fetchall()
-        if not rows:
-            return
-        for rowid, app, data in rows:
-            self._index_message_text(conn, rowid, self._text_of_row(conn, app, data))
-        self._index_hint = rows[-1][0]
-        conn.execute(_SQL_SET_INDEX_MARK, (str(self._index_hint),))
+        """Index every pending message (inside a write transaction on ``conn``), a page of
+        rows at a time: an import of many messages leaves them all pending until its end."""
+        mark = start = self._index_mark(conn)
+        while rows := conn.execute(_SQL_PENDING_PAGE, (mark,)).fetchall():
+            for rowid, app, data in rows:
+                self._index_message_text(conn, rowid, self._text_of_row(conn, app, data))
+            mark = rows[-1][0]
+        if mark != start:
+            self._index_hint = mark
+            conn.execute(_SQL_SET_INDEX_MARK, (str(mark),))
 
     def _text_of_row(self, conn: sqlite3.Connection, app: str, data: str) -> str:
         """The searchable text of a stored row, its attachments put back."""

@@ -43,7 +43,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from threadline._search_query import MatchMode, Term, search_form, split_glued
+from threadline._search_query import MatchMode, Term
 from threadline.errors import InvalidArgumentError, StoreError, ThreadlineError
 from threadline.store._pg_pool import ServerPool
 from threadline.store._sql import (
@@ -71,7 +71,12 @@ from threadline.store._pg_schema import (
     TSV_CHARS,
     ensure_schema,
 )
-from threadline.store._pg_search import Plan, entry_search_sql, search_message_rows
+from threadline.store._pg_search import (
+    Plan,
+    entry_search_sql,
+    lowered_form,
+    search_message_rows,
+)
 from threadline.store._pg_search import message_search_sql as message_search_sql  # re-export
 
 __all__ = ["EXTRA_HINT", "PostgresStore", "split_pool_options"]
@@ -194,11 +199,10 @@ _INSERT_CHUNK = (
 
 
 def _search_text(text: str) -> str:
-    """Text of the search columns: in NFC and lowercased by Python, like the query's
-    substrings, so a plain (fast, trigram-indexed) ``LIKE`` finds them; NUL becomes a space.
-    One column serves words and substrings: glued scripts are split for the words (see
-    ``split_glued``), and query substrings are split the same way (``_pg_search``)."""
-    return split_glued(search_form(text.replace("\x00", " ")).lower())
+    """Text of the search columns (``_pg_search.lowered_form``: lowercased by Python, like
+    the query's substrings, so a plain, trigram-indexed ``LIKE`` finds them); NUL becomes a
+    space."""
+    return lowered_form(text.replace("\x00", " "))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -204,15 +204,16 @@ class SQLiteStore(SQLiteIndex):
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise StoreError(operation, exc) from exc
+            hint = self._index_hint
             try:
                 result = fn(self._tx)
                 self._before_commit(conn)
                 conn.execute("COMMIT")
                 self._commits += 1
             except BaseException as exc:
-                # The rows a batch was due for are rolled back, and a batch indexed just
-                # before a failed COMMIT too: forget both (the mark is re-read when used).
-                self._catch_up_due, self._index_hint = False, 0
+                # Rolled back: the rows a batch was due for, and a batch indexed just before
+                # a failed COMMIT (the hint it moved goes back with it).
+                self._catch_up_due, self._index_hint = False, hint
                 self._rollback()
                 if isinstance(exc, sqlite3.Error):  # ThreadlineErrors from fn pass untouched
                     raise StoreError(operation, exc) from exc

@@ -9,6 +9,7 @@ import pytest
 
 import threadline
 from threadline.errors import HeadMovedError
+from threadline.export import export_sessions, import_sessions
 from threadline.messages import user
 
 
@@ -50,3 +51,35 @@ def test_one_transaction_of_many_messages_indexes_them_all_at_its_end(tmp_path: 
         assert _indexed_upto(store) == 1000
         for n in (0, 255, 256, 999):
             assert [h.id for h in store.search_messages("a", f"kumquat{n}")] == [f"e{n}"]
+
+
+def _pending(store: threadline.SQLiteStore) -> int:
+    row = store._read(  # type: ignore[attr-defined]
+        "pending",
+        lambda tx: tx.one(
+            "SELECT count(*) FROM tl_messages WHERE rowid > "
+            "(SELECT CAST(value AS INTEGER) FROM tl_meta WHERE key = 'indexed_upto')"
+        ),
+    )
+    return int(row[0])
+
+
+def test_rowids_reused_after_a_delete_are_indexed_in_batches(tmp_path: Path) -> None:
+    """Regression: deleting the newest messages lowers the mark (the delete trigger) and their
+    rowids are reused, but the writer kept its old batch hint, so nothing was indexed until
+    rowids passed the old mark: a re-import (``replace=True``) of the newest session left all
+    of its messages pending, and every search after a write read them all into memory."""
+    with threadline.connect(tmp_path / "reuse.db") as store:
+        assert isinstance(store, threadline.SQLiteStore)
+        store.append_messages(
+            "a", "s", [user(f"note {n} kumquat{n}", id=f"m{n}") for n in range(500)]
+        )
+        assert _pending(store) == 0
+        import_sessions(store, list(export_sessions(store, "a")), replace=True)
+        assert _pending(store) == 0  # was 500
+        store.delete_session("a", "s")
+        for n in range(200):  # one at a time, reusing the deleted rowids
+            store.append_messages("a", "t", [user(f"again {n} lime{n}", id=f"t{n}")])
+            assert _pending(store) < 64  # was n + 1
+        assert [h.id for h in store.search_messages("a", "lime77")] == ["t77"]
+        assert store.search_messages("a", "kumquat7") == []

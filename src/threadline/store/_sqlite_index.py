@@ -107,6 +107,12 @@ class SQLiteIndex(SQLStore):
         rowid = cursor.lastrowid
         if cursor.rowcount != 1 or rowid is None:
             return False
+        if rowid <= self._index_hint:
+            # A reused rowid: rows were deleted since the hint was read (by this write, say a
+            # load with replace=True, or an earlier one, or another process) and the delete
+            # trigger lowered the mark. Read it again, or nothing is indexed until rowids pass
+            # the old mark and every search reads all those rows into memory.
+            self._index_mark(tx.conn)
         if rowid - self._index_hint >= _INDEX_BATCH:
             # Not now: the text of a message with attachments is read back with them, and the
             # write stores them after this row (see _before_commit).

@@ -40,6 +40,7 @@ _SQL_REF = (
 _SQL_CHUNKS = "SELECT data FROM tl_attachment_chunks WHERE app = ? AND sha256 = ? ORDER BY idx"
 _SQL_KIND = "SELECT kind FROM tl_attachments WHERE app = ? AND sha256 = ?"
 SQL_SESSION_HAS_REFS = "SELECT 1 FROM tl_message_refs WHERE app = ? AND session_id = ? LIMIT 1"
+_SQL_LOCK = "SELECT 1 FROM tl_attachments WHERE app = ? AND sha256 = ?"
 _SQL_STILL_USED = "SELECT 1 FROM tl_message_refs WHERE app = ? AND sha256 = ? LIMIT 1"
 _SQL_SESSION_REFERS = (
     "SELECT 1 FROM tl_message_refs WHERE app = ? AND sha256 = ? AND session_id = ? LIMIT 1"
@@ -55,19 +56,35 @@ class AttachmentMixin(SQLBase):
     def _put_blobs(
         self, tx: Tx, app: str, session_id: str, message_id: str, blobs: Sequence[Blob]
     ) -> None:
-        for blob in blobs:
+        # By SHA-256: the order ``_drop_refs`` locks attachments in too.
+        for blob in sorted(blobs, key=lambda b: b.sha256):
             count = max(1, -(-len(blob.data) // CHUNK_BYTES))
-            if tx.execute(_SQL_PUT, (app, blob.sha256, blob.kind, len(blob.data), count)):
+            while not tx.execute(_SQL_PUT, (app, blob.sha256, blob.kind, len(blob.data), count)):
+                # Stored already: lock it, so that a collector (``_drop_refs``) in another
+                # transaction either waits for this one and then sees its reference, or has
+                # deleted it first (no row any more: insert it again).
+                if tx.one(_SQL_LOCK + self._FOR_UPDATE, (app, blob.sha256)) is not None:
+                    break
+            else:
                 for idx in range(count):
                     chunk = blob.data[idx * CHUNK_BYTES : (idx + 1) * CHUNK_BYTES]
                     tx.send(_SQL_PUT_CHUNK, (app, blob.sha256, idx, chunk))
             tx.send(_SQL_REF, (app, session_id, message_id, blob.sha256))
 
     def _drop_refs(
-        self, tx: Tx, app: str, session_id: str, message_ids: Sequence[str] | None
+        self,
+        tx: Tx,
+        app: str,
+        session_id: str,
+        message_ids: Sequence[str] | None,
+        reused: Sequence[Blob] = (),
     ) -> None:
         """Forget those messages' references (all of the session's with ``None``) and delete
-        every attachment of the app that no message refers to any more."""
+        every attachment of the app that no message refers to any more.
+
+        ``reused``: the attachments the transaction writes next (an update); the stored ones
+        are locked here with the rest, in one order, so two updates swapping attachments do
+        not wait on each other in a cycle."""
         key = (app, session_id)
         where = "app = ? AND session_id = ?"
         batches: list[Sequence[str]] = [()] if message_ids is None else _chunks(message_ids)
@@ -79,7 +96,12 @@ class AttachmentMixin(SQLBase):
             if rows:
                 shas.update(row[0] for row in rows)
                 tx.send(f"DELETE FROM tl_message_refs WHERE {cond}", (*key, *batch))
-        for sha in sorted(shas):  # sorted: one lock order for concurrent collectors
+        # Sorted: one lock order for collectors and writers.
+        for sha in sorted(shas.union(blob.sha256 for blob in reused)):
+            # Lock the attachment before looking for other references: a writer that is
+            # reusing it holds that lock until its reference is committed (``_put_blobs``).
+            if tx.one(_SQL_LOCK + self._FOR_UPDATE, (app, sha)) is None or sha not in shas:
+                continue
             if tx.one(_SQL_STILL_USED, (app, sha)) is None:
                 for table in ("tl_attachment_chunks", "tl_attachments"):
                     tx.send(f"DELETE FROM {table} WHERE app = ? AND sha256 = ?", (app, sha))

@@ -253,7 +253,7 @@ class TreeMixin(AttachmentMixin):
             "WHERE app = ? AND session_id = ? AND id = ?",
             (message["role"], data, size, message.get("createdAt"), app, session_id, message_id),
         )
-        self._drop_refs(tx, app, session_id, [message_id])
+        self._drop_refs(tx, app, session_id, [message_id], blobs)
         if blobs:
             self._put_blobs(tx, app, session_id, message_id, blobs)
         if size != old[1]:

@@ -143,3 +143,46 @@ def test_two_updates_swapping_attachments_do_not_deadlock(stores: tuple[Any, Any
     assert sorted(runs) == ["s1", "s2"], f"rerun after a deadlock: {runs}"
     assert first.get_message("app", "s1", "m1")["parts"] == _image_message("m1", 2)["parts"]
     assert first.get_message("app", "s2", "m2")["parts"] == _image_message("m2", 1)["parts"]
+
+
+@pytest.mark.postgres
+def test_two_batches_using_two_images_in_opposite_orders_do_not_deadlock(
+    stores: tuple[Any, Any],
+) -> None:
+    """Batches [B, A] and [A, B] of stored images, appended at once to two sessions: the first
+    locks both images before its first message, so the second waits instead of closing a cycle."""
+    first, second = stores
+    first.append_messages("app", "s0", [_image_message("a", 1), _image_message("b", 2)], None)
+    inside, go = threading.Event(), threading.Event()
+    _hold(first, "_put_blobs", inside, go)
+    errors: list[BaseException] = []
+    runs: list[str] = []
+    counted = second._put_blobs
+
+    def counting(*args: Any) -> None:
+        runs.append(args[3])
+        counted(*args)
+
+    second._put_blobs = counting
+
+    def append(store: Any, session: str, seeds: list[int]) -> None:
+        batch = [_image_message(f"{session}-{seed}", seed) for seed in seeds]
+        try:
+            store.append_messages("app", session, batch)
+        except BaseException as exc:
+            errors.append(exc)
+
+    one = threading.Thread(target=append, args=(first, "s1", [2, 1]))
+    one.start()
+    assert inside.wait(20)
+    two = threading.Thread(target=append, args=(second, "s2", [1, 2]))
+    two.start()
+    two.join(1)
+    go.set()
+    one.join(30)
+    two.join(30)
+    assert not errors, errors
+    assert runs == ["s2-1", "s2-2"], f"rerun after a deadlock: {runs}"
+    for session, seed in (("s1", 1), ("s1", 2), ("s2", 1), ("s2", 2)):
+        got = first.get_message("app", session, f"{session}-{seed}")["parts"]
+        assert got == _image_message("x", seed)["parts"]

@@ -9,7 +9,7 @@ transaction, so a crash leaves neither a message without its attachment nor an o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from operator import itemgetter, methodcaller
 from typing import Any
 
@@ -52,6 +52,14 @@ _HAS_REFS = methodcaller("__contains__", MARKER_JSON)
 
 class AttachmentMixin(SQLBase):
     """Writing, reading and collecting attachments; reads put them back into messages."""
+
+    def _lock_attachments(self, tx: Tx, app: str, shas: Iterable[str]) -> None:
+        """PostgreSQL: row-lock the stored attachments among ``shas``, in SHA-256 order, before
+        a write that refers to (or drops) several of them: the per-message locks it takes later
+        are then held already, so two such writes never wait on each other in a cycle."""
+        if self._FOR_UPDATE:
+            for sha in sorted(set(shas)):
+                tx.one(_SQL_LOCK + self._FOR_UPDATE, (app, sha))
 
     def _put_blobs(
         self, tx: Tx, app: str, session_id: str, message_id: str, blobs: Sequence[Blob]

@@ -62,6 +62,9 @@ def _by_owner(rows: list[Row], decode: bool) -> dict[str, dict[str, Any]]:
     return out
 
 
+_SQL_SESSION_SHAS = "SELECT DISTINCT sha256 FROM tl_message_refs WHERE app = ? AND session_id = ?"
+
+
 class TransferMixin(RegistryMixin, TreeMixin):
     """``dump_session`` and ``load_session`` on the shared SQL (both backends)."""
 
@@ -129,6 +132,17 @@ class TransferMixin(RegistryMixin, TreeMixin):
             app, session_id = items[i][0], items[i][1].info.id
             if self._claim_session_row(tx, app, session_id) and not replace:
                 raise SessionExistsError(f"session {session_id!r} already exists in app {app!r}")
+        # The attachments replaced sessions drop and the dumps refer to, locked up front in
+        # one order (``_lock_attachments``).
+        shas: dict[str, set[str]] = {}
+        for i in order:
+            app, session_id = items[i][0], items[i][1].info.id
+            used = shas.setdefault(app, set())
+            used.update(blob.sha256 for *_, blobs in encoded[i] for blob in blobs)
+            if replace and self._FOR_UPDATE:
+                used.update(row[0] for row in tx.all(_SQL_SESSION_SHAS, (app, session_id)))
+        for app in sorted(shas):
+            self._lock_attachments(tx, app, shas[app])
         for i in order:
             self._load_one(tx, items[i][0], items[i][1], encoded[i])
         self._load_shared(tx, [items[i] for i in order])

@@ -171,6 +171,7 @@ class TreeMixin(AttachmentMixin):
             known = {i: found[0] for i, found in zip(stored_ids, rows, strict=True)}
         head_id, last_seq = (state[0], state[1]) if state else (None, 0)
         parent = _start_parent(parent_id, state, node[0] if node else None)
+        self._lock_attachments(tx, app, (blob.sha256 for *_, blobs in encoded for blob in blobs))
         out: list[Message] = []
         seq, written = last_seq, 0
         for message, data, size, blobs in encoded:

@@ -376,7 +376,7 @@ def _run(run: settings, url: str = "", shared: tuple[Any, Any] | None = None) ->
 
 def test_attachments_follow_writes_sqlite_file(tmp_path: Path) -> None:
     """A SQLite file, written through one connection and read through another."""
-    _run(_settings(6, 15), url=f"sqlite:///{(tmp_path / 'attach-{}.db').as_posix()}")
+    _run(_settings(7, 18), url=f"sqlite:///{(tmp_path / 'attach-{}.db').as_posix()}")
 
 
 @pytest.fixture
@@ -392,4 +392,4 @@ def pg_stores(pg_dsn: str) -> Iterator[tuple[Any, Any]]:
 @pytest.mark.postgres
 def test_attachments_follow_writes_postgres(pg_stores: tuple[Any, Any]) -> None:
     """PostgreSQL (one schema, two apps per example), written and read by two stores."""
-    _run(_settings(4, 12), shared=pg_stores)
+    _run(_settings(5, 16), shared=pg_stores)

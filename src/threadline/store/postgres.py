@@ -8,7 +8,8 @@ the DDL, the search SQL (``tsvector`` + ``pg_trgm``), and the ``?`` → ``%s`` t
   transaction of a psycopg pipeline, committed by its closing Sync (docs/postgres.md). A
   write to a session first inserts its registry row if missing and row-locks it, so
   concurrent appends (threads or processes) never fork or lose a message. Statements whose
-  result is not read go out without waiting: an append is two round trips.
+  result is not read go out without waiting: an append is two round trips. A read is one
+  ``REPEATABLE READ, READ ONLY`` transaction: all its statements see one snapshot.
 * Driver errors become ``StoreError(operation, cause)``. A read that loses its connection
   (server restart, network) is retried once; a write is not (its COMMIT may have landed: the
   caller decides), only deadlocks and serialisation failures are rerun. The pool follows the
@@ -90,6 +91,7 @@ EXTRA_HINT = (
 POOL_DEFAULTS = {"pool_min_size": 1, "pool_max_size": 10}
 """URL query parameters consumed by threadline (not passed to libpq), with their defaults."""
 
+_BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 _RETRY_SQLSTATES = ("40001", "40P01")  # serialization failure, deadlock: rolled back, safe to rerun
 _WRITE_ATTEMPTS = 3
 
@@ -428,7 +430,7 @@ class PostgresStore(SQLStore):
         for attempt in (1, 2):
             try:
                 with self._pool.connection() as conn:
-                    return fn(_PgTx(conn))
+                    return self._snapshot(conn, fn)
             except driver.OperationalError as exc:
                 if attempt == 2 or self._closed or isinstance(exc, self._no_retry):
                     raise StoreError(operation, exc) from exc
@@ -436,6 +438,24 @@ class PostgresStore(SQLStore):
             except driver.Error as exc:
                 raise StoreError(operation, exc) from exc
         raise AssertionError("unreachable")
+
+    def _snapshot(self, conn: PgConn, fn: Callable[[Tx], T]) -> T:
+        """``fn`` in one read-only ``REPEATABLE READ`` transaction on ``conn``: every statement
+        of a read of several round trips (a dump, a history putting attachments back) sees
+        the same snapshot, never half of a write committed meanwhile. In pipeline mode, the
+        ``BEGIN`` goes out with the first query and the ``COMMIT`` with the closing Sync."""
+        try:
+            with conn.pipeline():
+                conn.execute(_BEGIN_READ)
+                result = fn(_PgTx(conn, pipelined=True))
+                conn.execute("COMMIT")
+            return result
+        except BaseException:
+            idle = self._driver.pq.TransactionStatus.IDLE
+            if not conn.broken and conn.info.transaction_status != idle:
+                with contextlib.suppress(self._driver.Error):
+                    conn.execute("ROLLBACK")
+            raise
 
     def _write(self, operation: str, fn: Callable[[Tx], T], *, lock: SessionKey | None = None) -> T:
         """Run ``fn`` in one transaction, after locking the session row when ``lock`` is given.

@@ -1,0 +1,86 @@
+"""Conformance (PostgreSQL): a read of several statements sees one snapshot.
+
+Reads run on autocommit connections, and a read that needs more than one round trip (a dump,
+a history whose messages hold attachments) used to see each statement's own snapshot: a write
+committed between two of them showed half. A dump taken while an append committed had a
+``last_seq`` lower than its newest message's ``seq`` (so it could not be loaded back), and a
+path read while an update dropped a message's attachment raised ``AttachmentNotFoundError``
+for a message that had been whole. The write is made here, in another store, between two
+statements of the read (a hook on the read's second step): the read must see none of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import threadline
+from threadline._attachments import ATTACH_MIN_BYTES
+from threadline.store._dump_check import check_dump
+
+pytestmark = pytest.mark.postgres
+
+APP = "snap"
+LONG = "many words " * ATTACH_MIN_BYTES
+
+
+def _message(mid: str, text: str = "hello") -> dict[str, Any]:
+    return {"id": mid, "role": "user", "parts": [{"type": "text", "text": text}]}
+
+
+@pytest.fixture
+def stores(pg_dsn: str) -> Iterator[tuple[Any, Any]]:
+    reader, writer = threadline.connect(pg_dsn), threadline.connect(pg_dsn)
+    try:
+        yield reader, writer
+    finally:
+        reader.close()
+        writer.close()
+
+
+def _between(monkeypatch: pytest.MonkeyPatch, store: Any, method: str, write: Any) -> None:
+    """Run ``write`` once, just before ``store.method`` (a later step of a read) runs."""
+    original = getattr(store, method)
+    done: list[bool] = []
+
+    def hooked(*args: Any, **kwargs: Any) -> Any:
+        if not done:
+            done.append(True)
+            write()
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(store, method, hooked)
+
+
+def test_a_dump_taken_while_an_append_commits_loads_back(
+    stores: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader, writer = stores
+    writer.append_messages(APP, "s", [_message("m1"), _message("m2")])
+    _between(
+        monkeypatch, reader, "_session_rows",
+        lambda: writer.append_messages(APP, "s", [_message("m3")]),
+    )  # fmt: skip
+    dump = reader.dump_session(APP, "s")
+    assert dump is not None
+    check_dump(dump)  # used to fail: last_seq 2, a message with seq 3
+    assert [node.message["id"] for node in dump.messages] == ["m1", "m2"]
+    assert (dump.head_id, dump.last_seq, dump.info.message_count) == ("m2", 2, 2)
+    reader.load_session("copy", dump)
+    assert [m["id"] for m in reader.get_path("copy", "s")] == ["m1", "m2"]
+
+
+def test_a_path_read_while_an_update_drops_an_attachment_is_whole(
+    stores: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader, writer = stores
+    writer.append_messages(APP, "s", [_message("m1", LONG)])
+    _between(
+        monkeypatch, reader, "_with_attachments",
+        lambda: writer.update_message(APP, "s", _message("m1", "short now")),
+    )  # fmt: skip
+    path = reader.get_path(APP, "s")  # used to raise AttachmentNotFoundError
+    assert path[0]["parts"][0]["text"] == LONG
+    assert reader.get_path(APP, "s")[0]["parts"][0]["text"] == "short now"

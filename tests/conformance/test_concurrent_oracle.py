@@ -18,6 +18,7 @@ what every admissible order agrees on is asserted (no timing assumption):
   it is a parent chain; a thread's own state key holds its last delta, and its undo record
   the delta before it, when no destroyer can interleave; the usage counters lie between the
   usage calls surely after the last destroyer and those not surely before one;
+* a dump taken by a thread while others write passes ``check_dump`` (it loads back);
 * no row of ``tl_messages`` / ``tl_state`` / ``tl_message_refs`` refers to a missing session.
 """
 
@@ -35,6 +36,7 @@ from typing import Any
 import threadline
 from threadline.errors import MessageNotFoundError
 from threadline.messages import normalize_message
+from threadline.store._dump_check import check_dump
 
 APP = "oracle"
 SESSIONS = ("s0", "s1", "s2")
@@ -113,6 +115,13 @@ class Worker:
         rng, store, me = self.rng, self.store, self.index
         session = rng.choice(SESSIONS)
         mine = [i for i, m in self.msgs.items() if m.session == session and not m.deleted_by_owner]
+        if rng.random() < 0.1:
+            # A read racing the writes sees one state: a dump that loads back, a whole path.
+            dump = store.dump_session(APP, session)
+            if dump is not None:
+                check_dump(dump)
+            store.get_path(APP, session)
+            return
         roll = rng.random() * (0.92 if calm else 1.0)
         if roll < 0.55:
             word = self._word()

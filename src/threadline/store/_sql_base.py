@@ -291,7 +291,9 @@ class SQLBase(ABC):
     ) -> T: ...
 
     @abstractmethod
-    def _read(self, operation: str, fn: Callable[[Tx], T]) -> T: ...
+    def _read(self, operation: str, fn: Callable[[Tx], T], *, snapshot: bool = False) -> T:
+        """Run ``fn`` in a read; ``snapshot``: all its statements see one snapshot (SQLite
+        reads always do)."""
 
     @abstractmethod
     def _insert_message(self, tx: Tx, row: MessageRow) -> bool: ...

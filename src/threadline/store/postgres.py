@@ -8,8 +8,9 @@ the DDL, the search SQL (``tsvector`` + ``pg_trgm``), and the ``?`` → ``%s`` t
   transaction of a psycopg pipeline, committed by its closing Sync (docs/postgres.md). A
   write to a session first inserts its registry row if missing and row-locks it, so
   concurrent appends (threads or processes) never fork or lose a message. Statements whose
-  result is not read go out without waiting: an append is two round trips. A read is one
-  ``REPEATABLE READ, READ ONLY`` transaction: all its statements see one snapshot.
+  result is not read go out without waiting: an append is two round trips. A dump is one
+  ``REPEATABLE READ, READ ONLY`` transaction, and so is a read that found an attachment
+  missing, read again (a write committed between its statements); other reads autocommit.
 * Driver errors become ``StoreError(operation, cause)``. A read that loses its connection
   (server restart, network) is retried once; a write is not (its COMMIT may have landed: the
   caller decides), only deadlocks and serialisation failures are rerun. The pool follows the
@@ -45,7 +46,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from threadline._search_query import MatchMode, Term
-from threadline.errors import InvalidArgumentError, StoreError, ThreadlineError
+from threadline.errors import (
+    AttachmentNotFoundError,
+    InvalidArgumentError,
+    StoreError,
+    ThreadlineError,
+)
 from threadline.store._pg_pool import ServerPool
 from threadline.store._sql import (
     MAX_MESSAGE_BYTES,
@@ -423,14 +429,24 @@ class PostgresStore(SQLStore):
         if self._closed:
             raise StoreError(operation, ThreadlineError("the store is closed"))
 
-    def _read(self, operation: str, fn: Callable[[Tx], T]) -> T:
-        """Run ``fn`` on a pooled connection; retried once if the connection was lost."""
+    def _read(self, operation: str, fn: Callable[[Tx], T], *, snapshot: bool = False) -> T:
+        """Run ``fn`` on a pooled connection; retried once if the connection was lost.
+
+        Each statement sees its own snapshot (autocommit: one round trip for a one-query
+        read), unless ``snapshot`` (a dump: see ``_snapshot``). A read that finds an
+        attachment missing is read again in one snapshot: a write committed between two of
+        its statements dropped an attachment the first one still saw."""
         self._check_open(operation)
         driver = self._driver
         for attempt in (1, 2):
             try:
                 with self._pool.connection() as conn:
-                    return self._snapshot(conn, fn)
+                    if snapshot:
+                        return self._snapshot(conn, fn)
+                    try:
+                        return fn(_PgTx(conn))
+                    except AttachmentNotFoundError:
+                        return self._snapshot(conn, fn)  # raises again if truly missing
             except driver.OperationalError as exc:
                 if attempt == 2 or self._closed or isinstance(exc, self._no_retry):
                     raise StoreError(operation, exc) from exc
@@ -443,7 +459,8 @@ class PostgresStore(SQLStore):
         """``fn`` in one read-only ``REPEATABLE READ`` transaction on ``conn``: every statement
         of a read of several round trips (a dump, a history putting attachments back) sees
         the same snapshot, never half of a write committed meanwhile. In pipeline mode, the
-        ``BEGIN`` goes out with the first query and the ``COMMIT`` with the closing Sync."""
+        ``BEGIN`` goes out with the first query and the ``COMMIT`` with the closing Sync (a
+        round trip more than autocommit: only the reads that need it pay it)."""
         try:
             with conn.pipeline():
                 conn.execute(_BEGIN_READ)

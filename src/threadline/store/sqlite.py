@@ -227,7 +227,8 @@ class SQLiteStore(SQLiteIndex):
         except sqlite3.Error:
             pass  # the original error is what matters; the connection rolls back on close
 
-    def _read(self, operation: str, fn: Callable[[Any], T]) -> T:
+    def _read(self, operation: str, fn: Callable[[Any], T], *, snapshot: bool = False) -> T:
+        # Every read is one transaction (snapshot or not): one snapshot already.
         if self._shared:
             with self._lock:
                 try:

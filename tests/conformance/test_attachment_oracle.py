@@ -21,23 +21,17 @@ through one ``threadline.connect`` or a second one of the same store. After ever
 from __future__ import annotations
 
 import base64
-import os
 import random
-import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
-    RuleBasedStateMachine,
     invariant,
     precondition,
     rule,
-    run_state_machine_as_test,
 )
 
 import threadline
@@ -46,16 +40,7 @@ from threadline.errors import AttachmentNotFoundError, SessionExistsError
 from threadline.export import export_sessions, import_sessions
 from threadline.messages import normalize_message
 
-
-def _settings(examples: int, steps: int) -> settings:
-    """CI-sized runs (each well under 20 s); the environment variables run them longer."""
-    return settings(
-        max_examples=int(os.environ.get("THREADLINE_ORACLE_EXAMPLES", examples)),
-        stateful_step_count=int(os.environ.get("THREADLINE_ORACLE_STEPS", steps)),
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
-
+from .conftest import TwoStores, oracle_settings, run_machine
 
 SESSIONS = ("s0", "s1", "s2")
 OWNER = {"s0": "u1", "s1": "u1", "s2": None}
@@ -91,42 +76,17 @@ def make_message(mid: str, seeds: list[int], note: str) -> dict[str, Any]:
 seeds_st = st.lists(st.integers(0, POOL - 1), max_size=3)
 
 
-class AttachmentOracle(RuleBasedStateMachine):
+class AttachmentOracle(TwoStores):
     """The model: per (app, session), message id -> (message as written, parent id)."""
-
-    url: str = ""
-    shared: tuple[Any, Any] | None = None  # (writer, reader) kept across examples (PostgreSQL)
 
     def __init__(self) -> None:
         super().__init__()
-        tag = uuid.uuid4().hex[:8]
-        self.apps = (f"a{tag}", f"b{tag}")
-        if self.shared is not None:
-            self.writer, self.reader = self.shared
-            self.owned = False
-        else:
-            url = self.url.replace("{}", tag)
-            self.writer = threadline.connect(url)
-            self.reader = threadline.connect(url)
-            self.owned = True
+        self.apps = (f"a{self.tag}", f"b{self.tag}")
         self.live: dict[tuple[str, str], dict[str, tuple[dict[str, Any], str | None]]] = {}
         self.owner: dict[tuple[str, str], str | None] = {}
         self.snapshots: list[tuple[tuple[str, str], list[dict[str, Any]], Any, Any]] = []
-        self.count = 0
-
-    def teardown(self) -> None:
-        if self.owned:
-            self.writer.close()
-            self.reader.close()
 
     # ------------------------------------------------------------------ helpers
-
-    def fresh(self, prefix: str) -> str:
-        self.count += 1
-        return f"{prefix}{self.count}"
-
-    def store(self, other: bool) -> Any:
-        return self.reader if other else self.writer
 
     def live_ids(self) -> list[tuple[tuple[str, str], str]]:
         return [(k, m) for k, ids in sorted(self.live.items()) for m in ids]
@@ -369,27 +329,17 @@ class AttachmentOracle(RuleBasedStateMachine):
                         self.reader.read_attachment(app, f"sha256:{sha}")
 
 
-def _run(run: settings, url: str = "", shared: tuple[Any, Any] | None = None) -> None:
-    machine = type("Machine", (AttachmentOracle,), {"url": url, "shared": shared})
-    run_state_machine_as_test(machine, settings=run)
 
 
 def test_attachments_follow_writes_sqlite_file(tmp_path: Path) -> None:
     """A SQLite file, written through one connection and read through another."""
-    _run(_settings(7, 18), url=f"sqlite:///{(tmp_path / 'attach-{}.db').as_posix()}")
+    url = f"sqlite:///{(tmp_path / 'attach-{}.db').as_posix()}"
+    run_machine(AttachmentOracle, oracle_settings(7, 18), url=url)
 
 
-@pytest.fixture
-def pg_stores(pg_dsn: str) -> Iterator[tuple[Any, Any]]:
-    writer, reader = threadline.connect(pg_dsn), threadline.connect(pg_dsn)
-    try:
-        yield writer, reader
-    finally:
-        writer.close()
-        reader.close()
 
 
 @pytest.mark.postgres
 def test_attachments_follow_writes_postgres(pg_stores: tuple[Any, Any]) -> None:
     """PostgreSQL (one schema, two apps per example), written and read by two stores."""
-    _run(_settings(5, 16), shared=pg_stores)
+    run_machine(AttachmentOracle, oracle_settings(5, 16), shared=pg_stores)

@@ -22,24 +22,18 @@ the number of pending rows must stay within a batch or two.
 from __future__ import annotations
 
 import base64
-import os
 import random
-import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
-    RuleBasedStateMachine,
     initialize,
     invariant,
     precondition,
     rule,
-    run_state_machine_as_test,
 )
 
 import threadline
@@ -48,16 +42,7 @@ from threadline.export import export_sessions, import_sessions
 from threadline.messages import normalize_message
 from threadline.types import AUTO
 
-
-def _settings(examples: int, steps: int) -> settings:
-    """CI-sized runs (each well under 20 s); the environment variables run them longer."""
-    return settings(
-        max_examples=int(os.environ.get("THREADLINE_ORACLE_EXAMPLES", examples)),
-        stateful_step_count=int(os.environ.get("THREADLINE_ORACLE_STEPS", steps)),
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
-
+from .conftest import TwoStores, oracle_settings, run_machine
 
 SESSIONS = ("s0", "s1", "s2")
 OWNER = {"s0": "u1", "s1": "u1", "s2": None}
@@ -128,46 +113,25 @@ def forms_of(token: str, kind: str) -> list[str]:
     return [token]
 
 
-class SearchOracle(RuleBasedStateMachine):
+class SearchOracle(TwoStores):
     """The model: per session, message id -> its token (or None); every token ever made."""
-
-    url: str = ""
-    shared: tuple[Any, Any] | None = None  # (writer, reader) kept across examples (PostgreSQL)
 
     def __init__(self) -> None:
         super().__init__()
-        self.app = "a" + uuid.uuid4().hex[:8]
-        if self.shared is not None:
-            self.writer, self.reader = self.shared
-            self.owned = False
-        else:
-            url = self.url.replace("{}", uuid.uuid4().hex[:8])
-            self.writer = threadline.connect(url)
-            self.reader = self.writer if url == ":memory:" else threadline.connect(url)
-            self.owned = True
+        self.app = "a" + self.tag
         self.live: dict[str, dict[str, str | None]] = {}  # session -> id -> token
         self.tokens: dict[str, tuple[str, str] | None] = {}  # token -> (session, id) if live
         self.kinds: dict[str, str] = {}  # token -> the kind of message it was written in
         self.snapshots: list[tuple[str, list[dict[str, Any]], dict[str, str | None]]] = []
-        self.count = 0
         self.touched: set[str] = set()
         self.saved: dict[str, int] = {}  # thresholds of threadline._search_query changed
 
     def teardown(self) -> None:
         for name, value in self.saved.items():
             setattr(rules, name, value)
-        if self.owned:
-            self.writer.close()
-            self.reader.close()  # the same store for :memory: (closing twice is fine)
+        super().teardown()
 
     # ------------------------------------------------------------------ helpers
-
-    def fresh(self, prefix: str) -> str:
-        self.count += 1
-        return f"{prefix}{self.count}"
-
-    def store(self, other: bool) -> Any:
-        return self.reader if other else self.writer
 
     def kill(self, token: str | None) -> None:
         if token is not None:
@@ -389,32 +353,22 @@ class SearchOracle(RuleBasedStateMachine):
                     self.check(self.reader, group, want, session)
 
 
-def _run(run: settings, url: str = "", shared: tuple[Any, Any] | None = None) -> None:
-    machine = type("Machine", (SearchOracle,), {"url": url, "shared": shared})
-    run_state_machine_as_test(machine, settings=run)
 
 
 def test_search_follows_writes_sqlite_file(tmp_path: Path) -> None:
     """A SQLite file, written through one connection and searched through another."""
-    _run(_settings(6, 15), url=f"sqlite:///{(tmp_path / 'oracle-{}.db').as_posix()}")
+    url = f"sqlite:///{(tmp_path / 'oracle-{}.db').as_posix()}"
+    run_machine(SearchOracle, oracle_settings(6, 15), url=url)
 
 
 def test_search_follows_writes_sqlite_memory() -> None:
     """``:memory:``: one connection writes and searches (the reader is the writer)."""
-    _run(_settings(5, 15), url=":memory:")
+    run_machine(SearchOracle, oracle_settings(5, 15), url=":memory:")
 
 
-@pytest.fixture
-def pg_stores(pg_dsn: str) -> Iterator[tuple[Any, Any]]:
-    writer, reader = threadline.connect(pg_dsn), threadline.connect(pg_dsn)
-    try:
-        yield writer, reader
-    finally:
-        writer.close()
-        reader.close()
 
 
 @pytest.mark.postgres
 def test_search_follows_writes_postgres(pg_stores: tuple[Any, Any]) -> None:
     """PostgreSQL (one schema, an app per example), written and searched by two stores."""
-    _run(_settings(4, 10), shared=pg_stores)
+    run_machine(SearchOracle, oracle_settings(4, 10), shared=pg_stores)

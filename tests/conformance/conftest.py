@@ -1,10 +1,10 @@
-"""What the stateful oracles (``test_search_oracle.py``, ``test_attachment_oracle.py``) share:
-their run sizes, a state machine base holding two connects of one store, and the PostgreSQL
-pair of stores kept across examples."""
+"""What conformance tests share: the stateful oracles' run sizes and state machine base (two
+connects of one store), a PostgreSQL pair of stores, and raw queries bypassing threadline."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -79,3 +79,14 @@ def pg_stores(pg_dsn: str) -> Iterator[tuple[Any, Any]]:
     finally:
         writer.close()
         reader.close()
+
+
+def raw_query(url: str, sql: str) -> list[tuple[Any, ...]]:
+    """Run one read-only query on the store's database, bypassing threadline."""
+    if url.startswith("sqlite:///"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            return list(conn.execute(sql))
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return [tuple(row) for row in conn.execute(sql)]

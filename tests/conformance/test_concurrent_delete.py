@@ -10,7 +10,6 @@ appends, and the PostgreSQL server logged no deadlock.
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +19,8 @@ import pytest
 
 import threadline
 from threadline.messages import normalize_message
+
+from .conftest import raw_query
 
 APP = "r"
 VICTIM = "victim"
@@ -34,15 +35,6 @@ def _message(text: str) -> dict[str, Any]:
     return normalize_message({"role": "user", "content": text})
 
 
-def _raw_query(url: str, sql: str) -> list[tuple[Any, ...]]:
-    """Run one read-only query on the store's database, bypassing threadline."""
-    if url.startswith("sqlite:///"):
-        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
-            return list(conn.execute(sql))
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        return [tuple(row) for row in conn.execute(sql)]
 
 
 def _pg_log() -> Path | None:
@@ -61,13 +53,13 @@ def _deadlocks_logged() -> int:
 def _assert_consistent(url: str) -> None:
     registry = {
         row[0]: (int(row[1]), int(row[2]))
-        for row in _raw_query(
+        for row in raw_query(
             url, f"SELECT id, message_count, last_seq FROM tl_sessions WHERE app = '{APP}'"
         )
     }
     rows = {
         row[0]: (int(row[1]), int(row[2]))
-        for row in _raw_query(
+        for row in raw_query(
             url,
             "SELECT session_id, COUNT(*), MAX(seq) FROM tl_messages "
             f"WHERE app = '{APP}' GROUP BY session_id",
@@ -81,7 +73,7 @@ def _assert_consistent(url: str) -> None:
         assert last_seq >= max_seq, f"{session_id}: last_seq {last_seq} < stored seq {max_seq}"
     for table, column in (("tl_compactions", "session_id"), ("tl_prompts", "session_id")):
         leftover = {
-            row[0] for row in _raw_query(url, f"SELECT {column} FROM {table} WHERE app = '{APP}'")
+            row[0] for row in raw_query(url, f"SELECT {column} FROM {table} WHERE app = '{APP}'")
         }
         assert leftover <= set(registry), f"{table} rows outlived their session"
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import itertools
 import os
 import random
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
@@ -37,6 +36,8 @@ import threadline
 from threadline.errors import MessageNotFoundError
 from threadline.messages import normalize_message
 from threadline.store._dump_check import check_dump
+
+from .conftest import raw_query
 
 APP = "oracle"
 SESSIONS = ("s0", "s1", "s2")
@@ -69,14 +70,6 @@ class Msg:
     destroyed: bool = False  # an update of it said it is gone
 
 
-def _raw_query(url: str, sql: str) -> list[tuple[Any, ...]]:
-    if url.startswith("sqlite:///"):
-        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
-            return list(conn.execute(sql))
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        return [tuple(row) for row in conn.execute(sql)]
 
 
 def _text(word: str) -> dict[str, Any]:
@@ -239,7 +232,7 @@ def _check(url: str, workers: list[Worker]) -> None:
         ("tl_state", "owner_id"),
     ):
         extra = " AND t.owner = 'session'" if table == "tl_state" else ""
-        orphans = _raw_query(
+        orphans = raw_query(
             url,
             f"SELECT COUNT(*) FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM tl_sessions s "
             f"WHERE s.app = t.app AND s.id = t.{column}){extra}",

@@ -13,12 +13,10 @@ show half of it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-import threadline
 from threadline._attachments import ATTACH_MIN_BYTES
 from threadline.store._dump_check import check_dump
 
@@ -30,16 +28,6 @@ LONG = "many words " * ATTACH_MIN_BYTES
 
 def _message(mid: str, text: str = "hello") -> dict[str, Any]:
     return {"id": mid, "role": "user", "parts": [{"type": "text", "text": text}]}
-
-
-@pytest.fixture
-def stores(pg_dsn: str) -> Iterator[tuple[Any, Any]]:
-    reader, writer = threadline.connect(pg_dsn), threadline.connect(pg_dsn)
-    try:
-        yield reader, writer
-    finally:
-        reader.close()
-        writer.close()
 
 
 def _between(monkeypatch: pytest.MonkeyPatch, store: Any, method: str, write: Any) -> None:
@@ -57,9 +45,9 @@ def _between(monkeypatch: pytest.MonkeyPatch, store: Any, method: str, write: An
 
 
 def test_a_dump_taken_while_an_append_commits_loads_back(
-    stores: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+    pg_stores: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reader, writer = stores
+    reader, writer = pg_stores
     writer.append_messages(APP, "s", [_message("m1"), _message("m2")])
     _between(
         monkeypatch, reader, "_session_rows",
@@ -75,9 +63,9 @@ def test_a_dump_taken_while_an_append_commits_loads_back(
 
 
 def test_a_path_read_while_an_update_drops_an_attachment_is_whole(
-    stores: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+    pg_stores: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reader, writer = stores
+    reader, writer = pg_stores
     writer.append_messages(APP, "s", [_message("m1", LONG)])
     _between(
         monkeypatch, reader, "_with_attachments",

@@ -11,6 +11,7 @@ import json
 import pkgutil
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,14 @@ NOT_CORE = (
     "threadline.client",
     "threadline.integrations",
 )
+
+
+def _printed_json(script: str) -> Any:
+    """What ``script``, run in a fresh interpreter, prints as JSON."""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    return json.loads(done.stdout)
 
 
 def _core_modules() -> list[str]:
@@ -43,10 +52,7 @@ def _third_party_imports(module: str) -> list[str]:
         "print(json.dumps(sorted(n for n in names if n not in std and n != 'threadline'"
         " and not n.startswith('_'))))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
-    )
-    found: list[str] = json.loads(done.stdout)
+    found: list[str] = _printed_json(script)
     return found
 
 
@@ -80,7 +86,4 @@ def test_importing_threadline_and_its_async_api_loads_no_framework() -> None:
         "print(json.dumps([n for n in ('agents', 'google', 'openai', 'anthropic')"
         " if n in sys.modules]))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert json.loads(done.stdout) == []
+    assert _printed_json(script) == []

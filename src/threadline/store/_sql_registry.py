@@ -149,6 +149,14 @@ class RegistryMixin(AttachmentMixin):
         infos = [row_to_session_info(row) for row in rows[:limit]]
         return SessionPage(sessions=infos, next_cursor=_next_cursor(rows, limit))
 
+    def _state_of_s(self) -> str:
+        """The state rows of session ``s`` (a ``tl_sessions`` alias) as one JSON object: a
+        correlated subquery, aggregated by the dialect."""
+        return (
+            f"(SELECT {self._STATE_OBJECT} FROM tl_state t WHERE t.app = s.app "
+            "AND t.owner = 'session' AND t.owner_id = s.id)"
+        )
+
     def list_sessions_with_state(
         self, app: str, *, user_id: str | None = None, limit: int = 50, cursor: str | None = None
     ) -> SessionListingPage:
@@ -156,12 +164,9 @@ class RegistryMixin(AttachmentMixin):
         query per page (the dialect aggregates the state rows into one JSON object). The
         session's internal keys come apart, in ``internal`` (never in ``state``)."""
         where, params = _list_filter(app, user_id, limit, cursor, prefix="s.")
-        state = (
-            f"(SELECT {self._STATE_OBJECT} FROM tl_state t WHERE t.app = s.app "
-            "AND t.owner = 'session' AND t.owner_id = s.id)"
-        )
         sql = (
-            f"SELECT {_PREFIXED_COLUMNS}, {state}, s.head_id, m.created_at FROM tl_sessions s "
+            f"SELECT {_PREFIXED_COLUMNS}, {self._state_of_s()}, s.head_id, m.created_at "
+            "FROM tl_sessions s "
             "LEFT JOIN tl_messages m ON m.app = s.app AND m.session_id = s.id AND m.id = s.head_id "
             f"WHERE {where} ORDER BY s.updated_at DESC, s.id DESC LIMIT ?"
         )
@@ -177,8 +182,7 @@ class RegistryMixin(AttachmentMixin):
         dialect; nothing else read or decoded."""
         where, params = _list_filter(app, user_id, limit, cursor, prefix="s.")
         sql = (
-            f"SELECT s.id, s.user_id, s.head_id, (SELECT {self._STATE_OBJECT} FROM tl_state t "
-            "WHERE t.app = s.app AND t.owner = 'session' AND t.owner_id = s.id), s.updated_at "
+            f"SELECT s.id, s.user_id, s.head_id, {self._state_of_s()}, s.updated_at "
             f"FROM tl_sessions s WHERE {where} ORDER BY s.updated_at DESC, s.id DESC LIMIT ?"
         )
         rows = self._read("list_session_states", lambda tx: tx.all(sql, (*params, limit + 1)))

@@ -419,3 +419,11 @@ def test_a_capital_that_lowercases_to_a_composable_pair_is_found(session: Sessio
     add(session, m1="T\u0308EST and more", m2="plain test")
     for query in ("\u1e97est", "t\u0308est", "T\u0308EST"):
         assert "m1" in hit_ids(session.search(query)), query
+
+
+def test_an_entry_written_decomposed_is_found_by_either_form(store: Any) -> None:
+    """Keyed entries (searchable blocks) are indexed in NFC too."""
+    store.put_entry("app", "notes", "k1", unicodedata.normalize("NFD", "がっこうのノート"), None)
+    for form in ("NFC", "NFD"):
+        query = unicodedata.normalize(form, "がっこう")
+        assert [e.key for e in store.search_entries("app", "notes", query)] == ["k1"], form

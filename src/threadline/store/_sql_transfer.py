@@ -71,9 +71,7 @@ class TransferMixin(RegistryMixin, TreeMixin):
     def dump_session(self, app: str, session_id: str) -> SessionDump | None:
         """Everything stored for one session, or ``None`` (``Store.dump_session``)."""
         # One snapshot: a dump is several queries, and must be loadable (check_dump).
-        return self._read(
-            "dump_session", lambda tx: self._dump(tx, app, session_id), snapshot=True
-        )
+        return self._read("dump_session", lambda tx: self._dump(tx, app, session_id), snapshot=True)
 
     def _dump(self, tx: Tx, app: str, session_id: str) -> SessionDump | None:
         info = self._session_row(tx, app, session_id)

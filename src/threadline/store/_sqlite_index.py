@@ -92,8 +92,8 @@ class SQLiteIndex(SQLStore):
 
     @staticmethod
     def _index(conn: sqlite3.Connection, corpus: _Corpus, rowid: int, text: str) -> None:
+        """Index ``text``, already in ``search_form`` (the callers need that form too)."""
         if text:  # rows without text (tool calls) need no index entries
-            text = search_form(text)
             conn.execute(corpus.insert_fts, (rowid, split_glued(text)))
             conn.execute(corpus.insert_tri, (rowid, text))
 
@@ -233,7 +233,7 @@ class SQLiteIndex(SQLStore):
                 (content, description, now, rowid),
             )
             self._unindex(conn, _ENTRIES, rowid)
-        self._index(conn, _ENTRIES, rowid, content)
+        self._index(conn, _ENTRIES, rowid, search_form(content))
 
     def _unindex_entry(self, tx: Any, app: str, label: str, key: str) -> None:
         row = tx.conn.execute(_SQL_ENTRY_ROWID, (app, label, key)).fetchone()

@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Callable, Iterator
 
 from threadline._search_query import search_form, split_glued
+from threadline.store._sqlite_search import _ENTRIES, _MESSAGES
 
 # --------------------------------------------------------------------------- schema
 
@@ -121,16 +122,6 @@ _SCHEMA_V4 = (
 )
 
 
-# Version 5: the search index holds text in NFC (``_search_query.search_form``), as queries
-# are read, and its word table holds scripts written without spaces split from ASCII words
-# glued to them (``split_glued``). Texts indexed before in another form are indexed again;
-# the FTS5 tables keep the text they index, so the messages need not be decoded.
-_RENORMALIZED = (
-    ("tl_messages_fts", "tl_messages_tri", "tl_messages_cjk"),
-    ("tl_entries_fts", "tl_entries_tri", None),
-)
-
-
 def _migrate_to_1(conn: sqlite3.Connection) -> None:
     for statement in (*_SCHEMA_V1, *_SCHEMA_V1_TRIGRAM):
         conn.execute(statement)
@@ -151,6 +142,10 @@ def _migrate_to_4(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+# Version 5: the search index holds text in NFC (``_search_query.search_form``), as queries
+# are read, and its word table holds scripts written without spaces split from ASCII words
+# glued to them (``split_glued``). Texts indexed before in another form are indexed again;
+# the FTS5 tables keep the text they index, so the messages need not be decoded.
 def _non_ascii_rows(conn: sqlite3.Connection, fts: str) -> Iterator[tuple[int, str]]:
     """``(rowid, text)`` of the texts in ``fts`` holding a non-ASCII character (more bytes
     than characters), read a page at a time (the caller rewrites rows between pages)."""
@@ -165,19 +160,21 @@ def _non_ascii_rows(conn: sqlite3.Connection, fts: str) -> Iterator[tuple[int, s
 
 
 def _migrate_to_5(conn: sqlite3.Connection) -> None:
-    for fts, tri, cjk in _RENORMALIZED:
-        for rowid, text in _non_ascii_rows(conn, fts):
+    for corpus in (_MESSAGES, _ENTRIES):
+        for rowid, text in _non_ascii_rows(conn, corpus.fts):
             normal = search_form(text)
             words = split_glued(normal)
             if words == text:  # then normal == text too: split_glued only adds spaces
                 continue
-            conn.execute(f"DELETE FROM {fts} WHERE rowid = ?", (rowid,))
-            conn.execute(f"INSERT INTO {fts} (rowid, text) VALUES (?, ?)", (rowid, words))
+            conn.execute(corpus.delete_fts, (rowid,))
+            conn.execute(corpus.insert_fts, (rowid, words))
             if normal != text:
-                conn.execute(f"DELETE FROM {tri} WHERE rowid = ?", (rowid,))
-                conn.execute(f"INSERT INTO {tri} (rowid, text) VALUES (?, ?)", (rowid, normal))
-                if cjk is not None:
-                    conn.execute(f"UPDATE {cjk} SET text = ? WHERE rowid = ?", (normal, rowid))
+                conn.execute(corpus.delete_tri, (rowid,))
+                conn.execute(corpus.insert_tri, (rowid, normal))
+                if corpus is _MESSAGES:  # only messages have a CJK side table
+                    conn.execute(
+                        f"UPDATE {corpus.cjk} SET text = ? WHERE rowid = ?", (normal, rowid)
+                    )
 
 
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (

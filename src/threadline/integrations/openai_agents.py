@@ -32,11 +32,11 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from threadline.aio import _owning
 from threadline.errors import InvalidArgumentError
 from threadline.formats import from_openai_responses, to_openai_responses
 from threadline.messages import decode_message
 from threadline.session import Session
-from threadline.store import _lazily
 from threadline.store.base import Store
 from threadline.types import AUTO, AutoType, Message, SearchHit
 
@@ -90,9 +90,12 @@ class ThreadlineSession:
         self.session_id = session_id
         self.session_settings = _coerce_settings(session_settings)
         # A URL is opened at the first storage call, in a worker thread: not on the event loop.
-        source, owned = _lazily(store)
-        self._session = Session(source, session_id=session_id, user_id=user_id, app_name=app_name)
-        self._session._owns_store = owned
+        self._session = _owning(
+            lambda source: Session(
+                source, session_id=session_id, user_id=user_id, app_name=app_name
+            ),
+            store,
+        )
         if compaction is not None:
             self._session.on_compaction(compaction)
         self._compaction = compaction

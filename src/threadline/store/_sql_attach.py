@@ -40,6 +40,8 @@ _SQL_REF = (
 _SQL_CHUNKS = "SELECT data FROM tl_attachment_chunks WHERE app = ? AND sha256 = ? ORDER BY idx"
 _SQL_KIND = "SELECT kind FROM tl_attachments WHERE app = ? AND sha256 = ?"
 SQL_SESSION_HAS_REFS = "SELECT 1 FROM tl_message_refs WHERE app = ? AND session_id = ? LIMIT 1"
+SQL_SESSION_SHAS = "SELECT DISTINCT sha256 FROM tl_message_refs WHERE app = ? AND session_id = ?"
+"""The attachments a session's messages refer to (narrowed by ``AND message_id IN ...``)."""
 _SQL_LOCK = "SELECT 1 FROM tl_attachments WHERE app = ? AND sha256 = ?"
 _SQL_STILL_USED = "SELECT 1 FROM tl_message_refs WHERE app = ? AND sha256 = ? LIMIT 1"
 _SQL_SESSION_REFERS = (
@@ -68,10 +70,10 @@ class AttachmentMixin(SQLBase):
         for blob in sorted(blobs, key=lambda b: b.sha256):
             count = max(1, -(-len(blob.data) // CHUNK_BYTES))
             while not tx.execute(_SQL_PUT, (app, blob.sha256, blob.kind, len(blob.data), count)):
-                # Stored already: lock it, so that a collector (``_drop_refs``) in another
-                # transaction either waits for this one and then sees its reference, or has
-                # deleted it first (no row any more: insert it again).
-                if tx.one(_SQL_LOCK + self._FOR_UPDATE, (app, blob.sha256)) is not None:
+                # Stored already: lock it (PostgreSQL; SQLite writes one at a time), so that a
+                # collector (``_drop_refs``) in another transaction either waits for this one
+                # and then sees its reference, or has deleted it first (no row: insert again).
+                if not self._FOR_UPDATE or tx.one(_SQL_LOCK + self._FOR_UPDATE, (app, blob.sha256)):
                     break
             else:
                 for idx in range(count):
@@ -98,18 +100,15 @@ class AttachmentMixin(SQLBase):
         batches: list[Sequence[str]] = [()] if message_ids is None else _chunks(message_ids)
         shas: set[str] = set()
         for batch in batches:
-            cond = where + (f" AND message_id IN {_in_list(len(batch))}" if batch else "")
-            sql = f"SELECT DISTINCT sha256 FROM tl_message_refs WHERE {cond}"
-            rows = tx.all(sql, (*key, *batch))
+            narrow = f" AND message_id IN {_in_list(len(batch))}" if batch else ""
+            rows = tx.all(SQL_SESSION_SHAS + narrow, (*key, *batch))
             if rows:
                 shas.update(row[0] for row in rows)
-                tx.send(f"DELETE FROM tl_message_refs WHERE {cond}", (*key, *batch))
-        # Sorted: one lock order for collectors and writers.
-        for sha in sorted(shas.union(blob.sha256 for blob in reused)):
-            # Lock the attachment before looking for other references: a writer that is
-            # reusing it holds that lock until its reference is committed (``_put_blobs``).
-            if tx.one(_SQL_LOCK + self._FOR_UPDATE, (app, sha)) is None or sha not in shas:
-                continue
+                tx.send(f"DELETE FROM tl_message_refs WHERE {where}{narrow}", (*key, *batch))
+        # Locked before looking for other references: a writer reusing one holds its lock
+        # until its reference is committed (``_put_blobs``).
+        self._lock_attachments(tx, app, shas.union(blob.sha256 for blob in reused))
+        for sha in sorted(shas):
             if tx.one(_SQL_STILL_USED, (app, sha)) is None:
                 for table in ("tl_attachment_chunks", "tl_attachments"):
                     tx.send(f"DELETE FROM {table} WHERE app = ? AND sha256 = ?", (app, sha))

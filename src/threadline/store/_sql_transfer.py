@@ -11,6 +11,7 @@ from threadline.errors import InvalidArgumentError, SessionExistsError
 from threadline.messages import decode_message, text_of
 from threadline.store._common import datetime_to_us, dumps, us_to_datetime
 from threadline.store._dump_check import check_dump
+from threadline.store._sql_attach import SQL_SESSION_SHAS
 from threadline.store._sql_base import EncodedRow, MessageRow, Row, Tx
 from threadline.store._sql_registry import RegistryMixin
 from threadline.store._sql_text import SQL_STATE_UPSERT
@@ -60,9 +61,6 @@ def _by_owner(rows: list[Row], decode: bool) -> dict[str, dict[str, Any]]:
     for owner, key, value in rows:
         out[owner][key] = json.loads(value) if decode else value
     return out
-
-
-_SQL_SESSION_SHAS = "SELECT DISTINCT sha256 FROM tl_message_refs WHERE app = ? AND session_id = ?"
 
 
 class TransferMixin(RegistryMixin, TreeMixin):
@@ -141,7 +139,7 @@ class TransferMixin(RegistryMixin, TreeMixin):
             used = shas.setdefault(app, set())
             used.update(blob.sha256 for *_, blobs in encoded[i] for blob in blobs)
             if replace and self._FOR_UPDATE:
-                used.update(row[0] for row in tx.all(_SQL_SESSION_SHAS, (app, session_id)))
+                used.update(row[0] for row in tx.all(SQL_SESSION_SHAS, (app, session_id)))
         for app in sorted(shas):
             self._lock_attachments(tx, app, shas[app])
         for i in order:

@@ -159,6 +159,25 @@ def test_serve_takes_cors_origins_and_the_body_cap(run: Run, tmp_path: Path) -> 
     assert run("serve", db, "--max-body-bytes", "0").code == 2  # a usage error
 
 
+def test_serve_takes_the_slow_client_limits(run: Run, tmp_path: Path) -> None:
+    """``--head-timeout`` reaches every worker: a connection that never sends a whole request
+    head is closed after it (the default is 10 s)."""
+    db = str(tmp_path / "slow.db")
+    with _serving(db, "--workers", "2", "--head-timeout", "1", "--keep-alive-timeout", "1") as (
+        base,
+        _,
+    ):
+        port = int(base.rsplit(":", 1)[1])
+        for _ in range(3):  # whichever worker takes the connection
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # never finished
+                start = time.monotonic()
+                sock.settimeout(6)
+                assert sock.recv(4096).startswith(b"HTTP/1.1 408")
+                assert time.monotonic() - start < 5
+    assert run("serve", db, "--head-timeout", "0").code == 2  # a usage error
+
+
 def test_keys_revoke_checks_app_and_user_when_given(run: Run, tmp_path: Path) -> None:
     db = str(tmp_path / "keys.db")
     made = run("keys", "create", db, "--app", "travel", "--user", "ana", "--json").json()

@@ -77,6 +77,7 @@ def start_server(
     auth: bool = True,
     max_body: int | None = None,
     env_extra: dict[str, str] | None = None,
+    serve_args: str = "",
 ) -> Server:
     port = free_port()
     env = {**os.environ, **(env_extra or {})}
@@ -84,7 +85,7 @@ def start_server(
     code = (
         "import sys; from threadline.server import serve; "
         f"serve(sys.argv[1], port={port}, workers={workers}, "
-        f"config='server_config:configure', auth={auth})"
+        f"config='server_config:configure', auth={auth}{serve_args})"
     )
     if max_body is not None:  # serve() has no cap option: run create_app with one
         code = (

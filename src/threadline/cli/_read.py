@@ -6,9 +6,8 @@ instead of a new empty database.
 
 from __future__ import annotations
 
-import os
+import contextlib
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,6 +29,7 @@ from threadline.cli._common import (
     require_app,
     require_session,
 )
+from threadline.cli._files import is_stdout, write_output
 from threadline.cli._render import body, clip
 from threadline.cli._show import draw_history, draw_tree, head_path
 from threadline.export import dump_jsonl, export_sessions, isoformat_utc
@@ -265,16 +265,20 @@ def export(
             ids: list[str] = []
         else:
             count, ids = _write_file(out, records)
-    if out is not None:
+    if out is None:
+        return
+    # Records written to stdout (-o /dev/stdout): the summary goes to stderr, not among them.
+    with contextlib.redirect_stdout(sys.stderr) if is_stdout(out) else contextlib.nullcontext():
         if as_json:
             emit_json({"app": app, "path": str(out), "exported": count, "sessions": ids})
         else:
-            console().print(f"Exported {count} session(s) of app {app!r} to {out}", markup=False)
+            text = f"Exported {count} session(s) of app {app!r} to {out}"
+            console().print(text, markup=False)  # rich writes to sys.stdout as it is now
 
 
 def _write_file(path: Path, records: Any) -> tuple[int, list[str]]:
-    """Write records next to ``path`` then move them into place: a failed export leaves no
-    half-written file."""
+    """Write records to ``path`` by the rules of :mod:`threadline.cli._files` (a regular file
+    is replaced atomically: a failed export leaves it as it was)."""
     ids: list[str] = []
 
     def noted() -> Any:
@@ -282,13 +286,5 @@ def _write_file(path: Path, records: Any) -> tuple[int, list[str]]:
             ids.append(record["session"]["id"])
             yield record
 
-    directory = path.parent if str(path.parent) else Path(".")
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as fp:
-            count = dump_jsonl(noted(), fp)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    count = write_output(path, lambda fp: dump_jsonl(noted(), fp))
     return count, ids

@@ -95,6 +95,18 @@ def serve(
         int,
         typer.Option(min=1, help="Largest request body; a bigger one gets 413."),
     ] = 64 * 2**20,
+    keep_alive_timeout: Annotated[
+        float,
+        typer.Option(min=0.001, help="Seconds a kept-alive connection may stay silent."),
+    ] = 5.0,
+    head_timeout: Annotated[
+        float,
+        typer.Option(min=0.001, help="Seconds a client has to send a whole request head."),
+    ] = 10.0,
+    body_timeout: Annotated[
+        float,
+        typer.Option(min=0.001, help="Seconds a request body may pause between two reads."),
+    ] = 30.0,
     as_json: JsonOption = False,
 ) -> None:
     """Run the HTTP service and the web viewer (/ui). With uvicorn; API docs at /docs."""
@@ -129,6 +141,9 @@ def serve(
         user=user,
         cors_origins=tuple(cors_origin or ()),
         max_body_bytes=max_body_bytes,
+        keep_alive_timeout=keep_alive_timeout,
+        head_timeout=head_timeout,
+        body_timeout=body_timeout,
     )
 
 

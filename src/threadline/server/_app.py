@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from threadline.server._events import EventHub
 from threadline.server._limits import DEFAULT_MAX_BODY, BodyLimit
 from threadline.server._models import HealthOut
 from threadline.server._paths import RawPaths
+from threadline.server._redact import redact_server_logs
 from threadline.server._tenancy import Forbidden, NotFound, Tenants
 from threadline.store import PostgresStore, Store, connect
 
@@ -34,32 +34,6 @@ NO_AUTH_WARNING = (
     "threadline: AUTHENTICATION IS OFF (--no-auth): anyone who reaches this server reads and "
     "writes every app (named by the X-Threadline-App header). Never expose it beyond localhost."
 )
-
-
-_TOKEN = re.compile(r"(access_token=)[^&\s]+")
-
-
-class RedactKeys(logging.Filter):
-    """Hides ``?access_token=`` values in access-log lines (uvicorn logs the full path).
-
-    >>> path = ("/e?access_token=tl_x",)
-    >>> record = logging.LogRecord("uvicorn.access", 20, "", 0, "%s", path, None)
-    >>> RedactKeys().filter(record), record.args
-    (True, ('/e?access_token=***',))
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple):
-            record.args = tuple(
-                _TOKEN.sub(r"\1***", arg) if isinstance(arg, str) else arg for arg in record.args
-            )
-        return True
-
-
-def _redact_access_log() -> None:
-    access = logging.getLogger("uvicorn.access")
-    if not any(isinstance(f, RedactKeys) for f in access.filters):
-        access.addFilter(RedactKeys())
 
 
 def _error(status: int, kind: str, message: str) -> JSONResponse:
@@ -142,7 +116,7 @@ def create_app(
     tenants = Tenants(opened, configure, auth, key_cache_ttl, app=app, user=user)
     if not auth:
         _log.warning(NO_AUTH_WARNING)
-    _redact_access_log()
+    redact_server_logs()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -12,6 +12,12 @@ from typing import Any
 from threadline.errors import InvalidArgumentError
 from threadline.manager import SessionManager
 from threadline.server._limits import DEFAULT_MAX_BODY
+from threadline.server._protocol import (
+    BODY_TIMEOUT,
+    ENV_BODY_TIMEOUT,
+    ENV_HEAD_TIMEOUT,
+    HEAD_TIMEOUT,
+)
 
 _ENV_DB = "THREADLINE_SERVE_DB"
 _ENV_CONFIG = "THREADLINE_SERVE_CONFIG"
@@ -20,6 +26,8 @@ _ENV_APP = "THREADLINE_SERVE_APP"
 _ENV_USER = "THREADLINE_SERVE_USER"
 _ENV_CORS = "THREADLINE_SERVE_CORS"  # origins, one per line
 _ENV_MAX_BODY = "THREADLINE_SERVE_MAX_BODY"
+KEEP_ALIVE_TIMEOUT = 5.0
+"""Default seconds a kept-alive connection may stay silent after a response."""
 ENV_KEY_CACHE = "THREADLINE_KEY_CACHE_TTL"
 """Seconds a worker remembers a key found live (default 1; 0 looks keys up on every
 request): a revoked key is refused within that time."""
@@ -78,13 +86,18 @@ def serve(
     user: str | None = None,
     cors_origins: tuple[str, ...] | list[str] = (),
     max_body_bytes: int = DEFAULT_MAX_BODY,
+    keep_alive_timeout: float = KEEP_ALIVE_TIMEOUT,
+    head_timeout: float = HEAD_TIMEOUT,
+    body_timeout: float = BODY_TIMEOUT,
 ) -> None:
     """Run the HTTP service on ``db`` with uvicorn until interrupted.
 
     ``config`` names the ``configure`` hook as ``module:function``; ``workers`` > 1 starts
     that many processes (each with its own store connection; events reach every worker).
     ``app``/``user`` serve one app (one user) only; ``cors_origins`` and ``max_body_bytes``
-    are those of :func:`create_app`.
+    are those of :func:`create_app`. Slow clients are cut off (docs/server.md): a
+    connection idle after a response for ``keep_alive_timeout`` seconds, a request head not
+    complete within ``head_timeout`` seconds, a body that pauses ``body_timeout`` seconds.
 
     >>> serve("agent.db", port=8000, workers=4)  # doctest: +SKIP
     """
@@ -100,6 +113,13 @@ def serve(
         raise InvalidArgumentError("max_body_bytes must be an integer")
     if max_body_bytes < 1:
         raise InvalidArgumentError("max_body_bytes must be at least 1")
+    for name, seconds in (
+        ("keep_alive_timeout", keep_alive_timeout),
+        ("head_timeout", head_timeout),
+        ("body_timeout", body_timeout),
+    ):
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+            raise InvalidArgumentError(f"{name} must be a positive number of seconds")
     if isinstance(cors_origins, str):
         raise InvalidArgumentError("cors_origins must be a list of origins, not a string")
     for origin in cors_origins:
@@ -107,6 +127,8 @@ def serve(
             raise InvalidArgumentError(f"not a CORS origin: {origin!r}")
     os.environ[_ENV_CORS] = "\n".join(cors_origins)
     os.environ[_ENV_MAX_BODY] = str(max_body_bytes)
+    os.environ[ENV_HEAD_TIMEOUT] = str(float(head_timeout))
+    os.environ[ENV_BODY_TIMEOUT] = str(float(body_timeout))
     os.environ[_ENV_DB] = db
     os.environ[_ENV_CONFIG] = config or ""
     os.environ[_ENV_AUTH] = "1" if auth else "0"
@@ -123,6 +145,10 @@ def serve(
         port=port,
         workers=workers,
         log_level="info",
+        # h11 with deadlines for a slow request head or body (_protocol); a silent
+        # keep-alive connection is closed by uvicorn itself.
+        http="threadline.server._protocol:TimedH11Protocol",
+        timeout_keep_alive=keep_alive_timeout,  # type: ignore[arg-type]  # float works
         # Event streams never end on their own: give them this long, then close them.
         timeout_graceful_shutdown=3,
     )

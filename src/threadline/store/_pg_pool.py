@@ -15,7 +15,14 @@ while the server was down, and the pool logged a warning per failed attempt. Her
 * a connection handed out is checked without a round trip: an idle connection has nothing to
   read, so only one whose socket is readable (the server closed it, or sent a notice) gets
   psycopg_pool's real check, a query. A server that dies between that look and the query
-  fails the operation as any failure during it would.
+  fails the operation as any failure during it would;
+* a connection on which anything failed is discarded (closed, replaced by a fresh one), never
+  handed out again: only a typed ``ThreadlineError`` of the store's own checks, raised while
+  the connection is idle and healthy, lets it go back. A failed statement can leave the
+  connection in a state the next user cannot see or repair: psycopg (3.3) records a statement
+  as prepared when its ``Parse`` goes out inside a pipeline, even if an earlier statement of
+  that pipeline failed and the server skipped the ``Parse``; every later use of that
+  statement on the connection then fails with "prepared statement ... does not exist".
 
 No I/O at import; psycopg is handed in by the caller (it is an optional extra).
 """
@@ -28,9 +35,12 @@ import logging
 import select
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from threadline.errors import StoreError, ThreadlineError
 
 _log = logging.getLogger("threadline")
 _names = itertools.count(1)
@@ -40,11 +50,29 @@ _WAIT = 10.0  # seconds an operation waits for a pooled connection before it fai
 _GRACE = 5.0  # seconds after a failure during which a probe keeps trying (a restart)
 
 
+#: Connections closed on purpose (``ServerPool.discard``): psycopg_pool's warning about a
+#: closed connection coming back is expected for them, so it is not logged.
+_discarded: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
 class _QuietOurPools(logging.Filter):
-    """Drop psycopg_pool's warnings about the pools made here (one state line replaces them)."""
+    """Drop psycopg_pool's warnings about the pools made here (one state line replaces them)
+    and about the connections discarded here."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return _PREFIX not in record.getMessage() or record.levelno < logging.WARNING
+        if record.levelno < logging.WARNING:
+            return True
+        args = record.args if isinstance(record.args, tuple) else ()
+        if any(_is_discarded(arg) for arg in args):
+            return False
+        return _PREFIX not in record.getMessage()
+
+
+def _is_discarded(value: object) -> bool:
+    try:
+        return value in _discarded
+    except TypeError:  # not weak-referenceable: not a connection
+        return False
 
 
 logging.getLogger("psycopg.pool").addFilter(_QuietOurPools())
@@ -118,12 +146,14 @@ class ServerPool:
             conn = pool.getconn()
             try:
                 yield conn
-            except BaseException:
-                if not conn.broken:
-                    with contextlib.suppress(Exception):
-                        conn.rollback()
+            except BaseException as exc:
+                if not self._reusable(conn, exc):
+                    self.discard(conn)
                 raise
             finally:
+                if conn in _discarded:
+                    with contextlib.suppress(Exception):
+                        conn.close()  # putconn then replaces it
                 pool.putconn(conn)
         except self._driver.Error as exc:
             if isinstance(exc, self._driver.OperationalError) and is_connection_failure(
@@ -134,6 +164,28 @@ class ServerPool:
         except self._pool_module.PoolTimeout as exc:
             self.failed(exc)
             raise
+
+    def _reusable(self, conn: Any, exc: BaseException) -> bool:
+        """Whether ``conn`` may serve again after ``exc`` ended its use: only after a typed
+        error of the store's own (not a driver failure, not an interruption), on a connection
+        that is healthy and idle once rolled back. Anything else may have left state behind
+        (a prepared-statement cache out of step with the server, an open transaction, a
+        half-read answer) that would fail the next, unrelated operation."""
+        if not isinstance(exc, ThreadlineError) or isinstance(exc, StoreError):
+            return False
+        if conn.closed or conn.broken or conn in _discarded:
+            return False
+        try:
+            conn.rollback()  # autocommit and idle: nothing to do, no round trip
+        except Exception:
+            return False
+        idle = self._driver.pq.TransactionStatus.IDLE
+        return bool(conn.info.transaction_status == idle)
+
+    def discard(self, conn: Any) -> None:
+        """Have ``conn`` closed when it comes back (the end of ``connection()``): the pool
+        replaces it instead of handing it out again."""
+        _discarded.add(conn)
 
     def failed(self, exc: BaseException) -> None:
         """Mark the server down (one warning per outage)."""

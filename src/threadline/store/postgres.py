@@ -470,8 +470,10 @@ class PostgresStore(SQLStore):
         except BaseException:
             idle = self._driver.pq.TransactionStatus.IDLE
             if not conn.broken and conn.info.transaction_status != idle:
-                with contextlib.suppress(self._driver.Error):
+                try:
                     conn.execute("ROLLBACK")
+                except self._driver.Error:
+                    self._pool.discard(conn)
             raise
 
     def _write(self, operation: str, fn: Callable[[Tx], T], *, lock: SessionKey | None = None) -> T:
@@ -503,7 +505,7 @@ class PostgresStore(SQLStore):
         before the Sync (inside an implicit transaction it rolls it back, with a warning
         notice); if a statement failed, the server discarded the rest anyway.
         """
-        with conn.pipeline():
+        with conn.pipeline() as pipeline:
             tx = _PgTx(conn, pipelined=True)
             try:
                 if lock is not None:
@@ -511,11 +513,24 @@ class PostgresStore(SQLStore):
                 result = fn(tx)
                 tx.release()
                 return result
-            except BaseException:
-                if not conn.broken:
-                    with contextlib.suppress(self._driver.Error):
-                        conn.execute("ROLLBACK")
+            except BaseException as exc:
+                self._abandon(conn, pipeline, exc)
                 raise
+
+    def _abandon(self, conn: PgConn, pipeline: Any, exc: BaseException) -> None:
+        """Roll back the transaction ``fn`` gave up on with ``exc``, and have the pool discard
+        the connection unless ``exc`` is a typed error of ours and every statement sent
+        before it answered without error (a failure among them would otherwise only be
+        logged by the pipeline's exit, and the connection reused: see ``_pg_pool``)."""
+        clean = isinstance(exc, ThreadlineError) and not conn.broken
+        if isinstance(exc, Exception) and not conn.broken:  # not an interruption mid-answer
+            try:
+                conn.execute("ROLLBACK")
+                pipeline.sync()  # collects every pending answer: nothing left for the exit
+            except self._driver.Error:
+                clean = False
+        if not clean:
+            self._pool.discard(conn)
 
     def _lock_params(self, key: SessionKey) -> tuple[Any, ...]:
         app, session_id, user_id = key

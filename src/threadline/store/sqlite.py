@@ -236,6 +236,7 @@ class SQLiteStore(SQLiteIndex):
                 except sqlite3.Error as exc:
                     raise StoreError(operation, exc) from exc
         reader = self._take_reader(operation)
+        failed = False
         try:
             # One read transaction: every statement of the read sees the same snapshot.
             reader.conn.execute("BEGIN")
@@ -243,9 +244,10 @@ class SQLiteStore(SQLiteIndex):
             reader.conn.execute("COMMIT")
             return result
         except sqlite3.Error as exc:
+            failed = True
             raise StoreError(operation, exc) from exc
         finally:
-            self._return_reader(reader)
+            self._return_reader(reader, failed)
 
     def _take_reader(self, operation: str) -> _Tx:
         with self._readers_lock:
@@ -268,12 +270,13 @@ class SQLiteStore(SQLiteIndex):
             raise StoreError(operation, exc) from exc
         return _Tx(conn)
 
-    def _return_reader(self, reader: _Tx) -> None:
+    def _return_reader(self, reader: _Tx, failed: bool = False) -> None:
+        # A reader on which SQLite failed is closed, not kept (as PostgreSQL connections).
         if reader.conn.in_transaction:  # a read that failed half-way
             with contextlib.suppress(sqlite3.Error):
                 reader.conn.execute("ROLLBACK")
         with self._readers_lock:
-            if not self._closed:
+            if not self._closed and not failed and not reader.conn.in_transaction:
                 self._idle_readers.append(reader)
                 return
         with contextlib.suppress(sqlite3.Error):

@@ -8,7 +8,9 @@ How ADK's model maps onto threadline (docs: README "Google ADK"):
 * **Apps** are threadline apps: ``app_name`` is the threadline ``app``.
 * **Sessions** are keyed by ``(app, user, id)`` in ADK, by ``(app, id)`` in threadline, so the
   threadline session id is ``"<user>/<id>"`` (``%`` and ``/`` in the user id percent-encoded:
-  the mapping is one-to-one) and the session is owned by the ADK user. The ADK id, the creation
+  the mapping is one-to-one) and the session is owned by the ADK user (``user_id=""`` is a
+  user like any other, as in ADK: a user id made only of ``%`` is owned by that id plus one
+  ``%``, since threadline user ids are never empty). The ADK id, the creation
   time (a float) and a marker live in the session's registry metadata under ``"adk"``; sessions
   of the app without that marker (written through threadline's own API) are not listed.
 * **Events** are messages: the event's content becomes the message parts
@@ -24,7 +26,9 @@ How ADK's model maps onto threadline (docs: README "Google ADK"):
   the session's; ``temp:`` keys live only in the session object (ADK's rule, threadline's too).
   Deltas are applied in the same transaction as the event's message. ADK stores ``None`` as a
   value (it does not delete the key); threadline's ``None`` deletes, so ``None`` is stored as
-  ``{"__adk_none__": true}`` and read back as ``None``.
+  ``{"__adk_none__": true}`` and read back as ``None``. Keys under threadline's internal
+  prefix (``__threadline__:``) and ``__adk_last_update__`` are the adapter's own: a delta or
+  initial state naming one is refused (``InvalidArgumentError``) before anything is applied.
 * ``last_update_time`` is the timestamp of the session's last event (its creation time while it
   has none). ``list_sessions`` orders by it, then user, then id (ADK's order). It reads the
   sessions with ``Store.list_session_states`` (one query per 1,000 sessions); the exact

@@ -30,7 +30,7 @@ import inspect
 import logging
 import os
 import threading
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
@@ -51,7 +51,7 @@ from threadline.runner import Hooks, Model, Runner, TurnResult, _Turn
 from threadline.session import Session, check_compact_result
 from threadline.store import _lazily
 from threadline.store.base import Store
-from threadline.tools import Toolset
+from threadline.tools import Tool, Toolset
 from threadline.types import AUTO, AutoType, CompactResult, Message, Scope
 
 __all__ = [
@@ -176,9 +176,10 @@ def _off(
     return call
 
 
-class AsyncToolset:
+class AsyncToolset(Mapping[str, Tool]):
     """A :class:`~threadline.tools.Toolset` whose ``execute`` is a coroutine (it runs the tool
     in a worker thread; the same never-raise rule: failures come back as ``"Error: ..."``).
+    The same mapping of names to tools and the same exports (``to_openai``...).
 
     >>> import asyncio
     >>> from threadline.aio import AsyncSession
@@ -198,13 +199,13 @@ class AsyncToolset:
         out._owner = owner
         return out
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[str]:
         return iter(self.toolset)
 
     def __len__(self) -> int:
         return len(self.toolset)
 
-    def __getitem__(self, name: str) -> Any:
+    def __getitem__(self, name: str) -> Tool:
         return self.toolset[name]
 
     async def execute(self, name: str, args: Any = None) -> str:
@@ -228,6 +229,39 @@ class AsyncToolset:
         'set_context'
         """
         return self.toolset.to_openai()
+
+    def to_openai_responses(self) -> list[dict[str, Any]]:
+        """The tools in the Responses API's format (as ``Toolset.to_openai_responses``).
+
+        >>> import asyncio
+        >>> from threadline.aio import AsyncSession
+        >>> tools = asyncio.run(AsyncSession.create(":memory:").with_context("memory").tools())
+        >>> tools.to_openai_responses()[0]["name"]
+        'set_context'
+        """
+        return self.toolset.to_openai_responses()
+
+    def to_anthropic(self) -> list[dict[str, Any]]:
+        """The tools in Anthropic's format (as ``Toolset.to_anthropic``).
+
+        >>> import asyncio
+        >>> from threadline.aio import AsyncSession
+        >>> tools = asyncio.run(AsyncSession.create(":memory:").with_context("memory").tools())
+        >>> tools.to_anthropic()[0]["name"]
+        'set_context'
+        """
+        return self.toolset.to_anthropic()
+
+    def to_mcp(self) -> list[dict[str, Any]]:
+        """The tools as MCP ``tools/list`` entries (as ``Toolset.to_mcp``).
+
+        >>> import asyncio
+        >>> from threadline.aio import AsyncSession
+        >>> tools = asyncio.run(AsyncSession.create(":memory:").with_context("memory").tools())
+        >>> tools.to_mcp()[0]["name"]
+        'set_context'
+        """
+        return self.toolset.to_mcp()
 
 
 class AsyncStateView:

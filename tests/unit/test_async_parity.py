@@ -15,8 +15,14 @@ from typing import Any
 
 import pytest
 
-from threadline import Runner, Session, SessionManager
-from threadline.aio import AsyncRunner, AsyncSession, AsyncSessionManager
+from threadline import Runner, Session, SessionManager, Toolset
+from threadline.aio import (
+    AsyncRunner,
+    AsyncSession,
+    AsyncSessionManager,
+    AsyncStateView,
+    AsyncToolset,
+)
 from threadline.client import AsyncClient, AsyncRemoteSession, Client
 
 # Sync class name -> async twin's, wherever an annotation names one.
@@ -52,8 +58,13 @@ PLAIN: dict[type, set[str]] = {
     # thread): the same method, so the same ``Session`` result.
     AsyncRunner: BUILDERS | {"__init__", "session_for"},
     AsyncClient: {"__init__", "get_session"},
+    # Wrappers of their sync twin (built from it, not from its arguments): only ``execute``
+    # and ``commit`` touch storage; the mapping, the exports and the reads stay plain.
+    AsyncToolset: {"get", "items", "keys", "values"} | {n for n in dir(Toolset) if "to_" in n},
+    AsyncStateView: {"get", "set", "has", "has_delta", "to_dict"},
     AsyncRemoteSession: {"__init__"},
 }
+WRAPPERS = (AsyncToolset, AsyncStateView)
 SAME_RESULT: dict[type, set[str]] = {AsyncRunner: {"session_for"}}
 
 
@@ -65,6 +76,10 @@ def _instances() -> Iterator[tuple[Any, Any]]:
         Runner(SessionManager(":memory:"), lambda s, m, t: "ok"),
         AsyncRunner(AsyncSessionManager(":memory:"), lambda s, m, t: "ok"),
     )
+    tools = Session.create(":memory:").with_context("memory").tools()
+    yield tools, AsyncToolset(tools)
+    view = Session.create(":memory:").state_view()
+    yield view, AsyncStateView(view)
     client, aclient = Client("http://127.0.0.1:9"), AsyncClient("http://127.0.0.1:9")
     yield client, aclient
     yield client.get_session("s"), aclient.get_session("s")
@@ -110,6 +125,8 @@ def _compare(sync: Any, twin: Any, name: str) -> list[str]:
     twin_method = getattr(twin, twin_name, None)
     if twin_method is None:
         return [f"{type(twin).__name__} has no {twin_name}"]
+    if name == "__init__" and type(twin) in WRAPPERS:
+        return []  # built from the sync object itself
     if name == "__init__":  # the classes' constructors (instances bind ``self``)
         sync_sig, twin_sig = _signature(type(sync)), _signature(type(twin))
     else:

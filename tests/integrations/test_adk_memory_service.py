@@ -338,8 +338,15 @@ async def test_ties_keep_the_order_added_across_sessions_and_single_words(
     memory: ThreadlineMemoryService,
 ) -> None:
     await memory.add_session_to_memory(session_of("u1", "s2", fact("x", "tea time, long tea")))
+    assert await found_texts(memory, "tea") == ["tea time, long tea"]
     await memory.add_session_to_memory(session_of("u1", "s1", fact("y", "tea")))
     await memory.add_events_to_memory(app_name=APP, user_id="u1", events=[fact("z", "Tea!")])
+    assert await found_texts(memory, "tea") == ["tea time, long tea", "tea", "Tea!"]
+    # Added by another service object (another process): seen in its place too.
+    other = ThreadlineMemoryService(memory.store)
+    await other.add_events_to_memory(app_name=APP, user_id="u1", events=[fact("w", "more tea")])
+    assert await found_texts(memory, "tea") == ["tea time, long tea", "tea", "Tea!", "more tea"]
+    await memory.delete_memory(app_name=APP, user_id="u1", memory_id="ev-w")
     assert await found_texts(memory, "tea") == ["tea time, long tea", "tea", "Tea!"]
 
 

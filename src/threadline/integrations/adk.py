@@ -65,6 +65,7 @@ import os
 import threading
 import uuid
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -199,6 +200,7 @@ _LEGACY_LAST = "__adk_last_update__"
 _NOBODY = object()  # equal to no owner of a listed session (not even None)
 _FORGOTTEN = "forgotten:"  # state key prefix, in a memory session, of deleted memory ids
 _TERM_DEPTH = 10  # a memory search reads limit * this many matches of each query term
+_ORDER_CACHE = 64  # memory sessions whose order of adding a memory service keeps
 
 
 def threadline_session_id(user_id: str, session_id: str) -> str:
@@ -857,6 +859,10 @@ class ThreadlineMemoryService(BaseMemoryService):
     def __init__(self, store: str | os.PathLike[str] | Store, *, limit: int = 10) -> None:
         self.store, self._owns_store = _lazily(store)
         self.limit = limit
+        # (app, memory session) -> (its head id, {memory id: position in the order added})
+        self._order: OrderedDict[tuple[str, str], tuple[str | None, dict[str, int]]]
+        self._order = OrderedDict()
+        self._order_lock = threading.Lock()
 
     async def close(self) -> None:
         """Close the store if this service opened it (from a URL). Idempotent.
@@ -942,7 +948,7 @@ class ThreadlineMemoryService(BaseMemoryService):
         most words first, and memories sharing as many keep the order they were added in.
         Each query term is searched on its own (threadline search: case, accents, scripts
         without spaces), reading its ``limit * _TERM_DEPTH`` best matches; the order added
-        is the memory session's path (one read of its message ids)."""
+        is the memory session's path (:meth:`_added_order`)."""
         terms = parse_query(query)
         depth = self.limit * _TERM_DEPTH
         texts = [f'"{t.text}"' if t.is_phrase else t.text for t in terms] if terms else [query]
@@ -954,9 +960,31 @@ class ThreadlineMemoryService(BaseMemoryService):
                 found[hit.id] = found.get(hit.id, 0) + 1
         if not found:
             return []
-        order = {mid: i for i, mid in enumerate(self.store.get_path_ids(app_name, memory_id))}
+        order = self._added_order(app_name, memory_id)
         last = len(order)
         return sorted(found, key=lambda mid: (-found[mid], order.get(mid, last)))[: self.limit]
+
+    def _added_order(self, app_name: str, memory_id: str) -> dict[str, int]:
+        """Each memory's position in the order added: the memory session's path, read again
+        only when its head moved (adding moves it). Kept for the last ``_ORDER_CACHE``
+        memory sessions searched (reading the ids cost 18 ms per 5,000 memories on SQLite)."""
+        head = self.store.get_head(app_name, memory_id)
+        head_id = None if head is None else str(head["id"])
+        key = (app_name, memory_id)
+        with self._order_lock:
+            cached = self._order.get(key)
+            if cached is not None and cached[0] == head_id:
+                self._order.move_to_end(key)
+                return cached[1]
+        # Read after the head: the path holds at least what that head's did, in order.
+        ids = self.store.get_path_ids(app_name, memory_id)
+        order = {mid: i for i, mid in enumerate(ids)}
+        with self._order_lock:
+            self._order[key] = (head_id, order)
+            self._order.move_to_end(key)
+            while len(self._order) > _ORDER_CACHE:
+                self._order.popitem(last=False)
+        return order
 
     def _search_sync(self, app_name: str, user_id: str, query: str) -> list[MemoryEntry]:
         memory_id = _memory_session_id(user_id)

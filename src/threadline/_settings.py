@@ -12,7 +12,7 @@ own copy, whole. Pure: no I/O.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -21,9 +21,10 @@ from threadline.context import ContextConfig
 from threadline.errors import CompactionError, InvalidArgumentError
 from threadline.types import CompactResult
 
-Compactor = Callable[..., CompactResult | None]
+Compactor = Callable[..., CompactResult | Awaitable[CompactResult | None] | None]
 """What ``on_compaction`` takes: ``fn(messages, context) -> CompactResult | None``, such as a
-:class:`~threadline.compaction.CompactFunction` built by ``create_compact_function``."""
+:class:`~threadline.compaction.CompactFunction` built by ``create_compact_function``. The
+async twins also take an ``async def`` one; a sync ``Session`` refuses it when registered."""
 
 ErrorHandler = Callable[[BaseException], object]
 """What ``on_compaction_error`` takes: called with the exception of a failed automatic

@@ -30,12 +30,14 @@ import inspect
 import logging
 import os
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
-from threadline._settings import ErrorHandler, async_compactor, returns_coroutine
+from threadline._provider import SessionProvider
+from threadline._settings import Compactor, ErrorHandler, async_compactor, returns_coroutine
 from threadline._state import StateView
+from threadline.context import ContextConfig
 from threadline.context.kinds import ASYNC_PROVIDER_LOOP
 from threadline.context.providers import (
     DirectorySkillProvider,
@@ -45,12 +47,12 @@ from threadline.context.providers import (
     StoreSkillProvider,
 )
 from threadline.manager import SessionManager
-from threadline.runner import Runner, TurnResult, _Turn
+from threadline.runner import Hooks, Model, Runner, TurnResult, _Turn
 from threadline.session import Session, check_compact_result
 from threadline.store import _lazily
 from threadline.store.base import Store
-from threadline.tools import Toolset
-from threadline.types import CompactResult
+from threadline.tools import Tool, Toolset
+from threadline.types import AUTO, AutoType, CompactResult, Message, Scope
 
 __all__ = [
     "AsyncRunner",
@@ -144,40 +146,40 @@ def _owning(make: Callable[[Any], T], store: Any) -> T:
     return twin
 
 
-class _OffLoop(Generic[P, R]):
-    """``await obj.<name>(...)`` runs the sync twin's method of the same name in a worker
-    thread; typed from that method, so the async signature is the sync one."""
+def _off(
+    method: Callable[Concatenate[Any, P], R],
+) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
+    """The async twin of a sync method: ``await obj.<name>(...)`` runs ``obj._sync.<name>``
+    in a worker thread. It has the sync method's signature, for type checkers (the ParamSpec)
+    and for ``inspect.signature``/editors (``__signature__``). A sync method with ``**kwargs``
+    does not match ``Concatenate`` (``self`` could come as a keyword): its ``_off`` line ignores
+    that error, and mypy still takes the parameters from it."""
+    name = method.__name__
 
-    def __init__(self, method: Callable[..., R]) -> None:
-        self._name = method.__name__
-        self.__doc__ = f"Async ``{method.__qualname__}``, run off the event loop."
+    async def call(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        twin = self._sync
+        return await _to_thread(twin, getattr(twin, name), *args, **kwargs)
 
-    @overload
-    def __get__(self, obj: None, owner: type) -> _OffLoop[P, R]: ...
+    call.__name__ = name
+    call.__qualname__ = f"Async{method.__qualname__}"
+    owner = method.__qualname__.partition(".")[0]
+    call.__doc__ = f"""Async ``{method.__qualname__}``: the same parameters, run off the loop.
 
-    @overload
-    def __get__(self, obj: object, owner: type) -> Callable[P, Coroutine[Any, Any, R]]: ...
-
-    def __get__(self, obj: object | None, owner: type) -> Any:
-        if obj is None:
-            return self
-        twin = obj._sync  # type: ignore[attr-defined]
-        method = getattr(twin, self._name)
-
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            return await _to_thread(twin, method, *args, **kwargs)
-
-        call.__name__ = self._name
-        return call
+    >>> import inspect
+    >>> from {method.__module__} import {owner}
+    >>> from threadline.aio import Async{owner}
+    >>> a, b = Async{owner}.{name}, {owner}.{name}
+    >>> inspect.signature(a) == inspect.signature(b)
+    True
+    """
+    call.__signature__ = inspect.signature(method)  # type: ignore[attr-defined]
+    return call
 
 
-def _off(method: Callable[..., R]) -> _OffLoop[..., R]:
-    return _OffLoop(method)
-
-
-class AsyncToolset:
+class AsyncToolset(Mapping[str, Tool]):
     """A :class:`~threadline.tools.Toolset` whose ``execute`` is a coroutine (it runs the tool
     in a worker thread; the same never-raise rule: failures come back as ``"Error: ..."``).
+    The same mapping of names to tools and the same exports (``to_openai``...).
 
     >>> import asyncio
     >>> from threadline.aio import AsyncSession
@@ -197,13 +199,13 @@ class AsyncToolset:
         out._owner = owner
         return out
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[str]:
         return iter(self.toolset)
 
     def __len__(self) -> int:
         return len(self.toolset)
 
-    def __getitem__(self, name: str) -> Any:
+    def __getitem__(self, name: str) -> Tool:
         return self.toolset[name]
 
     async def execute(self, name: str, args: Any = None) -> str:
@@ -227,6 +229,39 @@ class AsyncToolset:
         'set_context'
         """
         return self.toolset.to_openai()
+
+    def to_openai_responses(self) -> list[dict[str, Any]]:
+        """The tools in the Responses API's format (as ``Toolset.to_openai_responses``).
+
+        >>> import asyncio
+        >>> from threadline.aio import AsyncSession
+        >>> tools = asyncio.run(AsyncSession.create(":memory:").with_context("memory").tools())
+        >>> tools.to_openai_responses()[0]["name"]
+        'set_context'
+        """
+        return self.toolset.to_openai_responses()
+
+    def to_anthropic(self) -> list[dict[str, Any]]:
+        """The tools in Anthropic's format (as ``Toolset.to_anthropic``).
+
+        >>> import asyncio
+        >>> from threadline.aio import AsyncSession
+        >>> tools = asyncio.run(AsyncSession.create(":memory:").with_context("memory").tools())
+        >>> tools.to_anthropic()[0]["name"]
+        'set_context'
+        """
+        return self.toolset.to_anthropic()
+
+    def to_mcp(self) -> list[dict[str, Any]]:
+        """The tools as MCP ``tools/list`` entries (as ``Toolset.to_mcp``).
+
+        >>> import asyncio
+        >>> from threadline.aio import AsyncSession
+        >>> tools = asyncio.run(AsyncSession.create(":memory:").with_context("memory").tools())
+        >>> tools.to_mcp()[0]["name"]
+        'set_context'
+        """
+        return self.toolset.to_mcp()
 
 
 class AsyncStateView:
@@ -288,8 +323,29 @@ class AsyncSession:
     1
     """
 
-    def __init__(self, store: Store | str, **options: Any) -> None:
-        self._sync = _owning(lambda source: Session(source, **options), store)
+    def __init__(
+        self,
+        store: Store | SessionProvider | str,
+        *,
+        session_id: str = "default",
+        user_id: str | None = None,
+        app_name: str = "default",
+        context: Sequence[ContextConfig] = (),
+        size_policy: Literal["attach", "truncate", "error"] | None = None,
+        max_message_bytes: int | None = None,
+    ) -> None:
+        self._sync = _owning(
+            lambda source: Session(
+                source,
+                session_id=session_id,
+                user_id=user_id,
+                app_name=app_name,
+                context=context,
+                size_policy=size_policy,
+                max_message_bytes=max_message_bytes,
+            ),
+            store,
+        )
         self._async_compact: Callable[..., Any] | None = None
 
     @classmethod
@@ -301,13 +357,20 @@ class AsyncSession:
 
     # -- building (plain) -----------------------------------------------------------------------
     @classmethod
-    def create(cls, store: Store | str, **options: Any) -> AsyncSession:
-        """Start a builder from a Store or a store URL (owned: closed by ``close()``).
+    def create(
+        cls,
+        store: Store | SessionProvider | str,
+        *,
+        size_policy: Literal["attach", "truncate", "error"] | None = None,
+        max_message_bytes: int | None = None,
+    ) -> AsyncSession:
+        """Start a builder from a Store, a store URL (owned: closed by ``close()``) or a
+        provider, as ``Session.create``.
 
         >>> AsyncSession.create(":memory:").for_session("a").session_id
         'a'
         """
-        return cls(store, **options)
+        return cls(store, size_policy=size_policy, max_message_bytes=max_message_bytes)
 
     def _chain(self, result: Session) -> AsyncSession:
         return self if result is self._sync else AsyncSession._wrapping(result, self._async_compact)
@@ -336,13 +399,23 @@ class AsyncSession:
         """
         return self._chain(self._sync.for_app(app_name))
 
-    def with_context(self, label: str, **options: Any) -> AsyncSession:
+    def with_context(
+        self,
+        label: str,
+        *,
+        description: str | None = None,
+        max_tokens: int | None = None,
+        provider: Any = None,
+        scope: Scope = "session",
+    ) -> AsyncSession:
         """As ``Session.with_context`` (providers may be sync: they run off the loop).
 
         >>> AsyncSession.create(":memory:").with_context("memory").session_id
         'default'
         """
-        self._sync.with_context(label, **options)
+        self._sync.with_context(
+            label, description=description, max_tokens=max_tokens, provider=provider, scope=scope
+        )
         return self
 
     def with_cached_prompt(self, provider: Any = None) -> AsyncSession:
@@ -354,7 +427,7 @@ class AsyncSession:
         self._sync.with_cached_prompt(provider)
         return self
 
-    def on_compaction(self, fn: Callable[..., Any]) -> AsyncSession:
+    def on_compaction(self, fn: Compactor) -> AsyncSession:
         """Register the compaction function: sync, ``async def``,
         ``create_async_compact_function(...)``, or ``create_compact_function`` around an async
         summariser (its ``acompact`` is awaited).
@@ -478,7 +551,7 @@ class AsyncSession:
     get_context_blocks = _off(Session.get_context_blocks)
     replace_context_block = _off(Session.replace_context_block)
     append_context_block = _off(Session.append_context_block)
-    add_context = _off(Session.add_context)
+    add_context = _off(Session.add_context)  # type: ignore[arg-type]  # see _off
     remove_context = _off(Session.remove_context)
     freeze_system_prompt = _off(Session.freeze_system_prompt)
     refresh_system_prompt = _off(Session.refresh_system_prompt)
@@ -489,7 +562,13 @@ class AsyncSession:
     get_state = _off(Session.get_state)
     update_state = _off(Session.update_state)
 
-    async def append_message(self, message: Any, **options: Any) -> Any:
+    async def append_message(
+        self,
+        message: Mapping[str, Any],
+        parent_id: str | AutoType | None = AUTO,
+        *,
+        state_delta: Mapping[str, Any] | None = None,
+    ) -> Message:
         """As ``Session.append_message``; then automatic compaction, awaited when async.
 
         >>> import asyncio
@@ -497,11 +576,15 @@ class AsyncSession:
         >>> asyncio.run(s.append_message({"role": "user", "content": "hi"}))["parts"]
         [{'type': 'text', 'text': 'hi'}]
         """
-        stored = await _to_thread(self._sync, self._sync.append_message, message, **options)
+        stored = await _to_thread(
+            self._sync, self._sync.append_message, message, parent_id, state_delta=state_delta
+        )
         await self._after_append()
         return stored
 
-    async def append_messages(self, messages: Any, *args: Any, **options: Any) -> Any:
+    async def append_messages(
+        self, messages: Sequence[Mapping[str, Any]], parent_id: str | AutoType | None = AUTO
+    ) -> list[Message]:
         """As ``Session.append_messages`` (one transaction); then automatic compaction.
 
         >>> import asyncio
@@ -509,9 +592,7 @@ class AsyncSession:
         >>> len(asyncio.run(s.append_messages([{"role": "user", "content": "a"}] * 2)))
         2
         """
-        stored = await _to_thread(
-            self._sync, self._sync.append_messages, messages, *args, **options
-        )
+        stored = await _to_thread(self._sync, self._sync.append_messages, messages, parent_id)
         await self._after_append()
         return stored
 
@@ -613,8 +694,27 @@ class AsyncSessionManager:
     ['Lisbon in May']
     """
 
-    def __init__(self, store: Store | str, app_name: str = "default", **options: Any) -> None:
-        self._sync = _owning(lambda source: SessionManager(source, app_name, **options), store)
+    def __init__(
+        self,
+        store: Store | str,
+        app_name: str = "default",
+        *,
+        max_messages: int | None = None,
+        max_cached_sessions: int = 1024,
+        size_policy: Literal["attach", "truncate", "error"] | None = None,
+        max_message_bytes: int | None = None,
+    ) -> None:
+        self._sync = _owning(
+            lambda source: SessionManager(
+                source,
+                app_name,
+                max_messages=max_messages,
+                max_cached_sessions=max_cached_sessions,
+                size_policy=size_policy,
+                max_message_bytes=max_message_bytes,
+            ),
+            store,
+        )
         self._async_compact: Callable[..., Any] | None = None
 
     @property
@@ -635,13 +735,23 @@ class AsyncSessionManager:
         """
         return self._sync
 
-    def with_context(self, label: str, **options: Any) -> AsyncSessionManager:
+    def with_context(
+        self,
+        label: str,
+        *,
+        description: str | None = None,
+        max_tokens: int | None = None,
+        provider: Any = None,
+        scope: Scope = "session",
+    ) -> AsyncSessionManager:
         """As ``SessionManager.with_context``.
 
         >>> AsyncSessionManager(":memory:").with_context("memory").app_name
         'default'
         """
-        self._sync.with_context(label, **options)
+        self._sync.with_context(
+            label, description=description, max_tokens=max_tokens, provider=provider, scope=scope
+        )
         return self
 
     def with_cached_prompt(self, provider: Any = None) -> AsyncSessionManager:
@@ -653,7 +763,7 @@ class AsyncSessionManager:
         self._sync.with_cached_prompt(provider)
         return self
 
-    def on_compaction(self, fn: Callable[..., Any]) -> AsyncSessionManager:
+    def on_compaction(self, fn: Compactor) -> AsyncSessionManager:
         """Compaction function for every session: sync or async (as
         ``AsyncSession.on_compaction``).
 
@@ -699,13 +809,15 @@ class AsyncSessionManager:
         self._sync.on_compaction_error(handler)
         return self
 
-    def with_searchable_history(self, **options: Any) -> AsyncSessionManager:
+    def with_searchable_history(
+        self, label: str = "history", *, scope: Scope = "user"
+    ) -> AsyncSessionManager:
         """As ``SessionManager.with_searchable_history``.
 
         >>> AsyncSessionManager(":memory:").with_searchable_history().app_name
         'default'
         """
-        self._sync.with_searchable_history(**options)
+        self._sync.with_searchable_history(label, scope=scope)
         return self
 
     async def close(self) -> None:
@@ -722,17 +834,26 @@ class AsyncSessionManager:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def get_session(self, session_id: str, **options: Any) -> AsyncSession:
+    async def get_session(self, session_id: str, *, user_id: str | None = None) -> AsyncSession:
         """An :class:`AsyncSession` for that session (``SessionManager.get_session``).
 
         >>> import asyncio
         >>> asyncio.run(AsyncSessionManager(":memory:").get_session("s1")).session_id
         's1'
         """
-        session = await _to_thread(self._sync, self._sync.get_session, session_id, **options)
+        get = self._sync.get_session
+        session = await _to_thread(self._sync, get, session_id, user_id=user_id)
         return AsyncSession._wrapping(session, self._async_compact)
 
-    async def append(self, session_id: str, message: Any, **options: Any) -> Any:
+    async def append(
+        self,
+        session_id: str,
+        message: Mapping[str, Any],
+        parent_id: str | AutoType | None = AUTO,
+        *,
+        state_delta: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+    ) -> Message:
         """As ``SessionManager.append``; automatic compaction awaited when async.
 
         >>> import asyncio
@@ -741,13 +862,14 @@ class AsyncSessionManager:
         'user'
         """
         if self._async_compact is None:
-            return await _to_thread(self._sync, self._sync.append, session_id, message, **options)
-        session = await self.get_session(session_id, **options)
-        return await session.append_message(message)
+            append = functools.partial(self._sync.append, state_delta=state_delta, user_id=user_id)
+            return await _to_thread(self._sync, append, session_id, message, parent_id)
+        session = await self.get_session(session_id, user_id=user_id)
+        return await session.append_message(message, parent_id, state_delta=state_delta)
 
     create = _off(SessionManager.create)
     get = _off(SessionManager.get)
-    get_or_create = _off(SessionManager.get_or_create)
+    get_or_create = _off(SessionManager.get_or_create)  # type: ignore[arg-type]
     list = _off(SessionManager.list)
     rename = _off(SessionManager.rename)
     delete = _off(SessionManager.delete)
@@ -755,7 +877,7 @@ class AsyncSessionManager:
     purge = _off(SessionManager.purge)
     upsert = _off(SessionManager.upsert)
     append_all = _off(SessionManager.append_all)
-    get_history = _off(SessionManager.get_history)
+    get_history = _off(SessionManager.get_history)  # type: ignore[arg-type]
     get_message_count = _off(SessionManager.get_message_count)
     clear_messages = _off(SessionManager.clear_messages)
     delete_messages = _off(SessionManager.delete_messages)
@@ -770,7 +892,7 @@ class AsyncSessionManager:
     update_state = _off(SessionManager.update_state)
     rewind = _off(SessionManager.rewind)
 
-    async def tools(self, **options: Any) -> AsyncToolset:
+    async def tools(self, *, user_id: str | None = None) -> AsyncToolset:
         """The manager's tools (``SessionManager.tools``), with a coroutine ``execute``.
 
         >>> import asyncio
@@ -778,7 +900,7 @@ class AsyncSessionManager:
         >>> len(tools) >= 1
         True
         """
-        tools = await _to_thread(self._sync, self._sync.tools, **options)
+        tools = await _to_thread(self._sync, self._sync.tools, user_id=user_id)
         return AsyncToolset._of(tools, self._sync)
 
 
@@ -820,13 +942,31 @@ class AsyncRunner(Runner):
 
     _async = True
 
-    def __init__(self, target: Any, model: Callable[..., Any], **options: Any) -> None:
+    def __init__(
+        self,
+        target: AsyncSessionManager | AsyncSession | SessionManager | Session,
+        model: Model,
+        *,
+        runs: int | None = None,
+        max_context_tokens: int | None = None,
+        max_steps: int = 8,
+        memory: Callable[..., Any] | None = None,
+        hooks: Hooks | None = None,
+    ) -> None:
         # An async compaction function lives on the async wrapper: kept, to run after appends.
         self._async_compact: Callable[..., Any] | None = None
         if isinstance(target, (AsyncSession, AsyncSessionManager)):
             self._async_compact = target._async_compact
             target = target.sync
-        super().__init__(target, model, **options)
+        super().__init__(
+            target,
+            model,
+            runs=runs,
+            max_context_tokens=max_context_tokens,
+            max_steps=max_steps,
+            memory=memory,
+            hooks=hooks,
+        )
         self._completing: set[asyncio.Future[TurnResult]] = set()  # tails of cancelled runs
 
     async def arun(

@@ -29,7 +29,7 @@ import inspect
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from threadline._settings import async_compactor, returns_coroutine
 from threadline._turns import as_messages, context_window, fixed_cost, pending_calls
@@ -292,7 +292,7 @@ class Runner:
         self.hooks = hooks or Hooks()
         self._on_overflow: Callable[[list[Message]], Any] | None = None
 
-    def on_overflow(self, handler: Callable[[list[Message]], Any]) -> Runner:
+    def on_overflow(self, handler: Callable[[list[Message]], Any]) -> Self:
         """Call ``handler(messages)`` with what fell out of the window, every run it happens.
 
         >>> from threadline import Session

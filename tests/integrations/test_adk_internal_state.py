@@ -134,3 +134,26 @@ def test_sessions_written_with_the_old_key_read_correctly_then_lose_it(store: St
     assert LEGACY not in store.get_state(APP, "u1/s1", "u1")
     (listed,) = _run(fresh.list_sessions(app_name=APP)).sessions
     assert listed.last_update_time == event.timestamp
+
+
+@pytest.mark.parametrize(
+    "key", [INTERNAL_PREFIX + "adk", INTERNAL_PREFIX + "anything", LEGACY], ids=repr
+)
+def test_adk_state_deltas_naming_reserved_keys_are_refused(store: Store, key: str) -> None:
+    # Amendment 20: refused with a typed error before anything is applied or stored; the
+    # session, its bookkeeping and its listing stay as they were.
+    service = ThreadlineSessionService(store)
+    session = _run(service.create_session(app_name=APP, user_id="u1", session_id="s1"))
+    _run(service.append_event(session, Event(author="user", invocation_id="i0")))
+    before_listed = _run(service.list_sessions(app_name=APP, user_id="u1")).sessions
+    bad = Event(author="user", invocation_id="i1", actions=EventActions(state_delta={key: 1}))
+    with pytest.raises(InvalidArgumentError, match="reserved"):
+        _run(service.append_event(session, bad))
+    assert len(session.events) == 1 and key not in session.state
+    again = _run(service.get_session(app_name=APP, user_id="u1", session_id="s1"))
+    assert again is not None and len(again.events) == 1 and again.state == {}
+    assert _run(service.list_sessions(app_name=APP, user_id="u1")).sessions == before_listed
+    assert key not in store.get_state(APP, "u1/s1", "u1")
+    with pytest.raises(InvalidArgumentError, match="reserved"):
+        _run(service.create_session(app_name=APP, user_id="u1", session_id="s2", state={key: 1}))
+    assert _run(service.get_session(app_name=APP, user_id="u1", session_id="s2")) is None

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import unicodedata
+
 import pytest
 from google.adk.events.event import Event
 from google.adk.sessions.session import Session
@@ -174,3 +178,233 @@ async def test_adding_a_session_again_refreshes_an_event_whose_content_changed(
     await memory.add_events_to_memory(app_name=APP, user_id="u1", events=[again], session_id="s1")
     assert await texts(memory, "Friday") == []
     assert await texts(memory, "meeting") == ["Meeting room 7 on Tuesday"]
+
+
+# -- ADK's memory contract (tests/unittests/memory/test_in_memory_memory_service.py @ 2049ee6,
+# the cases that do not read InMemoryMemoryService's internals), restated --------------------
+
+
+def fact(tag: str, text: str, author: str = "user", timestamp: float = 1.0) -> Event:
+    return Event(
+        id=f"ev-{tag}",
+        invocation_id=f"inv-{tag}",
+        author=author,
+        timestamp=timestamp,
+        content=types.Content(parts=[types.Part(text=text)]),
+    )
+
+
+async def found_texts(memory: ThreadlineMemoryService, query: str, user: str = "u1") -> list[str]:
+    """The texts found, in the order the search returned them."""
+    found = await memory.search_memory(app_name=APP, user_id=user, query=query)
+    return [m.content.parts[0].text or "" for m in found.memories if m.content.parts]
+
+
+async def test_a_word_finds_the_one_memory_holding_it_with_its_author(
+    memory: ThreadlineMemoryService,
+) -> None:
+    await memory.add_session_to_memory(
+        session_of("u1", "s1", fact("a", "The kit is handy."), fact("b", "Sure.", "model"))
+    )
+    await memory.add_session_to_memory(session_of("u1", "s2", fact("c", "I write Go daily.")))
+    found = await memory.search_memory(app_name=APP, user_id="u1", query="Go")
+    assert [(m.content.parts[0].text, m.author) for m in found.memories if m.content.parts] == [
+        ("I write Go daily.", "user")
+    ]
+
+
+async def test_search_ignores_case(memory: ThreadlineMemoryService) -> None:
+    await memory.add_session_to_memory(session_of("u1", "s1", fact("a", "Agent Toolkit rocks")))
+    assert await found_texts(memory, "toolkit") == ["Agent Toolkit rocks"]
+
+
+async def test_a_question_finds_every_memory_sharing_a_word(
+    memory: ThreadlineMemoryService,
+) -> None:
+    await memory.add_session_to_memory(
+        session_of(
+            "u1",
+            "s1",
+            fact("a", "The ADK helps."),
+            Event(id="ev-empty", author="user", timestamp=2.0),  # no content: not a memory
+            fact("b", "Yes, the Agent Development Kit (ADK) helps a lot!", "model"),
+        )
+    )
+    assert sorted(await found_texts(memory, "What about ADK?")) == [
+        "The ADK helps.",
+        "Yes, the Agent Development Kit (ADK) helps a lot!",
+    ]
+    assert await found_texts(memory, "nonexistent") == []
+
+
+async def test_another_users_memories_are_not_found(memory: ThreadlineMemoryService) -> None:
+    await memory.add_session_to_memory(session_of("u1", "s1", fact("a", "Plain notes.")))
+    await memory.add_session_to_memory(session_of("u2", "s2", fact("b", "A hidden password.")))
+    assert await found_texts(memory, "password", user="u1") == []
+    assert await found_texts(memory, "password", user="u2") == ["A hidden password."]
+
+
+async def test_a_slash_in_an_app_name_does_not_reach_another_app_and_user(
+    memory: ThreadlineMemoryService,
+) -> None:
+    secret = Session(
+        id="s1", app_name="app/other-user", user_id="user", events=[fact("a", "A secret.")]
+    )
+    await memory.add_session_to_memory(secret)
+    found = await memory.search_memory(app_name="app", user_id="other-user/user", query="secret")
+    assert found.memories == []
+
+
+async def test_the_empty_user_id_has_a_memory_of_its_own(memory: ThreadlineMemoryService) -> None:
+    await memory.add_session_to_memory(session_of("", "s1", fact("a", "Empty user note.")))
+    await memory.add_session_to_memory(session_of("%", "s1", fact("b", "Percent user note.")))
+    assert await found_texts(memory, "note", user="") == ["Empty user note."]
+    assert await found_texts(memory, "note", user="%") == ["Percent user note."]
+    await memory.delete_memory(app_name=APP, user_id="", memory_id="ev-a")
+    assert await found_texts(memory, "note", user="") == []
+
+
+def _nfd(text: str) -> str:
+    return unicodedata.normalize("NFD", text)
+
+
+@pytest.mark.parametrize(
+    ("stored", "query", "hits"),
+    [
+        ("私の名前は太郎です", "太郎", 1),
+        ("私の名前は太郎です", "天気", 0),
+        ("我喜欢机器学习", "机器学习", 1),
+        ("我喜欢机器学习", "天气预报", 0),
+        ("제 이름은 민수입니다", "민수입니다", 1),
+        ("Меня зовут Алексей", "Алексей", 1),
+        ("太郎 works at ABC Corp", "太郎", 1),
+        ("太郎 works at ABC Corp", "ABC", 1),
+        ("私はPythonでADKを使っています", "Python", 1),
+        ("私はPythonでADKを使っています", "adk", 1),
+        ("我用Python写代码", "python", 1),
+        ("私はPythonでADKを使っています", "使って", 1),
+        ("私はPythonでADKを使っています", "Java", 0),
+        ("I like to code in Python.", "thon", 0),
+        ("私はPythonでADKを使っています", "thon", 0),
+        (_nfd("私はCaféでADKを使っています"), "Café", 1),
+        (_nfd("私はCaféでADKを使っています"), "café", 1),
+        (_nfd("私はCaféでADKを使っています"), "Ruby", 0),
+        (_nfd("Meet at the Café"), "Café", 1),
+        ("Meet at the Café", _nfd("Café"), 1),
+        (_nfd("プログラミングを学ぶ"), "プログラミング", 1),
+        (_nfd("제 이름은 민수입니다"), "민수입니다", 1),
+    ],
+)
+async def test_scripts_without_spaces_accents_and_normal_forms(
+    memory: ThreadlineMemoryService, stored: str, query: str, hits: int
+) -> None:
+    # A Latin word glued to CJK text (Python, Café) is a word; a part of a Latin word is not.
+    await memory.add_session_to_memory(session_of("u1", "s1", fact("a", stored)))
+    assert len(await found_texts(memory, query)) == hits
+
+
+async def test_memories_sharing_more_query_words_come_first(
+    memory: ThreadlineMemoryService,
+) -> None:
+    await memory.add_session_to_memory(
+        session_of(
+            "u1",
+            "s1",
+            fact("a", "The build is green."),
+            fact("b", "Green."),
+            fact("c", "The build pipeline is green."),
+        )
+    )
+    assert await found_texts(memory, "build pipeline green") == [
+        "The build pipeline is green.",
+        "The build is green.",
+        "Green.",
+    ]
+
+
+async def test_at_most_ten_memories_and_ties_keep_the_order_they_were_added_in(
+    memory: ThreadlineMemoryService,
+) -> None:
+    events = [fact(f"n{i}", f"memo {i} about chores") for i in range(20)]
+    events.append(fact("best", "the laundry memo about chores"))  # added last, ranks first
+    await memory.add_session_to_memory(session_of("u1", "s1", *events))
+    assert await found_texts(memory, "chores laundry memo") == [
+        "the laundry memo about chores",
+        *(f"memo {i} about chores" for i in range(9)),
+    ]
+
+
+async def test_ties_keep_the_order_added_across_sessions_and_single_words(
+    memory: ThreadlineMemoryService,
+) -> None:
+    await memory.add_session_to_memory(session_of("u1", "s2", fact("x", "tea time, long tea")))
+    assert await found_texts(memory, "tea") == ["tea time, long tea"]
+    await memory.add_session_to_memory(session_of("u1", "s1", fact("y", "tea")))
+    await memory.add_events_to_memory(app_name=APP, user_id="u1", events=[fact("z", "Tea!")])
+    assert await found_texts(memory, "tea") == ["tea time, long tea", "tea", "Tea!"]
+    # Added by another service object (another process): seen in its place too.
+    other = ThreadlineMemoryService(memory.store)
+    await other.add_events_to_memory(app_name=APP, user_id="u1", events=[fact("w", "more tea")])
+    assert await found_texts(memory, "tea") == ["tea time, long tea", "tea", "Tea!", "more tea"]
+    await memory.delete_memory(app_name=APP, user_id="u1", memory_id="ev-w")
+    assert await found_texts(memory, "tea") == ["tea time, long tea", "tea", "Tea!"]
+
+
+async def test_searching_while_other_threads_add_memories_never_fails(store: Store) -> None:
+    memory = ThreadlineMemoryService(store)
+
+    def session(tag: str) -> Session:
+        return session_of("u1", f"s-{tag}", fact(tag, f"fact about {tag}"))
+
+    for i in range(10):
+        await memory.add_session_to_memory(session(f"seed{i}"))
+    start = threading.Barrier(3)
+
+    def writer() -> None:  # each thread runs event loops of its own, as in ADK's test
+        start.wait()
+        for i in range(30):
+            asyncio.run(memory.add_session_to_memory(session(f"w{i}")))
+
+    def reader() -> None:
+        start.wait()
+        for _ in range(30):
+            asyncio.run(memory.search_memory(app_name=APP, user_id="u1", query="fact"))
+
+    await asyncio.gather(*(asyncio.to_thread(f) for f in (writer, reader, reader)))
+    assert len(await found_texts(memory, "fact")) == 10
+
+
+@pytest.mark.parametrize("whole_session", [True, False], ids=["session", "events"])
+async def test_a_memory_keeps_what_was_added_not_later_edits_of_the_event(
+    memory: ThreadlineMemoryService, whole_session: bool
+) -> None:
+    event = fact("a", "I prefer oolong tea.", timestamp=12345)
+    if whole_session:
+        await memory.add_session_to_memory(session_of("u1", "s1", event))
+    else:
+        await memory.add_events_to_memory(
+            app_name=APP, user_id="u1", session_id="s1", events=[event]
+        )
+    event.author = "changed"
+    event.content.parts[0].text = "I prefer coffee."  # type: ignore[union-attr,index]
+    found = await memory.search_memory(app_name=APP, user_id="u1", query="oolong")
+    assert [(m.author, m.content.parts[0].text) for m in found.memories if m.content.parts] == [
+        ("user", "I prefer oolong tea.")
+    ]
+
+
+@pytest.mark.parametrize("whole_session", [True, False], ids=["session", "events"])
+async def test_editing_a_search_result_changes_neither_memory_nor_the_session(
+    memory: ThreadlineMemoryService, whole_session: bool
+) -> None:
+    source = session_of("u1", "s1", fact("a", "I prefer oolong tea.", timestamp=12345))
+    if whole_session:
+        await memory.add_session_to_memory(source)
+    else:
+        await memory.add_events_to_memory(
+            app_name=APP, user_id="u1", session_id="s1", events=source.events
+        )
+    first = await memory.search_memory(app_name=APP, user_id="u1", query="oolong")
+    first.memories[0].content.parts.clear()  # type: ignore[union-attr]
+    assert await found_texts(memory, "oolong") == ["I prefer oolong tea."]
+    assert source.events[0].content.parts[0].text == "I prefer oolong tea."  # type: ignore[union-attr,index]

@@ -195,6 +195,50 @@ async def test_list_sessions_without_a_user_lists_every_user(
     }
 
 
+async def test_an_empty_user_id_is_a_user_like_any_other(service: ThreadlineSessionService) -> None:
+    # ADK's contract (test_list_sessions_with_empty_user_id_lists_only_that_user): "" is a
+    # user id; listing it lists that user's sessions only, not every user's.
+    await service.create_session(app_name=APP, user_id="", session_id="a", state={"k": 1})
+    await service.create_session(app_name=APP, user_id="", session_id="b")
+    await service.create_session(app_name=APP, user_id="u1", session_id="a")
+    await service.create_session(app_name=APP, user_id="%", session_id="c")
+    listed = (await service.list_sessions(app_name=APP, user_id="")).sessions
+    assert sorted((s.user_id, s.id) for s in listed) == [("", "a"), ("", "b")]
+    everyone = (await service.list_sessions(app_name=APP)).sessions
+    assert sorted((s.user_id, s.id) for s in everyone) == [
+        ("", "a"),
+        ("", "b"),
+        ("%", "c"),
+        ("u1", "a"),
+    ]
+    got = await reload(service, "", "a")
+    assert got is not None and got.user_id == "" and got.state == {"k": 1}
+    assert await reload(service, "u1", "b") is None
+    assert [s.id for s in (await service.list_sessions(app_name=APP, user_id="%")).sessions] == [
+        "c"
+    ]
+
+
+async def test_an_empty_user_id_keeps_its_own_events_and_user_state(
+    service: ThreadlineSessionService,
+) -> None:
+    session = await service.create_session(app_name=APP, user_id="", session_id="s")
+    await service.append_event(session, delta_event({"user:lang": "nb", "topic": "tea"}))
+    other = await service.create_session(app_name=APP, user_id="%", session_id="s")
+    assert other.state == {}  # "%" is another user: none of ""'s user: keys
+    assert await service.get_user_state(app_name=APP, user_id="") == {"lang": "nb"}
+    assert await service.get_user_state(app_name=APP, user_id="%") == {}
+    got = await reload(service, "", "s")
+    assert got is not None and len(got.events) == 1
+    assert got.state == {"user:lang": "nb", "topic": "tea"}
+    listed = (await service.list_sessions(app_name=APP, user_id="")).sessions
+    assert [(s.id, s.state) for s in listed] == [("s", got.state)]
+    assert listed[0].last_update_time == got.last_update_time
+    await service.delete_session(app_name=APP, user_id="", session_id="s")
+    assert await reload(service, "", "s") is None
+    assert await reload(service, "%", "s") is not None
+
+
 async def test_list_sessions_orders_least_recently_updated_first(
     service: ThreadlineSessionService,
 ) -> None:

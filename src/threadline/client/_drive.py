@@ -68,9 +68,13 @@ class _Method(Generic[P, R]):
     def __init__(self, prototype: Callable[P, Plan[R]]) -> None:
         self.__name__ = prototype.__name__
         self.__doc__ = prototype.__doc__
-        self.__signature__ = inspect.signature(prototype).replace(
-            return_annotation=inspect.Signature.empty
-        )
+        signature = inspect.signature(prototype)
+        result = signature.return_annotation  # "Plan[R]" (a string: postponed annotations)
+        if isinstance(result, str) and result.startswith("Plan[") and result.endswith("]"):
+            result = result[len("Plan[") : -1]  # the method returns (or its coroutine gives) R
+        else:
+            result = inspect.Signature.empty
+        self.__signature__ = signature.replace(return_annotation=result)
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.__qualname__ = f"{owner.__qualname__}.{name}"

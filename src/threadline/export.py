@@ -119,10 +119,11 @@ def import_sessions(
     the roles older releases stored from other APIs mapped by ``fold_role`` — then its tree
     with ``threadline.store.check_dump``: parents before children, unique ids, ``seq`` at most
     2**53, head, undo records and overlay ends in the tree, unique overlay ids, state keys
-    under their scope), and a bad one raises ``InvalidArgumentError`` naming it; a session that already exists raises
-    ``SessionExistsError`` unless ``replace=True`` (which replaces it). All the sessions are
-    then written in ONE transaction (``Store.load_sessions``), so a failure while writing
-    (say another client creating one of the sessions meanwhile) leaves the store as it was.
+    under their scope), and a bad one raises ``InvalidArgumentError`` naming it; a session
+    that already exists raises ``SessionExistsError`` unless ``replace=True`` (which replaces
+    it). All the sessions are then written in ONE transaction (``Store.load_sessions``), so a
+    failure while writing (say another client creating one of the sessions meanwhile) leaves
+    the store as it was.
 
     >>> import threadline
     >>> store = threadline.connect(":memory:")

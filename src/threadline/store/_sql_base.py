@@ -215,6 +215,8 @@ def _encode_row(message: Message, policy: str, max_bytes: int) -> EncodedRow:
             refuse_marker(message, data)
     except RecursionError:
         raise InvalidMessageError("message is nested too deeply") from None
+    except InvalidMessageError:
+        raise  # the reserved key: already says what is wrong
     except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError
         raise InvalidMessageError(f"message is not storable JSON: {exc}") from None
     if size > max_bytes:

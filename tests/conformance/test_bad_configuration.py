@@ -103,3 +103,12 @@ def _set_schema_version(url: str, value: str) -> None:
 
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(sql)  # type: ignore[call-overload]
+
+
+def test_size_options_leave_the_other_url_options_as_written(pg_dsn: str) -> None:
+    # The test DSN names its schema with options=-csearch_path%3D...: libpq needs it encoded.
+    joiner = "&" if "?" in pg_dsn else "?"
+    with threadline.connect(f"{pg_dsn}{joiner}size_policy=error") as store:
+        assert store._size_policy == "error"  # type: ignore[attr-defined]
+        store.append_messages("a", "s", [{"id": "m", "role": "user", "parts": []}])
+        assert store.get_path_ids("a", "s") == ["m"]

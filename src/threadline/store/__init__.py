@@ -240,8 +240,10 @@ def _take_size_options(url: str) -> tuple[str, dict[str, str]]:
     found = {k: v for k, v in pairs if k in _SIZE_KEYS}
     if not found:
         return url, {}
-    rest = "&".join(f"{k}={v}" if v else k for k, v in pairs if k not in _SIZE_KEYS)
-    # Rebuilt by hand: urlunsplit would turn sqlite:////abs.db into sqlite://abs.db.
+    # The other options are kept byte for byte (libpq reads "options=-csearch_path%3Dx" as
+    # written, not decoded); rebuilt by hand: urlunsplit turns sqlite:////a.db into sqlite://a.db.
+    kept = [p for p in parts.query.split("&") if unquote(p.partition("=")[0]) not in _SIZE_KEYS]
+    rest = "&".join(kept)
     return url.split("?", 1)[0] + (f"?{rest}" if rest else ""), found
 
 

@@ -236,7 +236,8 @@ _SIZE_KEYS = ("size_policy", "max_message_bytes")
 def _take_size_options(url: str) -> tuple[str, dict[str, str]]:
     """The URL without its size options, and those options (they apply to every backend)."""
     parts = urlsplit(url)
-    pairs = _query_pairs(parts.query)
+    # Only ours are checked for repeats: the others are libpq's (or SQLite's, checked later).
+    pairs = _query_pairs(parts.query, only=_SIZE_KEYS)
     found = {k: v for k, v in pairs if k in _SIZE_KEYS}
     if not found:
         return url, {}
@@ -277,13 +278,13 @@ def _read_only(read_only: bool, path: str) -> dict[str, Any]:
     return {"read_only": True}
 
 
-def _query_pairs(query: str) -> list[tuple[str, str]]:
-    """The ``key=value`` pairs of a URL query; a key given twice is refused (which one
-    was meant?)."""
+def _query_pairs(query: str, only: tuple[str, ...] | None = None) -> list[tuple[str, str]]:
+    """The ``key=value`` pairs of a URL query; a key given twice (one of ``only`` when
+    given) is refused: which one was meant?"""
     pairs = parse_qsl(query, keep_blank_values=True)
     seen: set[str] = set()
     for key, _ in pairs:
-        if key in seen:
+        if key in seen and (only is None or key in only):
             raise InvalidArgumentError(f"store URL option {key!r} is given twice")
         seen.add(key)
     return pairs

@@ -88,7 +88,11 @@ def connect(
     ``"truncate"`` (shrunk by ``enforce_row_size``) or ``"error"``
     (``MessageTooLargeError``); over ``max_message_bytes`` (default 64 MiB) every policy
     raises ``MessageTooLargeError``. Both may also be URL query parameters
-    (``?size_policy=error&max_message_bytes=1000000``); docs/attachments.md.
+    (``?size_policy=error&max_message_bytes=1000000``); docs/attachments.md. A bare path
+    takes the same ``?option=`` suffix as a ``sqlite://`` URL (``agent.db?synchronous=full``;
+    a ``file:`` URI keeps SQLite's own). An unknown, repeated or invalid option, or an
+    argument of the wrong type, raises ``InvalidArgumentError`` naming it, before anything is
+    opened or created.
 
     >>> store = connect(":memory:")
     >>> isinstance(store, SQLiteStore)

@@ -18,6 +18,7 @@ import time
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
+from threadline._roles import ROLES, fold_message_role, fold_role, restore_role
 from threadline.errors import InvalidMessageError
 from threadline.formats._common import plain
 from threadline.formats._openai_chat import (
@@ -611,10 +612,13 @@ def mark_skill_unloaded(message: Message, label: str, key: str) -> Message:
 
 __all__ = [
     "OVERLAY_ID_PREFIX",
+    "ROLES",
     "assistant",
     "compact_json",
     "decode_message",
     "encode_message",
+    "fold_message_role",
+    "fold_role",
     "format_timestamp",
     "function_calls",
     "function_responses",
@@ -628,6 +632,7 @@ __all__ = [
     "now_iso",
     "parse_timestamp",
     "parts_of",
+    "restore_role",
     "skill_loads_of",
     "text_of",
     "tool_call",

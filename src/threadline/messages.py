@@ -16,6 +16,7 @@ import os
 import re
 import time
 from datetime import UTC, datetime, timedelta, timezone
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from threadline._roles import ROLES, fold_message_role, fold_role, restore_role
@@ -538,6 +539,127 @@ def function_responses(message: object) -> list[dict[str, Any]]:
     return responses
 
 
+UNNAMED_TOOL = "unknown"
+"""The ``toolName`` a converter gives a ``dynamic-tool`` result whose call it did not see."""
+
+TOOL_NAME_WINDOW = 200
+"""How many messages of the parent's path an append searches for a tool result's call."""
+
+
+def _is_result_only(part: dict[str, Any]) -> bool:
+    return "input" not in part and _has_output(part)
+
+
+def is_unnamed_result(part: object) -> bool:
+    """True for a tool result that does not know its tool: a result-only ``dynamic-tool``
+    part with a string ``toolCallId`` and no ``toolName`` (or :data:`UNNAMED_TOOL`).
+
+    >>> is_unnamed_result({"type": "dynamic-tool", "toolCallId": "c1", "toolName": "unknown",
+    ...                    "state": "output-available", "output": "rain"})
+    True
+    """
+    if not isinstance(part, dict) or part.get("type") != "dynamic-tool":
+        return False
+    name = part.get("toolName")
+    unnamed = not isinstance(name, str) or name in ("", UNNAMED_TOOL)
+    return unnamed and isinstance(part.get("toolCallId"), str) and _is_result_only(part)
+
+
+def tool_call_names(messages: Iterable[object]) -> dict[str, tuple[str, str]]:
+    """Call id → ``(part type, tool name)`` of every named tool part in ``messages``.
+
+    >>> tool_call_names([tool_call("weather", {"city": "Oslo"}, tool_call_id="c1")])
+    {'c1': ('tool-weather', 'weather')}
+    """
+    names: dict[str, tuple[str, str]] = {}
+    for message in messages:
+        for part in parts_of(message):
+            call_id, name = part.get("toolCallId"), tool_name_of(part)
+            if isinstance(call_id, str) and name and not is_unnamed_result(part):
+                names[call_id] = (part["type"], name)
+    return names
+
+
+def name_tool_results(
+    messages: Sequence[Message], earlier: Iterable[object] = ()
+) -> list[Message]:
+    """``messages`` with each unnamed tool result (:func:`is_unnamed_result`) named after its
+    call, looked for in ``earlier`` (the path before them, oldest first) and in the messages
+    before it; unchanged messages are returned as they are (not copied). A call's own
+    message is never changed: the result takes the call's part type and tool name.
+
+    >>> call = tool_call("weather", {"city": "Oslo"}, tool_call_id="c1")
+    >>> result = {"role": "tool", "parts": [{"type": "dynamic-tool", "toolCallId": "c1",
+    ...     "toolName": "unknown", "state": "output-available", "output": "rain"}]}
+    >>> name_tool_results([result], [call])[0]["parts"][0]["type"]
+    'tool-weather'
+    """
+    names = tool_call_names(earlier)
+    out: list[Message] = []
+    for message in messages:
+        parts = message.get("parts")
+        if isinstance(parts, list) and any(map(is_unnamed_result, parts)):
+            named = [_named(part, names) for part in parts]
+            if any(a is not b for a, b in zip(named, parts, strict=True)):
+                message = {**message, "parts": named}
+        names.update(tool_call_names([message]))
+        out.append(message)
+    return out
+
+
+def _named(part: Any, names: dict[str, tuple[str, str]]) -> Any:
+    found = names.get(part["toolCallId"]) if is_unnamed_result(part) else None
+    if found is None:
+        return part
+    kind, name = found
+    named = {key: kind if key == "type" else value for key, value in part.items()}
+    named["toolName"] = name
+    return named
+
+
+def answers_of(messages: Iterable[object]) -> dict[str, dict[str, Any]]:
+    """Call id → the result part that answers it from a later message (a result-only tool
+    part after the message holding the call): what presents a call and its result as one
+    step. A call that holds its own output needs no answer and is left out.
+
+    >>> call = tool_call("weather", {"city": "Oslo"}, tool_call_id="c1")
+    >>> result = {"role": "tool", "parts": [{"type": "tool-weather", "toolCallId": "c1",
+    ...     "state": "output-available", "output": "rain"}]}
+    >>> answers_of([call, result])["c1"]["output"]
+    'rain'
+    """
+    asked: set[str] = set()
+    answers: dict[str, dict[str, Any]] = {}
+    for message in messages:
+        parts = parts_of(message)
+        for part in parts:
+            call_id = part.get("toolCallId")
+            if is_tool_part(part) and isinstance(call_id, str):
+                if not _is_result_only(part):
+                    asked.add(call_id)
+                elif call_id in asked and call_id not in answers:
+                    answers[call_id] = part
+    return answers
+
+
+def with_answer(part: dict[str, Any], answer: dict[str, Any] | None) -> dict[str, Any]:
+    """A call ``part`` still waiting, shown with its ``answer``'s state and output (or error);
+    ``part`` itself when it holds its own output or there is no answer.
+
+    >>> call = tool_call("weather", {"city": "Oslo"})["parts"][0]
+    >>> answered = with_answer(call, {"state": "output-error", "errorText": "offline"})
+    >>> answered["state"], answered["errorText"]
+    ('output-error', 'offline')
+    """
+    if answer is None or _has_output(part):
+        return part
+    out = {**part, "state": answer.get("state", "output-available")}
+    for key in ("output", "errorText"):
+        if key in answer:
+            out[key] = answer[key]
+    return out
+
+
 def is_final_response(message: object) -> bool:
     """ADK-TS ``event.isFinalResponse()``: an assistant message with no tool call awaiting
     its output and not marked ``metadata.partial`` (a streaming chunk). Never raises.
@@ -613,6 +735,9 @@ def mark_skill_unloaded(message: Message, label: str, key: str) -> Message:
 __all__ = [
     "OVERLAY_ID_PREFIX",
     "ROLES",
+    "TOOL_NAME_WINDOW",
+    "UNNAMED_TOOL",
+    "answers_of",
     "assistant",
     "compact_json",
     "decode_message",
@@ -625,7 +750,9 @@ __all__ = [
     "is_final_response",
     "is_overlay_id",
     "is_tool_part",
+    "is_unnamed_result",
     "mark_skill_unloaded",
+    "name_tool_results",
     "new_id",
     "normalize_message",
     "normalize_messages",
@@ -636,7 +763,9 @@ __all__ = [
     "skill_loads_of",
     "text_of",
     "tool_call",
+    "tool_call_names",
     "tool_name_of",
     "user",
     "validate_message_id",
+    "with_answer",
 ]

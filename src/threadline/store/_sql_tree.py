@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from threadline.errors import (
@@ -12,8 +12,11 @@ from threadline.errors import (
     SessionNotFoundError,
 )
 from threadline.messages import (
+    TOOL_NAME_WINDOW,
     decode_message,
     encode_message,
+    is_unnamed_result,
+    name_tool_results,
     skill_loads_of,
     text_of,
 )
@@ -123,8 +126,9 @@ class TreeMixin(AttachmentMixin):
         return self._write(
             "append_messages",
             lambda tx: self._append(
-                tx, app, session_id, encoded, parent_id, user_id, delta, if_head
-            ),
+                tx, app, session_id, encoded, parent_id, user_id, delta, if_head,
+                encode=lambda m: self._encode(m, size_policy, max_message_bytes),
+            ),  # fmt: skip
             lock=(app, session_id, user_id),
         )
 
@@ -138,6 +142,8 @@ class TreeMixin(AttachmentMixin):
         user_id: str | None,
         delta: dict[str, Any],
         if_head: Any = UNSET,
+        *,
+        encode: Callable[[Message], EncodedRow] | None = None,
     ) -> list[Message]:
         key = (app, session_id)
         # Everything the append must know before writing, read in one round trip (Tx.many):
@@ -171,6 +177,8 @@ class TreeMixin(AttachmentMixin):
             known = {i: found[0] for i, found in zip(stored_ids, rows, strict=True)}
         head_id, last_seq = (state[0], state[1]) if state else (None, 0)
         parent = _start_parent(parent_id, state, node[0] if node else None)
+        if parent is not None and encode is not None:
+            encoded = self._name_results(tx, key, parent[0], encoded, encode)
         self._lock_attachments(tx, app, (blob.sha256 for *_, blobs in encoded for blob in blobs))
         out: list[Message] = []
         seq, written = last_seq, 0
@@ -208,6 +216,31 @@ class TreeMixin(AttachmentMixin):
             (app, session_id, user_id, now, now, head_id, seq, written),
         )
         return out
+
+    @staticmethod
+    def _name_results(
+        tx: Tx,
+        key: tuple[str, str],
+        parent_id: str | None,
+        encoded: list[EncodedRow],
+        encode: Callable[[Message], EncodedRow],
+    ) -> list[EncodedRow]:
+        """``encoded`` with each tool result that does not know its tool named after its
+        call, found in the batch or among the last :data:`TOOL_NAME_WINDOW` messages of the
+        parent's path (clarification 32), read in this transaction; the call's row is never
+        rewritten. Costs nothing unless the batch holds such a result."""
+        messages = [row.message for row in encoded]
+        if not any(is_unnamed_result(p) for m in messages for p in m.get("parts") or ()):
+            return encoded
+        earlier: list[Message] = []
+        if parent_id is not None:
+            rows = tx.all(SQL_TAIL, (*key, parent_id, *key, TOOL_NAME_WINDOW))
+            earlier = [decode_message(row[1]) for row in rows]
+        named = name_tool_results(messages, earlier)
+        return [
+            row if message is row.message else encode(message)
+            for row, message in zip(encoded, named, strict=True)
+        ]
 
     @staticmethod
     def _index_skill_loads(tx: Tx, app: str, session_id: str, message: Message) -> None:

@@ -15,13 +15,13 @@ import math
 import os
 import re
 import time
-from datetime import UTC, datetime, timedelta, timezone
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from threadline._roles import ROLES, fold_message_role, fold_role, restore_role
 from threadline.errors import InvalidMessageError
-from threadline.formats._common import plain
+from threadline.formats._common import has_output, is_result_only, plain
 from threadline.formats._openai_chat import (
     chat_converter,
     from_openai_chat,
@@ -480,13 +480,6 @@ def tool_name_of(part: object) -> str | None:
     return kind[len("tool-") :] if kind.startswith("tool-") else None
 
 
-def _has_output(part: dict[str, Any]) -> bool:
-    state = part.get("state")
-    if isinstance(state, str):
-        return state.startswith("output")
-    return "output" in part or "errorText" in part
-
-
 def function_calls(message: object) -> list[dict[str, Any]]:
     """The tool calls a message makes, ADK-TS ``event.getFunctionCalls()`` style: one
     ``{"id", "name", "args"}`` per tool part carrying a call (its ``input``; a part holding
@@ -500,7 +493,7 @@ def function_calls(message: object) -> list[dict[str, Any]]:
     calls = []
     for part in parts_of(message):
         # A call carries its input, or still awaits it; a result-only part is no call.
-        if not is_tool_part(part) or ("input" not in part and _has_output(part)):
+        if not is_tool_part(part) or ("input" not in part and has_output(part)):
             continue
         call_id = part.get("toolCallId")
         calls.append(
@@ -525,7 +518,7 @@ def function_responses(message: object) -> list[dict[str, Any]]:
     """
     responses = []
     for part in parts_of(message):
-        if not is_tool_part(part) or not _has_output(part):
+        if not is_tool_part(part) or not has_output(part):
             continue
         response = part["output"] if "output" in part else {"error": part.get("errorText")}
         call_id = part.get("toolCallId")
@@ -546,10 +539,6 @@ TOOL_NAME_WINDOW = 200
 """How many messages of the parent's path an append searches for a tool result's call."""
 
 
-def _is_result_only(part: dict[str, Any]) -> bool:
-    return "input" not in part and _has_output(part)
-
-
 def is_unnamed_result(part: object) -> bool:
     """True for a tool result that does not know its tool: a result-only ``dynamic-tool``
     part with a string ``toolCallId`` and no ``toolName`` (or :data:`UNNAMED_TOOL`).
@@ -562,7 +551,7 @@ def is_unnamed_result(part: object) -> bool:
         return False
     name = part.get("toolName")
     unnamed = not isinstance(name, str) or name in ("", UNNAMED_TOOL)
-    return unnamed and isinstance(part.get("toolCallId"), str) and _is_result_only(part)
+    return unnamed and isinstance(part.get("toolCallId"), str) and is_result_only(part)
 
 
 def tool_call_names(messages: Iterable[object]) -> dict[str, tuple[str, str]]:
@@ -580,9 +569,7 @@ def tool_call_names(messages: Iterable[object]) -> dict[str, tuple[str, str]]:
     return names
 
 
-def name_tool_results(
-    messages: Sequence[Message], earlier: Iterable[object] = ()
-) -> list[Message]:
+def name_tool_results(messages: Sequence[Message], earlier: Iterable[object] = ()) -> list[Message]:
     """``messages`` with each unnamed tool result (:func:`is_unnamed_result`) named after its
     call, looked for in ``earlier`` (the path before them, oldest first) and in the messages
     before it; unchanged messages are returned as they are (not copied). A call's own
@@ -635,7 +622,7 @@ def answers_of(messages: Iterable[object]) -> dict[str, dict[str, Any]]:
         for part in parts:
             call_id = part.get("toolCallId")
             if is_tool_part(part) and isinstance(call_id, str):
-                if not _is_result_only(part):
+                if not is_result_only(part):
                     asked.add(call_id)
                 elif call_id in asked and call_id not in answers:
                     answers[call_id] = part
@@ -651,7 +638,7 @@ def with_answer(part: dict[str, Any], answer: dict[str, Any] | None) -> dict[str
     >>> answered["state"], answered["errorText"]
     ('output-error', 'offline')
     """
-    if answer is None or _has_output(part):
+    if answer is None or has_output(part):
         return part
     out = {**part, "state": answer.get("state", "output-available")}
     for key in ("output", "errorText"):
@@ -678,7 +665,7 @@ def is_final_response(message: object) -> bool:
     metadata = message.get("metadata")
     if isinstance(metadata, dict) and metadata.get("partial"):
         return False
-    return not any(is_tool_part(p) and not _has_output(p) for p in parts_of(message))
+    return not any(is_tool_part(p) and not has_output(p) for p in parts_of(message))
 
 
 def _skill_load(part: dict[str, Any]) -> tuple[str, str, str | None] | None:

@@ -48,8 +48,12 @@ def test_native_and_handle_appends_are_named_too(store: Any) -> None:
         "role": "tool",
         "createdAt": "2026-11-28T00:00:00.000Z",
         "parts": [
-            {"type": "dynamic-tool", "toolCallId": "k1", "state": "output-error",
-             "errorText": "offline"}  # fmt: skip
+            {
+                "type": "dynamic-tool",
+                "toolCallId": "k1",
+                "state": "output-error",
+                "errorText": "offline",
+            }
         ],
     }
     stored = handle.append_messages([result])[0]

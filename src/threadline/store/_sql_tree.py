@@ -126,9 +126,16 @@ class TreeMixin(AttachmentMixin):
         return self._write(
             "append_messages",
             lambda tx: self._append(
-                tx, app, session_id, encoded, parent_id, user_id, delta, if_head,
+                tx,
+                app,
+                session_id,
+                encoded,
+                parent_id,
+                user_id,
+                delta,
+                if_head,
                 encode=lambda m: self._encode(m, size_policy, max_message_bytes),
-            ),  # fmt: skip
+            ),
             lock=(app, session_id, user_id),
         )
 

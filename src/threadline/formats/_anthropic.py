@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from threadline._roles import fold_message_role
+from threadline._roles import fold_message_role, restore_role
 from threadline.errors import InvalidMessageError
 from threadline.formats._common import (
     data_of,
@@ -197,7 +197,7 @@ def _to_anthropic(messages: list[Any]) -> tuple[str | list[Any] | None, list[dic
     asked: set[str] = set()  # ids of the calls written so far
     for message in messages:
         message = message_of(message, "to_anthropic")
-        if message.get("role") != "system":
+        if restore_role(message, _ANTHROPIC) != "system":  # not a folded role
             out.extend(_message_out(message, asked))
             continue
         content = _message_out(message, asked)[0]["content"]

@@ -171,3 +171,23 @@ def test_developer_and_model_are_kept_in_provider_metadata() -> None:
     assert dev["role"] == "system" and dev["providerMetadata"]["openai"]["role"] == "developer"
     model = from_genai([{"role": "model", "parts": [{"text": "Hi"}]}])[0]
     assert model["role"] == "assistant" and model["providerMetadata"]["google"]["role"] == "model"
+
+
+MISSING_KEYS = [
+    (from_openai_chat, to_openai_chat,
+     [{"role": "assistant", "content": None, "tool_calls": [{"type": "function",
+       "function": {"name": "f"}}]}, {"role": "tool", "content": "r"}]),
+    (from_openai_responses, to_openai_responses,
+     [{"type": "function_call", "name": "f"}, {"type": "function_call_output"}]),
+    (lambda m: from_anthropic(m), lambda m: to_anthropic(m)[1],
+     [{"role": "assistant", "content": [{"type": "tool_use", "name": "f"}]},
+      {"role": "user", "content": [{"type": "tool_result", "content": "r"}]}]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("into", "out", "payload"), MISSING_KEYS)
+def test_missing_call_ids_and_arguments_stay_missing(into: Any, out: Any, payload: Any) -> None:
+    converted = into(payload)
+    assert out(converted) == payload
+    stored = threadline.Session.create(":memory:").for_session("s").append_messages(converted)
+    assert out(stored) == payload

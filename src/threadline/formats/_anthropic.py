@@ -18,7 +18,9 @@ from typing import Any
 from threadline._roles import fold_message_role, restore_role
 from threadline.errors import InvalidMessageError
 from threadline.formats._common import (
+    absent,
     data_of,
+    drop_absent,
     has_output,
     is_result_only,
     is_tool_part,
@@ -87,11 +89,12 @@ def _block_in(block: Any, names: dict[str, str]) -> dict[str, Any]:
         if isinstance(call_id, str):
             names[call_id] = name
         part = tool_call_part(name, call_id, block.get("input"))
-        return _meta(part, **rest(block, "type", "id", "name", "input"))
+        extra = {**rest(block, "type", "id", "name", "input"), **absent(block, "id", "input")}
+        return _meta(part, **extra)
     if kind == "tool_result":
         error = block.get("is_error") is True
         part = tool_result_part(block.get("tool_use_id"), names, block.get("content"), error=error)
-        extra = rest(block, "type", "tool_use_id", "content")
+        extra = {**rest(block, "type", "tool_use_id", "content"), **absent(block, "tool_use_id")}
         if "content" not in block:
             extra["content"] = "absent"
         return _meta(part, type="tool_result", **extra)
@@ -125,18 +128,16 @@ def _block_out(part: Mapping[str, Any]) -> Any:
         if meta.pop("type", None) == "tool_result" or is_result_only(part):
             return _result_block(part, meta)
         name = part.get("toolName") or str(kind).removeprefix("tool-")
-        return {
-            "type": "tool_use",
-            "id": part.get("toolCallId"),
-            "name": name,
-            "input": part.get("input"),
-            **meta,
-        }
+        shape = {"absent_keys": meta.pop("absent_keys", None)}
+        use = {"type": "tool_use", "id": part.get("toolCallId"), "name": name,
+               "input": part.get("input")}  # fmt: skip
+        return {**drop_absent(use, shape, "id", "input"), **meta}
     return None
 
 
 def _result_block(part: Mapping[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.get("toolCallId")}
+    drop_absent(block, {"absent_keys": meta.pop("absent_keys", None)}, "tool_use_id")
     if meta.pop("content", None) != "absent":
         block["content"] = result_value(part)
     if part.get("state") == "output-error" and "is_error" not in meta:

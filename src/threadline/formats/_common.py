@@ -169,6 +169,31 @@ def is_answer(part: Mapping[str, Any], asked: set[str]) -> bool:
     )
 
 
+def absent(source: Mapping[str, Any], *keys: str) -> dict[str, Any]:
+    """Metadata naming those of ``keys`` missing from ``source`` (``{}`` when all are
+    there), so the ``to_*`` converter leaves them out again instead of writing ``None``.
+
+    >>> absent({"name": "f"}, "name", "arguments")
+    {'absent_keys': ['arguments']}
+    """
+    missing = [key for key in keys if key not in source]
+    return {"absent_keys": missing} if missing else {}
+
+
+def drop_absent(target: dict[str, Any], meta: Mapping[str, Any], *keys: str) -> dict[str, Any]:
+    """``target`` without those of ``keys`` that :func:`absent` recorded in ``meta``.
+
+    >>> drop_absent({"name": "f", "arguments": None}, {"absent_keys": ["arguments"]}, "arguments")
+    {'name': 'f'}
+    """
+    missing = meta.get("absent_keys")
+    if isinstance(missing, list):
+        for key in keys:
+            if key in missing:
+                target.pop(key, None)
+    return target
+
+
 def note_call(asked: set[str], call_id: Any) -> None:
     """Remember that a ``to_*`` converter wrote the call ``call_id`` (string ids only).
 

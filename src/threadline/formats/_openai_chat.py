@@ -18,8 +18,10 @@ from typing import Any
 from threadline._roles import fold_message_role
 from threadline.errors import InvalidMessageError
 from threadline.formats._common import (
+    absent,
     compact_arguments,
     data_of,
+    drop_absent,
     has_output,
     is_answer,
     is_tool_part,
@@ -179,10 +181,14 @@ def _call_part(call: Any) -> dict[str, Any]:
             "data": dict(call),
             "providerMetadata": {_OPENAI: {"tool_call": True}},
         }
-    meta: dict[str, Any] = {}
+    missing = [
+        *absent(call, "id").get("absent_keys", []),
+        *absent(function, "arguments").get("absent_keys", []),
+    ]
+    meta: dict[str, Any] = {"absent_keys": missing} if missing else {}
     raw = function.get("arguments")
     parsed, keep_raw = parse_arguments(raw)
-    if keep_raw:
+    if keep_raw and "arguments" in function:
         meta["arguments"] = raw  # kept exactly as the model wrote it
     extra_call = rest(call, "id", "function")
     if extra_call != {"type": "function"}:
@@ -204,7 +210,12 @@ def _call_to_chat(part: Mapping[str, Any]) -> Any:
     call = meta.get("call")
     if not isinstance(call, Mapping):
         call = {"type": "function"}
-    return {"id": part.get("toolCallId"), **call, "function": function}
+    out = {
+        "id": part.get("toolCallId"),
+        **call,
+        "function": drop_absent(function, meta, "arguments"),
+    }
+    return drop_absent(out, meta, "id")
 
 
 # --------------------------------------------------------------------------- messages
@@ -220,6 +231,7 @@ def _message_from_chat(message: Mapping[str, Any], names: dict[str, str]) -> dic
         part = tool_result_part(message.get("tool_call_id"), names, message.get("content"))
         if "content" not in message:
             meta["content"] = "absent"
+        meta.update(absent(message, "tool_call_id"))
         return _message(role, [part], meta)
     if "tool_call_id" in message:
         meta["tool_call_id"] = message["tool_call_id"]
@@ -318,13 +330,14 @@ def _message_to_chat(message: Mapping[str, Any], asked: set[str]) -> list[dict[s
     role = meta.pop("role", message.get("role"))
     parts = parts_in(message)
     if role == "tool":
-        absent = meta.pop("content", _ABSENT) == "absent"
+        no_content = meta.pop("content", _ABSENT) == "absent"
+        shape = {"absent_keys": meta.pop("absent_keys", None)}
         tool_messages = []
         for part in [p for p in parts if is_tool_part(p)] or parts[:1] or [{}]:
             result: dict[str, Any] = {"role": "tool", "tool_call_id": part.get("toolCallId")}
-            if not absent:
+            if not no_content:
                 result["content"] = result_value(part)
-            tool_messages.append({**result, **meta})
+            tool_messages.append({**drop_absent(result, shape, "tool_call_id"), **meta})
         return tool_messages
     # Results of calls written earlier (a tool result stored in a message of its own) are
     # written as their tool messages: the call and its result make one step.

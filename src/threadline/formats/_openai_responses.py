@@ -18,7 +18,9 @@ from typing import Any
 from threadline._roles import fold_message_role
 from threadline.errors import InvalidMessageError
 from threadline.formats._common import (
+    absent,
     compact_arguments,
+    drop_absent,
     has_output,
     is_answer,
     is_result_only,
@@ -116,14 +118,16 @@ def _item_in(item: Any, names: dict[str, str]) -> dict[str, Any]:
         if isinstance(call_id, str):
             names[call_id] = name
         meta = rest(item, "type", "call_id", "name", "arguments")
+        meta.update(absent(item, "call_id", "arguments"))
         parsed, keep_raw = parse_arguments(raw)
-        if keep_raw:
+        if keep_raw and "arguments" in item:
             meta["arguments"] = raw
         part = tool_call_part(name, call_id, parsed)
         return _meta({"role": "assistant", "parts": [part]}, item="function_call", **meta)
     if kind == "function_call_output":
         part = tool_result_part(item.get("call_id"), names, item.get("output"))
         meta = rest(item, "type", "call_id", "output")
+        meta.update(absent(item, "call_id", "output"))
         return _meta({"role": "tool", "parts": [part]}, item="function_call_output", **meta)
     if kind == "reasoning" and isinstance(item.get("summary"), list):
         summary = item["summary"]
@@ -182,8 +186,10 @@ def _message_out(message: Mapping[str, Any], asked: set[str]) -> list[Any]:
         return [_call_out(parts[0], meta)]
     if kind == "function_call_output" and parts:
         part = parts[0]
-        return [{"type": "function_call_output", "call_id": part.get("toolCallId"),
-                 "output": part.get("output"), **meta}]  # fmt: skip
+        shape = {"absent_keys": meta.pop("absent_keys", None)}
+        item = {"type": "function_call_output", "call_id": part.get("toolCallId"),
+                "output": part.get("output")}  # fmt: skip
+        return [{**drop_absent(item, shape, "call_id", "output"), **meta}]
     if kind == "reasoning":
         summary = [{"text": text_in(p), **meta_of(p, _OPENAI)} for p in parts]
         return [{"type": "reasoning", "summary": summary, **meta}]
@@ -224,5 +230,7 @@ def _call_out(part: Mapping[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
         arguments = meta.pop("arguments")
     else:
         arguments = compact_arguments(part.get("input"))
-    return {"type": "function_call", "call_id": part.get("toolCallId"), "name": name,
-            "arguments": arguments, **meta}  # fmt: skip
+    shape = {"absent_keys": meta.pop("absent_keys", None)}
+    call = {"type": "function_call", "call_id": part.get("toolCallId"), "name": name,
+            "arguments": arguments}  # fmt: skip
+    return {**drop_absent(call, shape, "call_id", "arguments"), **meta}

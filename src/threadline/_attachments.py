@@ -48,6 +48,7 @@ __all__ = [
     "has_refs",
     "is_ref",
     "ref_sha",
+    "refuse_marker",
     "restore",
     "restore_json",
     "shas_of",
@@ -142,7 +143,7 @@ def extract(message: Mapping[str, Any]) -> Extracted:
         # scalars (nearly everything) are passed over without a call.
         if isinstance(value, dict):
             if MARKER in value:
-                raise InvalidMessageError(f"the key {MARKER!r} is reserved for attachments")
+                raise _reserved()
             copied: dict[str, Any] | None = None
             for key, item in value.items():
                 if isinstance(item, str) and len(item) < short:
@@ -170,6 +171,36 @@ def extract(message: Mapping[str, Any]) -> Extracted:
 
     row = walk(dict(message))
     return Extracted(row, list(blobs.values()), extra)
+
+
+def _reserved() -> InvalidMessageError:
+    return InvalidMessageError(f"the key {MARKER!r} is reserved for attachments")
+
+
+def refuse_marker(message: Mapping[str, Any], data: str) -> None:
+    """``InvalidMessageError`` if ``message`` (encoded as ``data``) holds the reserved
+    reference key anywhere: what :func:`extract` refuses under ``"attach"``, for the size
+    policies that store the message whole (a forged reference would otherwise be resolved
+    on read, to whatever attachment of the app it names). Walks only when ``data`` holds
+    the key's JSON.
+
+    >>> refuse_marker({"text": MARKER}, '{"text":"' + MARKER + '"}')  # a value, not a key
+    >>> forged = {"x": {MARKER: "0" * 64}}
+    >>> refuse_marker(forged, '{"x":{"' + MARKER + '":"' + "0" * 64 + '"}}')  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    threadline.errors.InvalidMessageError: the key '$threadline.attachment' is reserved ...
+    """
+    if MARKER_JSON not in data:
+        return
+    pending: list[Any] = [message]
+    while pending:  # iterative: the message was encoded, so it is finite, but may be deep
+        value = pending.pop()
+        if isinstance(value, dict):
+            if MARKER in value:
+                raise _reserved()
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
 
 
 def has_refs(data: str) -> bool:

@@ -48,7 +48,13 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from threadline._validate import INT64_MAX, check_id, check_optional_id
-from threadline.errors import InvalidArgumentError, SessionExistsError, SessionNotFoundError
+from threadline.errors import (
+    InvalidArgumentError,
+    InvalidMessageError,
+    SessionExistsError,
+    SessionNotFoundError,
+)
+from threadline.messages import fold_role, normalize_message
 from threadline.store._dump_check import check_dump
 from threadline.store.base import SessionDump, Store, TreeNode
 from threadline.types import Compaction, SessionInfo
@@ -108,13 +114,16 @@ def import_sessions(
     """Write exported records into ``store`` (into ``app`` when given, else each record's own
     app); returns the session ids imported, in order.
 
-    All or nothing: every record is checked before anything is written (its fields, then
-    its tree with ``threadline.store.check_dump``: parents before children, unique ids,
-    head, undo records and overlay ends in the tree, state keys under their scope), and a
-    bad one raises ``InvalidArgumentError`` naming it; a session that already exists raises
-    ``SessionExistsError`` unless ``replace=True`` (which replaces it). All the sessions are
-    then written in ONE transaction (``Store.load_sessions``), so a failure while writing
-    (say another client creating one of the sessions meanwhile) leaves the store as it was.
+    All or nothing: every record is checked before anything is written (its fields, dates
+    within years 1-9999, every message as an append checks it — ``normalize_message``, with
+    the roles older releases stored from other APIs mapped by ``fold_role`` — then its tree
+    with ``threadline.store.check_dump``: parents before children, unique ids, ``seq`` at most
+    2**53, head, undo records and overlay ends in the tree, unique overlay ids, state keys
+    under their scope), and a bad one raises ``InvalidArgumentError`` naming it; a session
+    that already exists raises ``SessionExistsError`` unless ``replace=True`` (which replaces
+    it). All the sessions are then written in ONE transaction (``Store.load_sessions``), so a
+    failure while writing (say another client creating one of the sessions meanwhile) leaves
+    the store as it was.
 
     >>> import threadline
     >>> store = threadline.connect(":memory:")
@@ -147,7 +156,10 @@ def import_sessions(
                     f"session {dump.info.id!r} already exists in app {target!r} "
                     "(replace=True, or threadline import --replace, overwrites it)"
                 )
-    store.load_sessions(parsed, replace=replace)
+    try:
+        store.load_sessions(parsed, replace=replace)
+    except InvalidMessageError as exc:  # over the store's size cap: refused as a bad record
+        raise InvalidArgumentError(f"export records: {exc}") from None
     return [dump.info.id for _, dump in parsed]
 
 
@@ -235,7 +247,10 @@ def _parse_time(value: Any, what: str) -> datetime:
         raise InvalidArgumentError(f"{what} is not an ISO 8601 time: {value!r}") from None
     if parsed.tzinfo is None:
         raise InvalidArgumentError(f"{what} needs a time zone: {value!r}")
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:59-14:00 is in year 10000 in UTC
+        raise InvalidArgumentError(f"{what} is outside years 1-9999 in UTC: {value!r}") from None
 
 
 def session_json(info: SessionInfo) -> dict[str, Any]:
@@ -401,9 +416,11 @@ def _optional_text(value: Any, what: str) -> str | None:
 def _message_of(item: Any) -> tuple[TreeNode, dict[str, Any] | None]:
     item = _object(item, "messages[]")
     message = _object(item["message"], "messages[].message")
-    check_id("message id", message.get("id"))
-    if not isinstance(message.get("role"), str):
-        raise InvalidArgumentError(f"message {message['id']!r} has no role")
+    message_id = check_id("message id", message.get("id"))
+    try:  # what an append takes, and only that; older releases' roles mapped as converters do
+        message = normalize_message(fold_role(message))
+    except InvalidMessageError as exc:
+        raise InvalidArgumentError(f"message {message_id!r}: {exc}") from None
     undo = item.get("state_undo")
     node = TreeNode(
         seq=_int(item["seq"], "messages[].seq"),

@@ -27,7 +27,7 @@ from threadline.errors import (
     SessionExistsError,
     SessionNotFoundError,
 )
-from threadline.messages import new_id
+from threadline.messages import fold_role, new_id
 from threadline.session import Session
 from threadline.store import connect
 from threadline.store.base import Store
@@ -667,7 +667,9 @@ class SessionManager:
         source = self._require(session_id, user_id)
         history = self.get_session(session_id).get_history(at_message_id)
         child = self._child_of(source, name)
-        copies = [{**m, "id": new_id()} for m in history]
+        # Copies take what an append takes: roles older releases stored from other APIs are
+        # mapped as the converters map them (clarification 25).
+        copies = [fold_role({**m, "id": new_id()}) for m in history]
         if copies:
             self.store.append_messages(
                 self.app_name, child.id, copies, None, user_id=source.user_id

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-from threadline._roles import ROLES, fold_message_role, fold_role, restore_role
+from threadline._roles import ROLES, fold_message_role, fold_role, restore_role, stored_role
 from threadline.errors import InvalidMessageError
 from threadline.formats._common import has_output, is_result_only, plain
 from threadline.formats._openai_chat import (
@@ -223,16 +223,66 @@ def _copy_json(value: Any) -> Any:
     return value
 
 
+def _check_role(role: object) -> str:
+    if not isinstance(role, str) or role not in ROLES:
+        raise InvalidMessageError(
+            f"message 'role' must be one of {', '.join(ROLES)}, got {_shown(role)} "
+            "(other APIs' messages go through threadline.formats)"
+        )
+    return role
+
+
+def _shown(value: object) -> str:
+    return repr(value)[:60] if isinstance(value, str) else type(value).__name__
+
+
+def _check_parts(parts: object) -> list[Any]:
+    if not isinstance(parts, list):
+        raise InvalidMessageError(f"'parts' must be a list, got {type(parts).__name__}")
+    for i, part in enumerate(parts):
+        if not isinstance(part, dict):
+            raise InvalidMessageError(f"part {i} must be a dict, got {type(part).__name__}")
+        kind = part.get("type")
+        if not isinstance(kind, str):
+            raise InvalidMessageError(f"part {i} has no string 'type'")
+        if kind in _TEXT_KINDS and not isinstance(part.get("text"), str):
+            raise InvalidMessageError(f"part {i} ({kind}) must hold a string 'text'")
+    return parts
+
+
+_TEXT_KINDS = ("text", "reasoning")
+
+
+def check_message(message: object) -> Message:
+    """Raise ``InvalidMessageError`` unless ``message`` has the shape every stored message has:
+    a usable string ``id``, a role of :data:`ROLES`, a ``parts`` list of dicts with a string
+    ``type`` (text and reasoning parts holding a string ``text``), ``metadata`` a dict when
+    present, ``createdAt`` a string when present. Copies nothing; the stores run it on every
+    write, whatever the way in, after :func:`normalize_message` made the message.
+
+    >>> check_message({"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]})["id"]
+    'm1'
+    >>> check_message({"id": "m1", "role": "robot", "parts": []})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    threadline.errors.InvalidMessageError: message 'role' must be one of system, ... got 'robot' ...
+    """
+    if not isinstance(message, dict):
+        raise InvalidMessageError(f"message must be a dict, got {type(message).__name__}")
+    validate_message_id(message.get("id"))
+    _check_role(message.get("role"))
+    _check_parts(message.get("parts"))
+    metadata = message.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise InvalidMessageError(f"'metadata' must be a dict, got {type(metadata).__name__}")
+    created = message.get("createdAt")
+    if created is not None and not isinstance(created, str):
+        raise InvalidMessageError(f"'createdAt' must be a string, got {type(created).__name__}")
+    return message
+
+
 def _normalize_parts(message: dict[str, Any]) -> list[Any]:
     if "parts" in message and message["parts"] is not None:
-        parts = message["parts"]
-        if not isinstance(parts, list):
-            raise InvalidMessageError(f"'parts' must be a list, got {type(parts).__name__}")
-        for i, part in enumerate(parts):
-            if not isinstance(part, dict):
-                raise InvalidMessageError(f"part {i} must be a dict, got {type(part).__name__}")
-            if not isinstance(part.get("type"), str):
-                raise InvalidMessageError(f"part {i} has no string 'type'")
+        parts = _check_parts(message["parts"])
         copied: list[Any] = _copy_json(parts)
         return copied
     if "content" not in message:
@@ -299,9 +349,7 @@ def _normalize(message: object, now: str | None) -> Message:
         message = from_openai_chat([message])[0]  # type: ignore[list-item]
     if not isinstance(message, dict):
         raise InvalidMessageError(f"message must be a dict, got {type(message).__name__}")
-    role = message.get("role")
-    if not isinstance(role, str) or not role:
-        raise InvalidMessageError("message 'role' must be a non-empty string")
+    role = _check_role(message.get("role"))
     metadata = message.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidMessageError(f"'metadata' must be a dict, got {type(metadata).__name__}")
@@ -726,6 +774,7 @@ __all__ = [
     "UNNAMED_TOOL",
     "answers_of",
     "assistant",
+    "check_message",
     "compact_json",
     "decode_message",
     "encode_message",
@@ -750,6 +799,7 @@ __all__ = [
     "parts_of",
     "restore_role",
     "skill_loads_of",
+    "stored_role",
     "text_of",
     "tool_call",
     "tool_call_names",

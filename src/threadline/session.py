@@ -390,6 +390,7 @@ class Session:
                     size_policy=self._settings.size_policy,
                     max_message_bytes=self._settings.max_message_bytes,
                 )
+                self._backend_obj._takes_normalised = True  # normalised here, once
             elif isinstance(self._source, SessionProvider):
                 self._backend_obj = ProviderBackend(self._source)
             else:

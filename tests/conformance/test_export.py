@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import threadline
 from threadline.errors import InvalidArgumentError, SessionExistsError, SessionNotFoundError
 from threadline.export import FORMAT, dump_jsonl, export_sessions, import_sessions, load_jsonl
-from threadline.messages import assistant, tool_call, user
+from threadline.messages import assistant, normalize_message, tool_call, user
 
 APP = "travel"
 IMAGE = "data:image/png;base64," + base64.b64encode(bytes(range(256)) * 2000).decode()
@@ -44,8 +44,12 @@ def fill(store: Any) -> None:
         {"id": "u2", "role": "user", "parts": [{"type": "text", "text": "this picture"}, picture]}
     )
     trip.update_state({"step": 2, "user:home": "Porto", "app:season": "spring"})
-    store.append_messages(APP, "trip", [user("second root", id="r2")], None, state_delta={"k": 1})
-    store.append_messages(APP, "trip", [assistant("on r2", id="r2a")], state_delta={"k": 2})
+    store.append_messages(
+        APP, "trip", [normalize_message(user("second root", id="r2"))], None, state_delta={"k": 1}
+    )
+    store.append_messages(
+        APP, "trip", [normalize_message(assistant("on r2", id="r2a"))], state_delta={"k": 2}
+    )
     store.add_compaction(APP, "trip", "They talked about hotels.", "u1", "a2")
     store.set_block(APP, "session", "trip", "notes", "Prefers quiet areas.")
     store.set_block(APP, "user", "ana", "profile", "Lives in Porto.")
@@ -54,8 +58,8 @@ def fill(store: Any) -> None:
     store.add_usage(APP, "trip", 1200, 350, 0.0042)
     store.set_head(APP, "trip", "a1")
     manager.fork("trip", "a2", name="fork of trip")
-    store.append_messages(APP, "anon", [user("no owner", id="n1")])
-    store.append_messages("other", "elsewhere", [user("other app", id="o1")])
+    store.append_messages(APP, "anon", [normalize_message(user("no owner", id="n1"))])
+    store.append_messages("other", "elsewhere", [normalize_message(user("other app", id="o1"))])
 
 
 def _rows(store: Any, tables: tuple[str, ...], skip: frozenset[str] = frozenset()) -> Any:
@@ -247,6 +251,7 @@ def test_any_tree_round_trips(
     ids = [f"m{i}" for i in range(len(tree))]
     for i, (parent, role, text) in enumerate(tree):
         message = {"id": ids[i], "role": role, "parts": [{"type": "text", "text": text}]}
+        message["createdAt"] = "2026-01-01T00:00:00.000Z"  # as normalised: import sets it
         source.append_messages("a", "s", [message], None if parent is None else ids[parent])
     if state:
         source.update_state("a", "s", None, state)

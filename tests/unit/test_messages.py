@@ -244,7 +244,13 @@ def test_input_is_never_mutated_and_output_is_deep_copy() -> None:
         ({"role": "user", "content": "x", "metadata": {"k": "\udfff"}}, "UTF-8"),
         ({"role": "user", "content": "x", "extra": {1, 2}}, "JSON"),
         ({"role": "user", "content": "x", "metadata": {"f": float("nan")}}, "JSON"),
-        ({"role": "user", "parts": [{"type": "text", "text": object()}]}, "JSON"),
+        ({"role": "user", "parts": [{"type": "data-x", "data": object()}]}, "JSON"),
+        # Amendment 13: text parts hold strings, roles are the four stored ones.
+        ({"role": "user", "parts": [{"type": "text", "text": object()}]}, "string 'text'"),
+        ({"role": "user", "parts": [{"type": "text", "text": None}]}, "string 'text'"),
+        ({"role": "user", "parts": [{"type": "reasoning"}]}, "string 'text'"),
+        ({"role": "robot", "content": "x"}, "'robot'"),
+        ({"role": "model", "parts": []}, "'model'"),
     ],
 )
 def test_invalid_messages_raise(message: object, fragment: str) -> None:

@@ -155,16 +155,19 @@ def _opener(
     size_policy: str | None = None,
     max_message_bytes: int | None = None,
 ) -> Callable[[], Store]:
-    """What ``connect`` opens, checked but not opened yet (no I/O): call it to open."""
-    text = os.fspath(url)
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError(f"connect() needs a store URL or path; supported: {SUPPORTED}")
+    """What ``connect`` opens, checked but not opened yet (no I/O): call it to open. Every
+    bad option is an ``InvalidArgumentError`` naming it (amendment 14)."""
+    text = _url_text(url)
     if not isinstance(read_only, bool):
         raise InvalidArgumentError(
             f"read_only must be True or False, got {type(read_only).__name__}"
         )
+    if clock is not None and not callable(clock):
+        raise InvalidArgumentError(f"clock must be a function, got {type(clock).__name__}")
     scheme = _scheme(text)
-    if scheme is None:
+    # A bare path takes the options of a sqlite:// URL after "?" (a file: URI keeps SQLite's).
+    bare_options = scheme is None and "?" in text and not text.startswith("file:")
+    if scheme is None and not bare_options:
         sizes = _size_options({}, size_policy, max_message_bytes)
         return partial(SQLiteStore, text, clock=clock, **_read_only(read_only, text), **sizes)
     text, from_url = _take_size_options(text)
@@ -176,14 +179,30 @@ def _opener(
                 "role or to a standby (e.g. ?target_session_attrs=read-only)"
             )
         return partial(PostgresStore, text, clock=clock, **sizes)
-    if scheme == "sqlite":
-        path, options = _parse_sqlite_url(text)
+    if scheme == "sqlite" or bare_options:
+        path, options = _parse_sqlite_url(text) if scheme else _parse_bare_path(text)
         if read_only:
             if options.get("read_only") is False:
                 raise InvalidArgumentError(f"read_only=True contradicts mode=rw in {text!r}")
             options.update(_read_only(read_only, path))
         return partial(SQLiteStore, path, clock=clock, **options, **sizes)
-    raise ValueError(f"unsupported store URL scheme {scheme!r}; supported: {SUPPORTED}")
+    raise InvalidArgumentError(f"unsupported store URL scheme {scheme!r}; supported: {SUPPORTED}")
+
+
+def _url_text(url: object) -> str:
+    """``url`` as text, or ``InvalidArgumentError`` naming what is wrong with it."""
+    if not isinstance(url, (str, os.PathLike)):
+        raise InvalidArgumentError(
+            f"url must be a store URL or path (str or os.PathLike), got {type(url).__name__}"
+        )
+    text = os.fspath(url)
+    if not isinstance(text, str):
+        raise InvalidArgumentError("url must be a text path, not bytes")
+    if not text.strip():
+        raise InvalidArgumentError(f"connect() needs a store URL or path; supported: {SUPPORTED}")
+    if "\x00" in text:
+        raise InvalidArgumentError("url must not contain a NUL character")
+    return text
 
 
 def _scheme(url: str) -> str | None:
@@ -217,12 +236,14 @@ _SIZE_KEYS = ("size_policy", "max_message_bytes")
 def _take_size_options(url: str) -> tuple[str, dict[str, str]]:
     """The URL without its size options, and those options (they apply to every backend)."""
     parts = urlsplit(url)
-    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    pairs = _query_pairs(parts.query)
     found = {k: v for k, v in pairs if k in _SIZE_KEYS}
     if not found:
         return url, {}
-    rest = "&".join(f"{k}={v}" if v else k for k, v in pairs if k not in _SIZE_KEYS)
-    # Rebuilt by hand: urlunsplit would turn sqlite:////abs.db into sqlite://abs.db.
+    # The other options are kept byte for byte (libpq reads "options=-csearch_path%3Dx" as
+    # written, not decoded); rebuilt by hand: urlunsplit turns sqlite:////a.db into sqlite://a.db.
+    kept = [p for p in parts.query.split("&") if unquote(p.partition("=")[0]) not in _SIZE_KEYS]
+    rest = "&".join(kept)
     return url.split("?", 1)[0] + (f"?{rest}" if rest else ""), found
 
 
@@ -237,7 +258,7 @@ def _size_options(
         try:
             options["max_message_bytes"] = int(from_url["max_message_bytes"])
         except ValueError:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"max_message_bytes must be an integer, got {from_url['max_message_bytes']!r}"
             ) from None
     if size_policy is not None:
@@ -256,26 +277,70 @@ def _read_only(read_only: bool, path: str) -> dict[str, Any]:
     return {"read_only": True}
 
 
+def _query_pairs(query: str) -> list[tuple[str, str]]:
+    """The ``key=value`` pairs of a URL query; a key given twice is refused (which one
+    was meant?)."""
+    pairs = parse_qsl(query, keep_blank_values=True)
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise InvalidArgumentError(f"store URL option {key!r} is given twice")
+        seen.add(key)
+    return pairs
+
+
 def _parse_sqlite_url(url: str) -> tuple[str, dict[str, Any]]:
     parts = urlsplit(url)
     if parts.netloc not in ("", "localhost"):
-        raise ValueError(f"sqlite URLs take no host ({url!r}); use sqlite:///relative.db")
+        raise InvalidArgumentError(f"sqlite URLs take no host ({url!r}); use sqlite:///relative.db")
     path = unquote(parts.path)
     # urlsplit keeps the slash after the (empty) host: "/rel.db" -> "rel.db", "//abs" -> "/abs".
     path = path[1:] if path.startswith("/") else path
     if path in ("", ":memory:"):
         path = ":memory:"
+    return path, _sqlite_options(parts.query)
+
+
+def _parse_bare_path(text: str) -> tuple[str, dict[str, Any]]:
+    """``/data/agent.db?synchronous=full``: the path as written, its options as a URL's."""
+    path, _, query = text.partition("?")
+    if not path.strip():
+        raise InvalidArgumentError("a store path needs a file name before its '?' options")
+    return path, _sqlite_options(query)
+
+
+def _sqlite_options(query: str) -> dict[str, Any]:
+    """The SQLiteStore options of a URL query (size options already taken out)."""
     options: dict[str, Any] = {}
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
-        if key == "synchronous":
+    for key, value in _query_pairs(query):
+        if key == "synchronous" and value.lower() in ("normal", "full"):
             options["synchronous"] = value
-        elif key in ("busy_timeout", "timeout"):
-            options["busy_timeout"] = float(value)
+        elif key in ("busy_timeout", "timeout") and _seconds(value) is not None:
+            options["busy_timeout"] = _seconds(value)
         elif key == "mode" and value in ("ro", "rw"):
             options["read_only"] = value == "ro"
+        elif key in _SQLITE_TAKES:
+            raise InvalidArgumentError(f"{key} must be {_SQLITE_TAKES[key]}, got {value!r}")
         else:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"unknown sqlite URL option {key}={value!r}; known: synchronous, busy_timeout, "
-                "mode=ro"
+                "mode, size_policy, max_message_bytes"
             )
-    return path, options
+    return options
+
+
+_SQLITE_TAKES = {
+    "synchronous": "'normal' or 'full'",
+    "busy_timeout": "a number of seconds >= 0",
+    "timeout": "a number of seconds >= 0",
+    "mode": "'ro' or 'rw'",
+}
+
+
+def _seconds(value: str) -> float | None:
+    """A non-negative, finite number of seconds, else ``None``."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if 0 <= seconds < float("inf") else None

@@ -20,7 +20,7 @@ from typing import Any
 
 from threadline._state import scope_of
 from threadline._validate import INT64_MAX
-from threadline.errors import InvalidArgumentError
+from threadline.errors import InvalidArgumentError, StoreError
 from threadline.messages import dumps
 from threadline.types import SessionInfo
 
@@ -307,6 +307,7 @@ __all__ = [
     "merge_undo",
     "now_us",
     "row_to_session_info",
+    "schema_version_of",
     "state_owner",
     "state_undo",
     "stored_delta",
@@ -328,3 +329,25 @@ def check_usage_sums(current: Sequence[Any], added: Sequence[Any]) -> None:
         total = old + new
         if (isinstance(total, int) and total > INT64_MAX) or not math.isfinite(float(total)):
             raise InvalidArgumentError(f"usage counters would overflow: {name}")
+
+
+def schema_version_of(value: object) -> int:
+    """The schema version stored in ``tl_meta`` (text), or ``StoreError`` when it is not a
+    version number — a damaged or foreign ``tl_meta``, which no migration may touch.
+
+    >>> schema_version_of("5")
+    5
+    >>> schema_version_of("abc")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    threadline.errors.StoreError: store operation 'open' failed: ... schema_version 'abc', not ...
+    """
+    text = value if isinstance(value, str) else None
+    if text is None or not text.isascii() or not text.isdigit():
+        raise StoreError(
+            "open",
+            ValueError(
+                f"tl_meta holds schema_version {value!r}, not a version number "
+                "(a damaged or foreign database)"
+            ),
+        )
+    return int(text)

@@ -12,11 +12,16 @@ from threadline.errors import InvalidArgumentError
 from threadline.store._common import state_owner
 from threadline.store._values import SessionDump
 
+MAX_SEQ = 2**53
+"""The highest ``seq``/``last_seq`` a dump may carry: every later append adds one, so a
+store's 64-bit counter never overflows, and a JavaScript client reads it exactly."""
+
 
 def check_dump(dump: SessionDump) -> None:
     """Raise ``InvalidArgumentError`` unless ``dump`` is a consistent session: every parent
     before its child, unique message ids, increasing ``seq`` (``last_seq`` at least the
-    highest), head, undo records and overlay ends naming messages of the dump, every
+    highest, at most :data:`MAX_SEQ`), head, undo records and overlay ends naming messages of
+    the dump, unique overlay ids, every
     state key stored under the owner its scope names, and metadata and state values that
     the library's own writes would take (JSON, nested at most ``MAX_DEPTH`` levels: a
     deeper value would otherwise fail with ``RecursionError`` while being written).
@@ -52,9 +57,15 @@ def check_dump(dump: SessionDump) -> None:
         raise InvalidArgumentError("state_undo names a message that is not in the dump")
     if dump.last_seq < last_seq:
         raise InvalidArgumentError("last_seq is lower than a message's seq")
+    if dump.last_seq > MAX_SEQ:
+        raise InvalidArgumentError(f"last_seq is over {MAX_SEQ} (2**53)")
+    overlays: set[str] = set()
     for overlay in dump.compactions:
         if overlay.from_message_id not in seen or overlay.to_message_id not in seen:
             raise InvalidArgumentError(f"overlay {overlay.id!r} names unknown messages")
+        if overlay.id in overlays:
+            raise InvalidArgumentError(f"overlay id {overlay.id!r} appears twice")
+        overlays.add(overlay.id)
     session_id, user_id = dump.info.id, dump.info.user_id
     check_json("session metadata", dump.info.metadata)
     if user_id is None and (dump.user_state or dump.user_blocks):

@@ -12,6 +12,10 @@ store's own signature; the few methods whose session arguments sit elsewhere are
 ['m1']
 >>> s1.get_head()["id"], s1.get_path_length()
 ('m1', 1)
+
+Messages written through a handle are normalised and validated as ``Session.append_message``
+does it (``threadline.messages.normalize_message``: ``content`` becomes a text part, a missing
+``createdAt`` is set, a role outside ``system``/``user``/``assistant``/``tool`` is refused).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
+from threadline.messages import normalize_message, normalize_messages
 from threadline.store.base import Store
 from threadline.types import AUTO, AutoType, Message, SearchHit, SessionInfo
 
@@ -79,6 +84,9 @@ class SessionStore:
         self.size_policy = size_policy
         self.max_message_bytes = max_message_bytes
 
+    #: Set by ``Session``, which normalises every message itself before it gets here.
+    _takes_normalised = False
+
     def __repr__(self) -> str:
         return f"SessionStore(app={self.app!r}, session_id={self.session_id!r})"
 
@@ -109,17 +117,18 @@ class SessionStore:
         parent_id: str | AutoType | None = AUTO,
         state_delta: Mapping[str, Any] | None = None,
     ) -> list[Message]:
-        """``Store.append_messages`` as this session's user.
+        """``Store.append_messages`` as this session's user, of the messages normalised as
+        ``Session.append_messages`` does (``normalize_messages``).
 
         >>> import threadline
         >>> h = threadline.connect(":memory:").session("default", "s1")
-        >>> len(h.append_messages([{"id": "a", "role": "user", "parts": []}]))
-        1
+        >>> [m["parts"] for m in h.append_messages([{"id": "a", "role": "user", "content": "hi"}])]
+        [[{'type': 'text', 'text': 'hi'}]]
         """
         return self.store.append_messages(
             self.app,
             self.session_id,
-            messages,
+            messages if self._takes_normalised else normalize_messages(messages),
             parent_id,
             user_id=self.user_id,
             state_delta=state_delta,
@@ -128,7 +137,8 @@ class SessionStore:
         )
 
     def update_message(self, message: Message) -> Message:
-        """``Store.update_message`` under this session's size policy.
+        """``Store.update_message`` under this session's size policy, of the message
+        normalised as ``Session.update_message`` does (``createdAt`` kept when not given).
 
         >>> import threadline
         >>> h = threadline.connect(":memory:").session("default", "s1")
@@ -137,6 +147,8 @@ class SessionStore:
         >>> h.update_message(edited)["parts"][0]["text"]
         'x'
         """
+        if not self._takes_normalised:
+            message = self._normalised(message)
         return self.store.update_message(
             self.app,
             self.session_id,
@@ -144,6 +156,13 @@ class SessionStore:
             size_policy=self.size_policy,
             max_message_bytes=self.max_message_bytes,
         )
+
+    def _normalised(self, message: Message) -> Message:
+        created = message.get("createdAt") if isinstance(message, dict) else None
+        if created is None and isinstance(message, dict) and isinstance(message.get("id"), str):
+            current = self.store.get_message(self.app, self.session_id, message["id"])
+            created = current.get("createdAt") if current is not None else None
+        return normalize_message(message, now=created if isinstance(created, str) else None)
 
     def read_attachment(self, ref: object) -> bytes | str:
         """An attachment of this session's app (``Store.read_attachment``).

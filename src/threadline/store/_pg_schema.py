@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from threadline._search_query import GLUED, WIDE_CLASS
 from threadline.errors import ThreadlineError
+from threadline.store._common import schema_version_of
 
 if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
     from psycopg import Connection
@@ -217,7 +218,7 @@ def _stored_version(conn: PgConn) -> int:
     if row is None or not row[0]:
         return 0
     found = conn.execute("SELECT value FROM tl_meta WHERE key = 'schema_version'").fetchone()
-    return int(found[0]) if found else 0
+    return schema_version_of(found[0]) if found else 0
 
 
 def _trgm_schema(conn: PgConn) -> str | None:

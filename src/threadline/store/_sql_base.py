@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, Self, TypeVar
 
-from threadline._attachments import ATTACH_MIN_BYTES, MARKER_JSON, Blob, extract
+from threadline._attachments import ATTACH_MIN_BYTES, MARKER_JSON, Blob, extract, refuse_marker
 from threadline._search_query import MatchMode, Term
 from threadline._validate import check_max_message_bytes, check_size_policy
 from threadline.errors import (
@@ -20,6 +20,7 @@ from threadline.errors import (
     SessionNotFoundError,
 )
 from threadline.messages import (
+    check_message,
     encode_message,
     parse_timestamp,
 )
@@ -201,12 +202,7 @@ def _encode_row(message: Message, policy: str, max_bytes: int) -> EncodedRow:
     (a large message is encoded twice; its hashing and storing cost far more).
     ``enforce_row_size`` only runs when the size measured here says it may be needed.
     """
-    if (
-        not isinstance(message, dict)
-        or not isinstance(message.get("id"), str)
-        or not isinstance(message.get("role"), str)
-    ):
-        raise InvalidMessageError("the store takes normalised messages (string id and role)")
+    check_message(message)  # every way in: the shape normalize_message gives
     try:  # encoding is the check: nesting, lone surrogates, NaN and non-JSON values all fail
         data = encode_message(message)
         size = _utf8_size(data)
@@ -215,8 +211,12 @@ def _encode_row(message: Message, policy: str, max_bytes: int) -> EncodedRow:
             row, blobs, extra = extract(message)
             data = encode_message(row)
             size = _utf8_size(data) + extra
+        else:  # stored whole: a forged reference would be resolved on read
+            refuse_marker(message, data)
     except RecursionError:
         raise InvalidMessageError("message is nested too deeply") from None
+    except InvalidMessageError:
+        raise  # the reserved key: already says what is wrong
     except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError
         raise InvalidMessageError(f"message is not storable JSON: {exc}") from None
     if size > max_bytes:

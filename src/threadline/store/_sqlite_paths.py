@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import urllib.parse
 
+from threadline.errors import InvalidArgumentError
+
 __all__ = ["is_memory", "opens_read_only", "read_only_path"]
 
 
@@ -36,17 +38,17 @@ def read_only_path(path: str) -> str:
     >>> read_only_path("file:/tmp/a.db?mode=rw")
     Traceback (most recent call last):
     ...
-    ValueError: read_only=True contradicts mode=rw in 'file:/tmp/a.db?mode=rw'
+    threadline.errors.InvalidArgumentError: read_only=True contradicts mode=rw in 'file:...?mode=rw'
     """
     if is_memory(path):
-        raise ValueError("an in-memory store cannot be opened read-only")
+        raise InvalidArgumentError("an in-memory store cannot be opened read-only")
     if not path.startswith("file:"):
         return f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
     mode = _uri_options(path).get("mode")
     if mode == "ro":
         return path
     if mode is not None:
-        raise ValueError(f"read_only=True contradicts mode={mode} in {path!r}")
+        raise InvalidArgumentError(f"read_only=True contradicts mode={mode} in {path!r}")
     base, _, fragment = path.partition("#")
     joined = f"{base}{'&' if '?' in base else '?'}mode=ro"
     return f"{joined}#{fragment}" if fragment else joined

@@ -126,12 +126,16 @@ def split_pool_options(url: str) -> tuple[str, int, int]:
     parts = urlsplit(url)
     sizes = dict(POOL_DEFAULTS)
     kept: list[str] = []
+    given: set[str] = set()
     for piece in parts.query.split("&") if parts.query else []:
         key, _, value = piece.partition("=")
         name = unquote(key)
         if name not in sizes:
             kept.append(piece)
             continue
+        if name in given:
+            raise InvalidArgumentError(f"store URL option {name!r} is given twice")
+        given.add(name)
         try:
             sizes[name] = int(unquote(value))
         except ValueError:

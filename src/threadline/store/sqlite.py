@@ -30,7 +30,8 @@ from datetime import datetime
 from typing import Any
 
 from threadline._search_query import MatchMode, Term
-from threadline.errors import StoreError, ThreadlineError
+from threadline.errors import InvalidArgumentError, StoreError, ThreadlineError
+from threadline.store._common import schema_version_of
 from threadline.store._sql import (
     MAX_MESSAGE_BYTES,
     OwnerFilter,
@@ -104,9 +105,17 @@ class SQLiteStore(SQLiteIndex):
             path = read_only_path(path)
         mode = _SYNCHRONOUS.get(str(synchronous).lower())
         if mode is None:
-            raise ValueError(f"synchronous must be 'normal' or 'full', got {synchronous!r}")
-        if isinstance(busy_timeout, bool) or not busy_timeout >= 0:
-            raise ValueError(f"busy_timeout must be a non-negative number, got {busy_timeout!r}")
+            raise InvalidArgumentError(
+                f"synchronous must be 'normal' or 'full', got {synchronous!r}"
+            )
+        if (
+            isinstance(busy_timeout, bool)
+            or not isinstance(busy_timeout, (int, float))
+            or not 0 <= busy_timeout < float("inf")
+        ):
+            raise InvalidArgumentError(
+                f"busy_timeout must be a non-negative number of seconds, got {busy_timeout!r}"
+            )
         self.path = path
         self._read_only = opens_read_only(path)
         self._lock = threading.RLock()
@@ -159,7 +168,7 @@ class SQLiteStore(SQLiteIndex):
             row = self._conn.execute(_SQL_VERSION).fetchone()
         except sqlite3.OperationalError:
             return 0  # no tl_meta yet
-        return int(row[0]) if row else 0
+        return schema_version_of(row[0]) if row else 0
 
     def _migrate(self) -> None:
         """Create or upgrade the schema; safe when several processes open a new file at once."""

@@ -100,3 +100,13 @@ def test_a_batch_names_results_from_its_own_calls_and_the_path(store: Any) -> No
     result_b = {"role": "tool", "parts": [{**result["parts"][0], "toolCallId": "cb"}]}
     stored = session.append_messages([result, second, result_b])
     assert [_part(m)["type"] for m in stored] == ["tool-a", "tool-b", "tool-b"]
+
+
+def test_the_head_path_is_searched_when_newer_messages_are_on_another_branch(store: Any) -> None:
+    session = Session.create(store).for_session("checked-out")
+    root = session.append_message(user("hi"))
+    call = session.append_message(CALL)
+    session.append_messages([assistant("elsewhere"), assistant("newer")], root["id"])
+    session.checkout(call["id"])  # the newest rows by seq are not the head's path
+    stored = session.append_message(RESULT)
+    assert _part(stored)["type"] == "tool-weather"

@@ -88,7 +88,11 @@ def connect(
     ``"truncate"`` (shrunk by ``enforce_row_size``) or ``"error"``
     (``MessageTooLargeError``); over ``max_message_bytes`` (default 64 MiB) every policy
     raises ``MessageTooLargeError``. Both may also be URL query parameters
-    (``?size_policy=error&max_message_bytes=1000000``); docs/attachments.md.
+    (``?size_policy=error&max_message_bytes=1000000``); docs/attachments.md. A bare path
+    takes the same ``?option=`` suffix as a ``sqlite://`` URL (``agent.db?synchronous=full``;
+    a ``file:`` URI keeps SQLite's own). An unknown, repeated or invalid option, or an
+    argument of the wrong type, raises ``InvalidArgumentError`` naming it, before anything is
+    opened or created.
 
     >>> store = connect(":memory:")
     >>> isinstance(store, SQLiteStore)
@@ -236,7 +240,8 @@ _SIZE_KEYS = ("size_policy", "max_message_bytes")
 def _take_size_options(url: str) -> tuple[str, dict[str, str]]:
     """The URL without its size options, and those options (they apply to every backend)."""
     parts = urlsplit(url)
-    pairs = _query_pairs(parts.query)
+    # Only ours are checked for repeats: the others are libpq's (or SQLite's, checked later).
+    pairs = _query_pairs(parts.query, only=_SIZE_KEYS)
     found = {k: v for k, v in pairs if k in _SIZE_KEYS}
     if not found:
         return url, {}
@@ -277,13 +282,13 @@ def _read_only(read_only: bool, path: str) -> dict[str, Any]:
     return {"read_only": True}
 
 
-def _query_pairs(query: str) -> list[tuple[str, str]]:
-    """The ``key=value`` pairs of a URL query; a key given twice is refused (which one
-    was meant?)."""
+def _query_pairs(query: str, only: tuple[str, ...] | None = None) -> list[tuple[str, str]]:
+    """The ``key=value`` pairs of a URL query; a key given twice (one of ``only`` when
+    given) is refused: which one was meant?"""
     pairs = parse_qsl(query, keep_blank_values=True)
     seen: set[str] = set()
     for key, _ in pairs:
-        if key in seen:
+        if key in seen and (only is None or key in only):
             raise InvalidArgumentError(f"store URL option {key!r} is given twice")
         seen.add(key)
     return pairs

@@ -15,11 +15,13 @@ import math
 import os
 import re
 import time
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
+from threadline._roles import ROLES, fold_message_role, fold_role, restore_role, stored_role
 from threadline.errors import InvalidMessageError
-from threadline.formats._common import plain
+from threadline.formats._common import has_output, is_result_only, plain
 from threadline.formats._openai_chat import (
     chat_converter,
     from_openai_chat,
@@ -29,14 +31,6 @@ from threadline.types import Message
 
 OVERLAY_ID_PREFIX = "compaction_"
 """Ids with this prefix belong to compaction overlays and are refused for stored messages."""
-
-ROLES = ("system", "user", "assistant", "tool")
-"""The roles a stored message may have; other APIs' roles arrive through the converters
-(``threadline.formats``), which keep the original under ``providerMetadata``."""
-
-_LEGACY_ROLES = {"developer": ("system", "openai"), "model": ("assistant", "google")}
-# Other APIs' roles that older releases stored as is: the role a converter gives them and the
-# providerMetadata entry the original is kept under (where that converter's to_* finds it).
 
 SKILL_LOAD_TOOL = "load_context"
 _UNLOADED_PREFIX = "[skill unloaded"
@@ -284,29 +278,6 @@ def check_message(message: object) -> Message:
     if created is not None and not isinstance(created, str):
         raise InvalidMessageError(f"'createdAt' must be a string, got {type(created).__name__}")
     return message
-
-
-def fold_role(message: Message) -> Message:
-    """``message`` with a role older releases stored from another API (``developer``,
-    ``model``) mapped the way the converters map it: the role they give it, the original
-    kept under ``providerMetadata`` where the matching ``to_*`` restores it. Import and
-    ``fork`` copies run it; any other message is returned unchanged (the same object).
-
-    >>> folded = fold_role({"id": "m1", "role": "developer", "parts": []})
-    >>> folded["role"], folded["providerMetadata"]
-    ('system', {'openai': {'role': 'developer'}})
-    >>> fold_role({"id": "m2", "role": "model", "parts": []})["providerMetadata"]
-    {'google': {'role': 'model'}}
-    """
-    role = message.get("role")
-    if not isinstance(role, str) or role not in _LEGACY_ROLES:
-        return message
-    mapped, provider = _LEGACY_ROLES[role]
-    meta = message.get("providerMetadata")
-    meta = dict(meta) if isinstance(meta, dict) else {}
-    entry = meta.get(provider)
-    meta[provider] = {**(entry if isinstance(entry, dict) else {}), "role": role}
-    return {**message, "role": mapped, "providerMetadata": meta}
 
 
 def _normalize_parts(message: dict[str, Any]) -> list[Any]:
@@ -557,13 +528,6 @@ def tool_name_of(part: object) -> str | None:
     return kind[len("tool-") :] if kind.startswith("tool-") else None
 
 
-def _has_output(part: dict[str, Any]) -> bool:
-    state = part.get("state")
-    if isinstance(state, str):
-        return state.startswith("output")
-    return "output" in part or "errorText" in part
-
-
 def function_calls(message: object) -> list[dict[str, Any]]:
     """The tool calls a message makes, ADK-TS ``event.getFunctionCalls()`` style: one
     ``{"id", "name", "args"}`` per tool part carrying a call (its ``input``; a part holding
@@ -577,7 +541,7 @@ def function_calls(message: object) -> list[dict[str, Any]]:
     calls = []
     for part in parts_of(message):
         # A call carries its input, or still awaits it; a result-only part is no call.
-        if not is_tool_part(part) or ("input" not in part and _has_output(part)):
+        if not is_tool_part(part) or ("input" not in part and has_output(part)):
             continue
         call_id = part.get("toolCallId")
         calls.append(
@@ -602,7 +566,7 @@ def function_responses(message: object) -> list[dict[str, Any]]:
     """
     responses = []
     for part in parts_of(message):
-        if not is_tool_part(part) or not _has_output(part):
+        if not is_tool_part(part) or not has_output(part):
             continue
         response = part["output"] if "output" in part else {"error": part.get("errorText")}
         call_id = part.get("toolCallId")
@@ -614,6 +578,121 @@ def function_responses(message: object) -> list[dict[str, Any]]:
             }
         )
     return responses
+
+
+UNNAMED_TOOL = "unknown"
+"""The ``toolName`` a converter gives a ``dynamic-tool`` result whose call it did not see."""
+
+TOOL_NAME_WINDOW = 200
+"""How many messages of the parent's path an append searches for a tool result's call."""
+
+
+def is_unnamed_result(part: object) -> bool:
+    """True for a tool result that does not know its tool: a result-only ``dynamic-tool``
+    part with a string ``toolCallId`` and no ``toolName`` (or :data:`UNNAMED_TOOL`).
+
+    >>> is_unnamed_result({"type": "dynamic-tool", "toolCallId": "c1", "toolName": "unknown",
+    ...                    "state": "output-available", "output": "rain"})
+    True
+    """
+    if not isinstance(part, dict) or part.get("type") != "dynamic-tool":
+        return False
+    name = part.get("toolName")
+    unnamed = not isinstance(name, str) or name in ("", UNNAMED_TOOL)
+    return unnamed and isinstance(part.get("toolCallId"), str) and is_result_only(part)
+
+
+def tool_call_names(messages: Iterable[object]) -> dict[str, tuple[str, str]]:
+    """Call id → ``(part type, tool name)`` of every named tool part in ``messages``.
+
+    >>> tool_call_names([tool_call("weather", {"city": "Oslo"}, tool_call_id="c1")])
+    {'c1': ('tool-weather', 'weather')}
+    """
+    names: dict[str, tuple[str, str]] = {}
+    for message in messages:
+        for part in parts_of(message):
+            call_id, name = part.get("toolCallId"), tool_name_of(part)
+            if isinstance(call_id, str) and name and not is_unnamed_result(part):
+                names[call_id] = (part["type"], name)
+    return names
+
+
+def name_tool_results(messages: Sequence[Message], earlier: Iterable[object] = ()) -> list[Message]:
+    """``messages`` with each unnamed tool result (:func:`is_unnamed_result`) named after its
+    call, looked for in ``earlier`` (the path before them, oldest first) and in the messages
+    before it; unchanged messages are returned as they are (not copied). A call's own
+    message is never changed: the result takes the call's part type and tool name.
+
+    >>> call = tool_call("weather", {"city": "Oslo"}, tool_call_id="c1")
+    >>> result = {"role": "tool", "parts": [{"type": "dynamic-tool", "toolCallId": "c1",
+    ...     "toolName": "unknown", "state": "output-available", "output": "rain"}]}
+    >>> name_tool_results([result], [call])[0]["parts"][0]["type"]
+    'tool-weather'
+    """
+    names = tool_call_names(earlier)
+    out: list[Message] = []
+    for message in messages:
+        parts = message.get("parts")
+        if isinstance(parts, list) and any(map(is_unnamed_result, parts)):
+            named = [_named(part, names) for part in parts]
+            if any(a is not b for a, b in zip(named, parts, strict=True)):
+                message = {**message, "parts": named}
+        names.update(tool_call_names([message]))
+        out.append(message)
+    return out
+
+
+def _named(part: Any, names: dict[str, tuple[str, str]]) -> Any:
+    found = names.get(part["toolCallId"]) if is_unnamed_result(part) else None
+    if found is None:
+        return part
+    kind, name = found
+    named = {key: kind if key == "type" else value for key, value in part.items()}
+    named["toolName"] = name
+    return named
+
+
+def answers_of(messages: Iterable[object]) -> dict[str, dict[str, Any]]:
+    """Call id → the result part that answers it from a later message (a result-only tool
+    part after the message holding the call): what presents a call and its result as one
+    step. A call that holds its own output needs no answer and is left out.
+
+    >>> call = tool_call("weather", {"city": "Oslo"}, tool_call_id="c1")
+    >>> result = {"role": "tool", "parts": [{"type": "tool-weather", "toolCallId": "c1",
+    ...     "state": "output-available", "output": "rain"}]}
+    >>> answers_of([call, result])["c1"]["output"]
+    'rain'
+    """
+    asked: set[str] = set()
+    answers: dict[str, dict[str, Any]] = {}
+    for message in messages:
+        parts = parts_of(message)
+        for part in parts:
+            call_id = part.get("toolCallId")
+            if is_tool_part(part) and isinstance(call_id, str):
+                if not is_result_only(part):
+                    asked.add(call_id)
+                elif call_id in asked and call_id not in answers:
+                    answers[call_id] = part
+    return answers
+
+
+def with_answer(part: dict[str, Any], answer: dict[str, Any] | None) -> dict[str, Any]:
+    """A call ``part`` still waiting, shown with its ``answer``'s state and output (or error);
+    ``part`` itself when it holds its own output or there is no answer.
+
+    >>> call = tool_call("weather", {"city": "Oslo"})["parts"][0]
+    >>> answered = with_answer(call, {"state": "output-error", "errorText": "offline"})
+    >>> answered["state"], answered["errorText"]
+    ('output-error', 'offline')
+    """
+    if answer is None or has_output(part):
+        return part
+    out = {**part, "state": answer.get("state", "output-available")}
+    for key in ("output", "errorText"):
+        if key in answer:
+            out[key] = answer[key]
+    return out
 
 
 def is_final_response(message: object) -> bool:
@@ -634,7 +713,7 @@ def is_final_response(message: object) -> bool:
     metadata = message.get("metadata")
     if isinstance(metadata, dict) and metadata.get("partial"):
         return False
-    return not any(is_tool_part(p) and not _has_output(p) for p in parts_of(message))
+    return not any(is_tool_part(p) and not has_output(p) for p in parts_of(message))
 
 
 def _skill_load(part: dict[str, Any]) -> tuple[str, str, str | None] | None:
@@ -691,29 +770,41 @@ def mark_skill_unloaded(message: Message, label: str, key: str) -> Message:
 __all__ = [
     "OVERLAY_ID_PREFIX",
     "ROLES",
+    "TOOL_NAME_WINDOW",
+    "UNNAMED_TOOL",
+    "answers_of",
     "assistant",
     "check_message",
     "compact_json",
     "decode_message",
     "encode_message",
+    "fold_message_role",
     "fold_role",
     "format_timestamp",
     "function_calls",
     "function_responses",
+    "has_output",
     "is_final_response",
     "is_overlay_id",
+    "is_result_only",
     "is_tool_part",
+    "is_unnamed_result",
     "mark_skill_unloaded",
+    "name_tool_results",
     "new_id",
     "normalize_message",
     "normalize_messages",
     "now_iso",
     "parse_timestamp",
     "parts_of",
+    "restore_role",
     "skill_loads_of",
+    "stored_role",
     "text_of",
     "tool_call",
+    "tool_call_names",
     "tool_name_of",
     "user",
     "validate_message_id",
+    "with_answer",
 ]

@@ -146,3 +146,38 @@ def test_a_long_chat_with_many_branches_builds_without_recursion(model_page: Any
     assert result["toggles"] == 50 - 5  # the branches off m100..m500 sit inside the summary
     assert result["reveal"] == {"lines": ["line:b49_0"], "summaries": []}
     assert result["revealHidden"] == {"lines": ["line:b3_0"], "summaries": ["c1"]}
+
+
+def test_a_call_and_its_result_stored_apart_are_one_answered_step(model_page: Any) -> None:
+    """Amendment 22: the call's card shows the result's state and output (not "called"),
+    on the branch the result is on; a result off the call's path answers nothing."""
+    result = model_page.evaluate(
+        """() => {
+          const call = { type: "tool-weather", toolCallId: "c1", toolName: "weather",
+            state: "input-available", input: { city: "Oslo" } };
+          const answer = { type: "tool-weather", toolCallId: "c1", toolName: "weather",
+            state: "output-error", errorText: "station offline" };
+          const messages = [
+            { id: "u", parentId: null, message: { id: "u", role: "user",
+              parts: [{ type: "text", text: "weather?" }] } },
+            { id: "a", parentId: "u", message: { id: "a", role: "assistant", parts: [call] } },
+            { id: "t", parentId: "a", message: { id: "t", role: "tool", parts: [answer] } },
+            { id: "x", parentId: "u", message: { id: "x", role: "tool", parts: [answer] } },
+          ];
+          const tree = window.tree.buildTree(messages, "t", []);
+          const view = { sessionId: "s", expandedLines: new Set(), expandedSummaries: new Set(),
+            onCheckout: () => {} };
+          const box = document.createElement("div");
+          box.appendChild(window.render.renderConversation(tree, view));
+          const card = box.querySelector('[data-id="a"] .card-body');
+          return {
+            answered: [...tree.answers.keys()],
+            from: tree.answers.get("a").get("c1").messageId,
+            pill: card.querySelector(".pill").textContent,
+            text: card.textContent,
+          };
+        }"""
+    )
+    assert result["answered"] == ["a"] and result["from"] == "t"
+    assert result["pill"] == "error"  # the result's state, not "called"
+    assert "station offline" in result["text"] and "Oslo" in result["text"]

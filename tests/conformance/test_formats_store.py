@@ -48,8 +48,8 @@ def test_chat_messages_appended_one_by_one_round_trip_too(store: Any) -> None:
     for message in CONVERSATION:
         session.append_message(message)
     history = session.get_history()
-    # A tool result appended alone does not see its call: it is kept as a dynamic-tool part.
-    assert history[3]["parts"][0]["type"] == "dynamic-tool"
+    # A tool result appended alone is named after its call on the path (clarification 32).
+    assert history[3]["parts"][0]["type"] == "tool-get_weather"
     assert to_openai_chat(history) == CONVERSATION
 
 

@@ -8,12 +8,13 @@ line saying how much was left out and how to see it (``--full``).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
-from threadline.messages import is_tool_part, parts_of, tool_name_of
+from threadline.messages import is_tool_part, parts_of, tool_name_of, with_answer
 
 __all__ = ["body", "clip", "prefixed"]
 
@@ -60,7 +61,8 @@ def _file(part: dict[str, Any]) -> Text:
 def _tool(part: dict[str, Any]) -> Text:
     line = Text("⚙ ", style="yellow")
     line.append(tool_name_of(part) or "tool", style="bold yellow")
-    line.append("(" + _json(part.get("input", "")) + ")")
+    if "input" in part or ("output" not in part and part.get("errorText") is None):
+        line.append("(" + _json(part.get("input", "")) + ")")  # a result alone has no input
     if "output" in part:
         line.append(" → ", style="yellow")
         line.append(_json(part["output"]))
@@ -72,14 +74,15 @@ def _tool(part: dict[str, Any]) -> Text:
     return line
 
 
-def _part(part: dict[str, Any]) -> Text | None:
+def _part(part: dict[str, Any], answers: Mapping[str, dict[str, Any]]) -> Text | None:
     kind = part.get("type")
     if kind == "text":
         return Text(str(part.get("text", "")))
     if kind == "reasoning":
         return Text("💭 " + str(part.get("text", "")), style="dim italic")
     if is_tool_part(part):
-        return _tool(part)
+        call_id = part.get("toolCallId")
+        return _tool(with_answer(part, answers.get(call_id) if isinstance(call_id, str) else None))
     if kind == "file":
         return _file(part)
     if kind in ("source-url", "source-document"):
@@ -90,15 +93,17 @@ def _part(part: dict[str, Any]) -> Text | None:
     return Text(f"[{kind}] " + _json(extra), style="dim")
 
 
-def body(message: dict[str, Any]) -> Text:
+def body(message: dict[str, Any], answers: Mapping[str, dict[str, Any]] | None = None) -> Text:
     """The message's parts, one per line: text as is, tool calls as ``⚙ name(input) →
-    output``, attachments as ``📎 media type (size)``, other parts by type.
+    output``, attachments as ``📎 media type (size)``, other parts by type. ``answers``
+    (call id → result part of a later message) shows a waiting call with its result.
 
     >>> body({"parts": [{"type": "text", "text": "hi"},
     ...                 {"type": "tool-f", "input": {"x": 1}, "output": "ok"}]}).plain
     'hi\\n⚙ f({"x": 1}) → ok'
     """
-    lines = [line for line in map(_part, parts_of(message)) if line is not None]
+    found = answers or {}
+    lines = [line for part in parts_of(message) if (line := _part(part, found)) is not None]
     if not lines:
         return Text("(no content)", style="dim")
     return Text("\n").join(lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.text import Text
@@ -10,7 +11,14 @@ from rich.text import Text
 from threadline.cli._render import body, clip, prefixed
 from threadline.cli._tree import covered_ids, layout
 from threadline.compaction.overlays import visible_overlays
-from threadline.messages import is_overlay_id
+from threadline.messages import (
+    TOOL_NAME_WINDOW,
+    answers_of,
+    is_overlay_id,
+    is_result_only,
+    is_tool_part,
+    parts_of,
+)
 from threadline.store.base import SessionDump
 from threadline.types import Compaction, Message
 
@@ -71,8 +79,37 @@ def _prefixes(row_level: int, opens: bool, cap: int) -> tuple[Text, Text, int]:
     return first, rest, level
 
 
+def tool_answers(dump: SessionDump) -> dict[str, dict[str, dict[str, Any]]]:
+    """Call message id → (call id → result part) for the results stored in later messages:
+    each result answers the nearest message above it (within :data:`TOOL_NAME_WINDOW`)
+    holding its call, so a call shows as answered on the branch its result is on."""
+    by_id = {node.message["id"]: node for node in dump.messages}
+    answers: dict[str, dict[str, dict[str, Any]]] = {}
+    for node in dump.messages:
+        for part in parts_of(node.message):
+            call_id = part.get("toolCallId")
+            if not (is_tool_part(part) and is_result_only(part) and isinstance(call_id, str)):
+                continue
+            up, steps = node.parent_id, 0
+            while up is not None and up in by_id and steps < TOOL_NAME_WINDOW:
+                if any(
+                    is_tool_part(p) and p.get("toolCallId") == call_id and not is_result_only(p)
+                    for p in parts_of(by_id[up].message)
+                ):
+                    answers.setdefault(up, {}).setdefault(call_id, part)
+                    break
+                up, steps = by_id[up].parent_id, steps + 1
+    return answers
+
+
 def _message_text(
-    message: Message, *, on_path: bool, is_head: bool, summarised: bool, depth: int | None
+    message: Message,
+    *,
+    on_path: bool,
+    is_head: bool,
+    summarised: bool,
+    depth: int | None,
+    answers: dict[str, dict[str, Any]] | None = None,
 ) -> Text:
     line = Text("● " if on_path else "○ ", style="green" if on_path else "bright_black")
     line.append(str(message.get("id")), style="bold")
@@ -84,7 +121,7 @@ def _message_text(
     if depth is not None:
         line.append(f" [branch depth {depth}]", style="dim")
     line.append("  ")
-    line.append_text(body(message))
+    line.append_text(body(message, answers))
     return line
 
 
@@ -106,6 +143,7 @@ def draw_tree(dump: SessionDump, console: Console, *, full: bool) -> Iterator[Te
     on_path = set(path)
     overlays = _Overlays(dump, path)
     by_id = {node.message["id"]: node.message for node in dump.messages}
+    answers = tool_answers(dump)
     pairs = ((node.message["id"], node.parent_id) for node in dump.messages)
     rows = layout(pairs, path)
     roots = sum(1 for row in rows if row.kind == "root") + (1 if rows else 0)
@@ -128,12 +166,15 @@ def draw_tree(dump: SessionDump, console: Console, *, full: bool) -> Iterator[Te
             is_head=row.message_id == dump.head_id,
             summarised=row.message_id in overlays.summarised,
             depth=row.level if row.level > level else None,
+            answers=answers.get(row.message_id),
         )
         yield from prefixed(first, rest, clip(text, console, width - len(rest), max_lines))
 
 
 def draw_history(messages: Sequence[Message]) -> Iterator[Text]:
-    """The messages of a history, in order, each under a line naming it; bodies in full."""
+    """The messages of a history, in order, each under a line naming it; bodies in full. A
+    call answered by a later message shows its result (one step)."""
+    answers = answers_of(messages)
     for message in messages:
         title = Text("── ", style="bright_black")
         title.append(str(message.get("id")), style="bold")
@@ -143,4 +184,4 @@ def draw_history(messages: Sequence[Message]) -> Iterator[Text]:
         if is_overlay_id(message.get("id")):
             title.append(" · summary overlay", style="blue")
         yield title
-        yield body(message)
+        yield body(message, answers)

@@ -15,15 +15,28 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from threadline._roles import fold_message_role, restore_role
 from threadline.errors import InvalidMessageError
 from threadline.formats._common import (
+    absent,
     data_of,
+    drop_absent,
+    has_output,
+    is_result_only,
     is_tool_part,
+    items_of,
+    mapping,
+    message_of,
     meta_of,
+    note_call,
+    parts_in,
     plain,
     rest,
+    result_value,
+    text_in,
     tool_call_part,
     tool_result_part,
+    typed_errors,
     with_meta,
 )
 
@@ -76,11 +89,12 @@ def _block_in(block: Any, names: dict[str, str]) -> dict[str, Any]:
         if isinstance(call_id, str):
             names[call_id] = name
         part = tool_call_part(name, call_id, block.get("input"))
-        return _meta(part, **rest(block, "type", "id", "name", "input"))
+        extra = {**rest(block, "type", "id", "name", "input"), **absent(block, "id", "input")}
+        return _meta(part, **extra)
     if kind == "tool_result":
         error = block.get("is_error") is True
         part = tool_result_part(block.get("tool_use_id"), names, block.get("content"), error=error)
-        extra = rest(block, "type", "tool_use_id", "content")
+        extra = {**rest(block, "type", "tool_use_id", "content"), **absent(block, "tool_use_id")}
         if "content" not in block:
             extra["content"] = "absent"
         return _meta(part, type="tool_result", **extra)
@@ -93,16 +107,16 @@ def _block_out(part: Mapping[str, Any]) -> Any:
     if kind == "data-anthropic":
         return part.get("data")
     if kind == "text":
-        return {"type": "text", "text": part.get("text", ""), **meta}
+        return {"type": "text", "text": text_in(part), **meta}
     if kind == "reasoning":
         if meta.get("type") == "redacted_thinking":
             return meta
-        return {"type": "thinking", "thinking": part.get("text", ""), **rest(meta, "type")}
+        return {"type": "thinking", "thinking": text_in(part), **rest(meta, "type")}
     if kind == "file":
         block_type = meta.pop("type", None) or (
             "image" if str(part.get("mediaType", "")).startswith("image/") else "document"
         )
-        source = dict(meta.pop("source", {}))
+        source = mapping(meta.pop("source", None))
         url = part.get("url")
         if isinstance(url, str) and url.startswith("data:"):
             source = {"type": "base64", "media_type": part.get("mediaType"), "data": data_of(url),
@@ -111,23 +125,24 @@ def _block_out(part: Mapping[str, Any]) -> Any:
             source = {"type": "url", "url": url, **source}
         return {"type": block_type, "source": source, **meta}
     if is_tool_part(part):
-        if meta.pop("type", None) == "tool_result" or part.get("state") in (
-            "output-available",
-            "output-error",
-        ):
-            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.get("toolCallId")}
-            if meta.pop("content", None) != "absent":
-                block["content"] = part.get("output")
-            return {**block, **meta}
+        if meta.pop("type", None) == "tool_result" or is_result_only(part):
+            return _result_block(part, meta)
         name = part.get("toolName") or str(kind).removeprefix("tool-")
-        return {
-            "type": "tool_use",
-            "id": part.get("toolCallId"),
-            "name": name,
-            "input": part.get("input"),
-            **meta,
-        }
+        shape = {"absent_keys": meta.pop("absent_keys", None)}
+        use = {"type": "tool_use", "id": part.get("toolCallId"), "name": name,
+               "input": part.get("input")}  # fmt: skip
+        return {**drop_absent(use, shape, "id", "input"), **meta}
     return None
+
+
+def _result_block(part: Mapping[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.get("toolCallId")}
+    drop_absent(block, {"absent_keys": meta.pop("absent_keys", None)}, "tool_use_id")
+    if meta.pop("content", None) != "absent":
+        block["content"] = result_value(part)
+    if part.get("state") == "output-error" and "is_error" not in meta:
+        block["is_error"] = True  # a native failed call (from_anthropic keeps its own flag)
+    return {**block, **meta}
 
 
 def _message_in(message: Mapping[str, Any], names: dict[str, str]) -> dict[str, Any]:
@@ -143,7 +158,7 @@ def _message_in(message: Mapping[str, Any], names: dict[str, str]) -> dict[str, 
     else:
         raise InvalidMessageError("Anthropic 'content' is a string or a list of blocks")
     out: dict[str, Any] = {"role": message["role"], "parts": parts}
-    return _meta(out, **meta)
+    return fold_message_role(_meta(out, **meta), _ANTHROPIC)  # clarification 25
 
 
 def from_anthropic(
@@ -154,12 +169,14 @@ def from_anthropic(
     >>> from_anthropic([{"role": "user", "content": "Hi"}], system="Be brief.")[0]["role"]
     'system'
     """
-    names: dict[str, str] = {}
-    out: list[dict[str, Any]] = []
-    if system is not None:
-        out.append(_message_in({"role": "system", "content": system}, names))
-    out.extend(_message_in(plain(message), names) for message in messages)
-    return out
+    with typed_errors("from_anthropic"):
+        names: dict[str, str] = {}
+        out: list[dict[str, Any]] = []
+        items = items_of(messages, "from_anthropic")
+        if system is not None:
+            out.append(_message_in({"role": "system", "content": plain(system)}, names))
+        out.extend(_message_in(plain(message), names) for message in items)
+        return out
 
 
 def to_anthropic(
@@ -171,20 +188,26 @@ def to_anthropic(
     >>> to_anthropic([{"role": "user", "parts": [{"type": "text", "text": "Hi"}]}])
     (None, [{'role': 'user', 'content': 'Hi'}])
     """
+    with typed_errors("to_anthropic"):
+        return _to_anthropic(items_of(messages, "to_anthropic"))
+
+
+def _to_anthropic(messages: list[Any]) -> tuple[str | list[Any] | None, list[dict[str, Any]]]:
     system: str | list[Any] | None = None
     out: list[dict[str, Any]] = []
+    asked: set[str] = set()  # ids of the calls written so far
     for message in messages:
-        converted = _message_out(message)
-        if message.get("role") == "system":
-            content = converted["content"]
-            if system is None:
-                system = content
-            elif isinstance(system, str) and isinstance(content, str):
-                system = f"{system}\n\n{content}"
-            else:
-                system = [*_as_blocks(system), *_as_blocks(content)]
+        message = message_of(message, "to_anthropic")
+        if restore_role(message, _ANTHROPIC) != "system":  # not a folded role
+            out.extend(_message_out(message, asked))
             continue
-        out.append(converted)
+        content = _message_out(message, asked)[0]["content"]
+        if system is None:
+            system = content
+        elif isinstance(system, str) and isinstance(content, str):
+            system = f"{system}\n\n{content}"
+        else:
+            system = [*_as_blocks(system), *_as_blocks(content)]
     return system, out
 
 
@@ -192,16 +215,45 @@ def _as_blocks(content: str | list[Any]) -> list[Any]:
     return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
 
 
-def _message_out(message: Mapping[str, Any]) -> dict[str, Any]:
+def _message_out(message: Mapping[str, Any], asked: set[str]) -> list[dict[str, Any]]:
+    """One Anthropic message; two when a native assistant part holds both a call and its
+    result (the ``tool_use`` stays, its ``tool_result`` follows in a user turn)."""
     meta = meta_of(message, _ANTHROPIC)
-    parts = [p for p in message.get("parts", []) if isinstance(p, Mapping)]
+    role = meta.pop("role", message.get("role"))
+    if role == "tool":
+        role = "user"  # Anthropic carries tool results in user turns
+    parts = parts_in(message)
     blocks = [b for b in (_block_out(p) for p in parts) if b is not None]
+    # Native calls that hold their result: answered in the user turn after this one.
+    answers = [
+        _result_block(p, {})
+        for p in parts
+        if is_tool_part(p)
+        and has_output(p)
+        and not is_result_only(p)
+        and not meta_of(p, _ANTHROPIC)
+    ]
+    for block in blocks:
+        if isinstance(block, Mapping) and block.get("type") == "tool_use":
+            note_call(asked, block.get("id"))
     if meta.pop("content", None) == "list":
         content: Any = blocks
-    elif len(blocks) == 1 and isinstance(blocks[0], Mapping) and set(blocks[0]) == {"type", "text"}:
+    elif len(blocks) == 1 and _plain_text(blocks[0]):
         content = blocks[0]["text"]
-    elif all(isinstance(b, Mapping) and b.get("type") == "text" and len(b) == 2 for b in blocks):
+    elif blocks and all(_plain_text(b) for b in blocks):
         content = " ".join(b["text"] for b in blocks)
     else:
         content = blocks
-    return {"role": message.get("role"), "content": content, **meta}
+    out = [{"role": role, "content": content, **meta}]
+    if answers:
+        out.append({"role": "user", "content": answers})
+    return out
+
+
+def _plain_text(block: Any) -> bool:
+    return (
+        isinstance(block, Mapping)
+        and set(block) == {"type", "text"}
+        and block["type"] == "text"
+        and isinstance(block["text"], str)
+    )

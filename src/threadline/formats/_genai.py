@@ -14,8 +14,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from threadline._roles import fold_message_role
 from threadline.errors import InvalidMessageError
-from threadline.formats._common import data_of, is_tool_part, meta_of, plain, rest, with_meta
+from threadline.formats._common import (
+    data_of,
+    has_output,
+    is_answer,
+    is_result_only,
+    is_tool_part,
+    items_of,
+    mapping,
+    message_of,
+    meta_of,
+    note_call,
+    parts_in,
+    plain,
+    rest,
+    text_in,
+    typed_errors,
+    with_meta,
+)
 
 __all__ = ["from_genai", "to_genai"]
 
@@ -81,48 +99,60 @@ def _part_in(part: Any) -> dict[str, Any]:
     return {"type": "data-google", "data": dict(part)}
 
 
-def _part_out(part: Mapping[str, Any]) -> list[Any]:
+def _shape(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The original spelling kept by :func:`_part_in`, when it is one (stored metadata is
+    whatever was stored: anything else is a native part)."""
+    shape = meta.get("shape")
+    if isinstance(shape, Mapping) and isinstance(shape.get("key"), str):
+        return shape
+    return None
+
+
+def _part_out(part: Mapping[str, Any], answer_only: bool) -> list[Any]:
     meta = meta_of(part, _GOOGLE)
     kind = part.get("type")
     if kind == "data-google":
         return [part.get("data")]
     if kind in ("text", "reasoning"):
-        out = {"text": part.get("text", ""), **meta}
+        out = {"text": text_in(part), **meta}
         if kind == "reasoning" and "thought" not in meta:
             out["thought"] = True
         return [out]
-    shape = meta.get("shape")
+    shape = _shape(meta)
     if kind == "file":
         url, media = part.get("url"), part.get("mediaType")
         if shape is None:
             if isinstance(url, str) and url.startswith("data:"):
                 return [{"inlineData": {"mimeType": media, "data": data_of(url)}}]
             return [{"fileData": {"mimeType": media, "fileUri": url}}]
-        inner = dict(shape.get("inner", {}))
-        if shape.get("mime"):
+        inner = mapping(shape.get("inner"))
+        if isinstance(shape.get("mime"), str):
             inner[shape["mime"]] = media
-        if shape.get("payload"):
+        if isinstance(shape.get("payload"), str):
             inner[shape["payload"]] = data_of(url) if shape["payload"] == "data" else url
-        return [{shape["key"]: inner, **meta.get("part", {})}]
+        return [{shape["key"]: inner, **mapping(meta.get("part"))}]
     if is_tool_part(part):
         name = part.get("toolName") or str(kind).removeprefix("tool-")
         if shape is None:  # a native part: a call, and its response when it has one
             call = {"name": name, "args": part.get("input")}
             if part.get("toolCallId") is not None:
                 call["id"] = part["toolCallId"]
-            out_parts: list[Any] = [{"functionCall": call}]
-            if part.get("state") == "output-available":
-                response = {"name": name, "response": part.get("output")}
+            # A result whose call was written before is its response alone: one step.
+            out_parts: list[Any] = [] if answer_only else [{"functionCall": call}]
+            if has_output(part):
+                value = part["output"] if "output" in part else {"error": part.get("errorText")}
+                response = {"name": name, "response": value}
                 out_parts.append({"functionResponse": {**response, **rest(call, "name", "args")}})
             return out_parts
         is_call = shape["key"] in _SPELLINGS["call"]
-        inner = {"name": name, **shape.get("inner", {})}
-        for key in shape.get("present", []):
+        inner = {"name": name, **mapping(shape.get("inner"))}
+        present = shape.get("present")
+        for key in present if isinstance(present, list) else ():
             if key == "id":
                 inner["id"] = part.get("toolCallId")
-            else:
+            elif isinstance(key, str):
                 inner[key] = part.get("input" if is_call else "output")
-        return [{shape["key"]: inner, **meta.get("part", {})}]
+        return [{shape["key"]: inner, **mapping(meta.get("part"))}]
     return []
 
 
@@ -133,25 +163,25 @@ def from_genai(contents: Iterable[Any]) -> list[dict[str, Any]]:
     ...     "args": {"city": "Oslo"}}}]}])[0]["parts"][0]["type"]
     'tool-weather'
     """
-    out: list[dict[str, Any]] = []
-    for content in contents:
-        content = plain(content)  # google.genai.types.Content, when installed
-        if not isinstance(content, Mapping) or not isinstance(content.get("parts", []), list):
-            raise InvalidMessageError("a Content is a dict with a 'parts' list")
-        role = content.get("role")
-        meta = rest(content, "role", "parts")
-        if role == "model":
-            meta["role"] = "model"
-        elif role is None:
-            meta["role"] = None
-        elif not isinstance(role, str):
-            raise InvalidMessageError("a Content's 'role' is a string")
-        mapped = "assistant" if role in ("model", None) else role
-        if "parts" not in content:
-            meta["parts"] = "absent"
-        parts = [_part_in(p) for p in content.get("parts", [])]
-        out.append(_meta({"role": mapped, "parts": parts}, **meta))
-    return out
+    with typed_errors("from_genai"):
+        return [_content_in(content) for content in items_of(contents, "from_genai")]
+
+
+def _content_in(content: Any) -> dict[str, Any]:
+    content = plain(content)  # google.genai.types.Content, when installed
+    if not isinstance(content, Mapping) or not isinstance(content.get("parts", []), list):
+        raise InvalidMessageError("a Content is a dict with a 'parts' list")
+    role = content.get("role")
+    meta = rest(content, "role", "parts")
+    if role is None or role == "tool":  # ADK's model turns may have no role; "tool" is
+        meta["role"] = role  # written back as "user" unless kept
+    elif not isinstance(role, str):
+        raise InvalidMessageError("a Content's 'role' is a string")
+    if "parts" not in content:
+        meta["parts"] = "absent"
+    parts = [_part_in(p) for p in content.get("parts", [])]
+    message = _meta({"role": "assistant" if role is None else role, "parts": parts}, **meta)
+    return fold_message_role(message, _GOOGLE)  # model → assistant (clarification 25)
 
 
 def to_genai(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -161,18 +191,31 @@ def to_genai(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     >>> to_genai([{"role": "assistant", "parts": [{"type": "text", "text": "Hi"}]}])
     [{'role': 'model', 'parts': [{'text': 'Hi'}]}]
     """
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        meta = meta_of(message, _GOOGLE)
-        role = meta.pop(
-            "role", "model" if message.get("role") == "assistant" else message.get("role")
-        )
-        parts: list[Any] = []
-        for part in message.get("parts", []):
-            if isinstance(part, Mapping):
-                parts.extend(_part_out(part))
-        content: dict[str, Any] = {} if role is None else {"role": role}
-        if meta.pop("parts", None) != "absent":
-            content["parts"] = parts
-        out.append({**content, **meta})
-    return out
+    with typed_errors("to_genai"):
+        out: list[dict[str, Any]] = []
+        asked: set[str] = set()  # ids of the calls written so far
+        for message in items_of(messages, "to_genai"):
+            out.append(_content_out(message_of(message, "to_genai"), asked))
+        return out
+
+
+def _content_out(message: Mapping[str, Any], asked: set[str]) -> dict[str, Any]:
+    meta = meta_of(message, _GOOGLE)
+    stored = message.get("role")
+    # GenAI has user and model turns: tool results go in a user turn.
+    native = (
+        {"assistant": "model", "tool": "user"}.get(stored, stored)
+        if isinstance(stored, str)
+        else stored
+    )
+    role = meta.pop("role", native)
+    parts: list[Any] = []
+    for part in parts_in(message):
+        answer_only = is_answer(part, asked) or (stored == "tool" and is_result_only(part))
+        parts.extend(_part_out(part, answer_only))
+        if is_tool_part(part) and not answer_only:
+            note_call(asked, part.get("toolCallId"))
+    content: dict[str, Any] = {} if role is None else {"role": role}
+    if meta.pop("parts", None) != "absent":
+        content["parts"] = parts
+    return {**content, **meta}

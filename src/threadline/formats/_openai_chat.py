@@ -15,18 +15,31 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from threadline._roles import fold_message_role
 from threadline.errors import InvalidMessageError
 from threadline.formats._common import (
+    absent,
     compact_arguments,
     data_of,
+    drop_absent,
+    has_output,
+    is_answer,
     is_tool_part,
+    items_of,
+    mapping,
     media_type,
+    message_of,
     meta_of,
+    note_call,
     parse_arguments,
+    parts_in,
     plain,
     rest,
+    result_value,
+    text_in,
     tool_call_part,
     tool_result_part,
+    typed_errors,
     with_meta,
 )
 
@@ -118,8 +131,8 @@ def _part_to_chat(part: Mapping[str, Any]) -> Any:
         return part.get("data")
     if kind == "text":
         if meta.get("type") == "refusal":
-            return {"type": "refusal", "refusal": part.get("text", ""), **rest(meta, "type")}
-        return {"type": "text", "text": part.get("text", ""), **meta}
+            return {"type": "refusal", "refusal": text_in(part), **rest(meta, "type")}
+        return {"type": "text", "text": text_in(part), **meta}
     if kind == "file":
         return _file_to_chat(part, meta)
     if kind == "reasoning":
@@ -136,13 +149,13 @@ def _file_to_chat(part: Mapping[str, Any], meta: dict[str, Any]) -> dict[str, An
         audio = {
             "data": data,
             "format": media.removeprefix("audio/"),
-            **meta.pop("input_audio", {}),
+            **mapping(meta.pop("input_audio", None)),
         }
         return {"type": "input_audio", "input_audio": audio, **meta}
     if origin == "image_url" or (origin is None and media.startswith("image/")):
-        image = {"url": url, **meta.pop("image_url", {})}
+        image = {"url": url, **mapping(meta.pop("image_url", None))}
         return {"type": "image_url", "image_url": image, **meta}
-    inner: dict[str, Any] = dict(meta.pop("file", {}))
+    inner = mapping(meta.pop("file", None))
     if isinstance(url, str):
         inner["file_data"] = url
     if "filename" in part:
@@ -168,10 +181,14 @@ def _call_part(call: Any) -> dict[str, Any]:
             "data": dict(call),
             "providerMetadata": {_OPENAI: {"tool_call": True}},
         }
-    meta: dict[str, Any] = {}
+    missing = [
+        *absent(call, "id").get("absent_keys", []),
+        *absent(function, "arguments").get("absent_keys", []),
+    ]
+    meta: dict[str, Any] = {"absent_keys": missing} if missing else {}
     raw = function.get("arguments")
     parsed, keep_raw = parse_arguments(raw)
-    if keep_raw:
+    if keep_raw and "arguments" in function:
         meta["arguments"] = raw  # kept exactly as the model wrote it
     extra_call = rest(call, "id", "function")
     if extra_call != {"type": "function"}:
@@ -189,9 +206,16 @@ def _call_to_chat(part: Mapping[str, Any]) -> Any:
     name = part.get("toolName") or str(part.get("type", "")).removeprefix("tool-")
     raw = meta.get("arguments", _ABSENT)
     arguments = compact_arguments(part.get("input")) if raw is _ABSENT else raw
-    function = {"name": name, "arguments": arguments, **meta.get("function", {})}
-    call = meta.get("call", {"type": "function"})
-    return {"id": part.get("toolCallId"), **call, "function": function}
+    function = {"name": name, "arguments": arguments, **mapping(meta.get("function"))}
+    call = meta.get("call")
+    if not isinstance(call, Mapping):
+        call = {"type": "function"}
+    out = {
+        "id": part.get("toolCallId"),
+        **call,
+        "function": drop_absent(function, meta, "arguments"),
+    }
+    return drop_absent(out, meta, "id")
 
 
 # --------------------------------------------------------------------------- messages
@@ -207,10 +231,8 @@ def _message_from_chat(message: Mapping[str, Any], names: dict[str, str]) -> dic
         part = tool_result_part(message.get("tool_call_id"), names, message.get("content"))
         if "content" not in message:
             meta["content"] = "absent"
+        meta.update(absent(message, "tool_call_id"))
         return _message(role, [part], meta)
-    if role == "developer":
-        meta["role"] = "developer"
-        role = "system"
     if "tool_call_id" in message:
         meta["tool_call_id"] = message["tool_call_id"]
     content = message.get("content", _ABSENT)
@@ -251,7 +273,8 @@ def _message(role: str, parts: list[dict[str, Any]], meta: dict[str, Any]) -> di
     out: dict[str, Any] = {"role": role, "parts": parts}
     if meta:
         out["providerMetadata"] = {_OPENAI: meta}
-    return out
+    # developer, function, ...: one of the stored roles, the original kept (clarification 25)
+    return fold_message_role(out, _OPENAI)
 
 
 def chat_converter() -> Any:
@@ -260,7 +283,10 @@ def chat_converter() -> Any:
     names: dict[str, str] = {}
 
     def convert(message: Any) -> Any:
-        return _message_from_chat(message, names) if is_openai_chat_message(message) else message
+        if not is_openai_chat_message(message):
+            return message
+        with typed_errors("from_openai_chat"):
+            return _message_from_chat(message, names)
 
     return convert
 
@@ -277,8 +303,10 @@ def from_openai_chat(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, An
     ...     {"role": "tool", "tool_call_id": "c1", "content": "rain"}])[1]["parts"][0]["type"]
     'tool-weather'
     """
-    names: dict[str, str] = {}
-    return [_message_from_chat(plain(message), names) for message in messages]
+    with typed_errors("from_openai_chat"):
+        names: dict[str, str] = {}
+        items = items_of(messages, "from_openai_chat")
+        return [_message_from_chat(plain(message), names) for message in items]
 
 
 def to_openai_chat(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -289,24 +317,45 @@ def to_openai_chat(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
     >>> to_openai_chat([{"role": "user", "parts": [{"type": "text", "text": "hi"}]}])
     [{'role': 'user', 'content': 'hi'}]
     """
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        out.extend(_message_to_chat(message))
-    return out
+    with typed_errors("to_openai_chat"):
+        out: list[dict[str, Any]] = []
+        asked: set[str] = set()  # ids of the calls written so far
+        for message in items_of(messages, "to_openai_chat"):
+            out.extend(_message_to_chat(message_of(message, "to_openai_chat"), asked))
+        return out
 
 
-def _message_to_chat(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _message_to_chat(message: Mapping[str, Any], asked: set[str]) -> list[dict[str, Any]]:
     meta = meta_of(message, _OPENAI)
     role = meta.pop("role", message.get("role"))
-    parts = [p for p in message.get("parts", []) if isinstance(p, Mapping)]
+    parts = parts_in(message)
     if role == "tool":
-        part = parts[0] if parts else {}
-        result: dict[str, Any] = {"role": "tool", "tool_call_id": part.get("toolCallId")}
-        if meta.pop("content", _ABSENT) != "absent":
-            result["content"] = part.get("output")
-        return [{**result, **meta}]
-    calls = [p for p in parts if is_tool_part(p) or meta_of(p, _OPENAI).get("tool_call")]
-    content_parts = [p for p in parts if p not in calls]
+        no_content = meta.pop("content", _ABSENT) == "absent"
+        shape = {"absent_keys": meta.pop("absent_keys", None)}
+        tool_messages = []
+        for part in [p for p in parts if is_tool_part(p)] or parts[:1] or [{}]:
+            result: dict[str, Any] = {"role": "tool", "tool_call_id": part.get("toolCallId")}
+            if not no_content:
+                result["content"] = result_value(part)
+            tool_messages.append({**drop_absent(result, shape, "tool_call_id"), **meta})
+        return tool_messages
+    # Results of calls written earlier (a tool result stored in a message of its own) are
+    # written as their tool messages: the call and its result make one step.
+    answers = [p for p in parts if is_answer(p, asked)]
+    answered = {id(p) for p in answers}
+    calls = [
+        p
+        for p in parts
+        if id(p) not in answered and (is_tool_part(p) or meta_of(p, _OPENAI).get("tool_call"))
+    ]
+    called = {id(p) for p in calls}
+    content_parts = [p for p in parts if id(p) not in answered and id(p) not in called]
+    results = [_tool_message(p) for p in calls if is_tool_part(p) and has_output(p)]
+    results.extend(_tool_message(p) for p in answers)
+    for p in calls:
+        note_call(asked, p.get("toolCallId"))
+    if answers and not calls and not content_parts and not meta:
+        return results
     chat: dict[str, Any] = {"role": role}
     shape = meta.pop("content", "text")
     if shape == "list":
@@ -314,7 +363,7 @@ def _message_to_chat(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     elif shape is None:
         chat["content"] = None
     elif shape == "text":
-        texts = [p.get("text", "") for p in content_parts if p.get("type") == "text"]
+        texts = [text_in(p) for p in content_parts if p.get("type") == "text"]
         if texts or not calls:
             chat["content"] = " ".join(texts) if len(texts) != 1 else texts[0]
         else:
@@ -330,16 +379,12 @@ def _message_to_chat(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     chat.update(meta)
     # Keys a plain {"role", "content"} message brought along stay top-level in threadline.
     chat.update({k: v for k, v in message.items() if k not in _THREADLINE_KEYS})
-    results = [
-        {
-            "role": "tool",
-            "tool_call_id": p.get("toolCallId"),
-            "content": _as_content(p.get("output")),
-        }
-        for p in calls
-        if is_tool_part(p) and p.get("state") == "output-available" and role != "tool"
-    ]
     return [chat, *results]
+
+
+def _tool_message(part: Mapping[str, Any]) -> dict[str, Any]:
+    content = _as_content(result_value(part))
+    return {"role": "tool", "tool_call_id": part.get("toolCallId"), "content": content}
 
 
 def _as_content(output: Any) -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from threadline.errors import (
@@ -12,8 +12,11 @@ from threadline.errors import (
     SessionNotFoundError,
 )
 from threadline.messages import (
+    TOOL_NAME_WINDOW,
     decode_message,
     encode_message,
+    is_unnamed_result,
+    name_tool_results,
     skill_loads_of,
     text_of,
 )
@@ -83,6 +86,24 @@ def _start_parent(
     return (parent_id, int(node[0]), int(node[1])) if node else None
 
 
+def _unnamed(message: Message) -> bool:
+    return any(is_unnamed_result(part) for part in message.get("parts") or ())
+
+
+def _named_rows(
+    encoded: list[EncodedRow], earlier: list[Message], encode: Callable[[Message], EncodedRow]
+) -> list[EncodedRow]:
+    """``encoded`` with each tool result that does not know its tool named after its call,
+    found in the batch or in ``earlier`` (the last :data:`TOOL_NAME_WINDOW` messages of the
+    parent's path); only the rows that changed are encoded again. The call's row is never
+    rewritten."""
+    named = name_tool_results([row.message for row in encoded], earlier)
+    return [
+        row if message is row.message else encode(message)
+        for row, message in zip(encoded, named, strict=True)
+    ]
+
+
 def _check_head(app: str, session_id: str, state: Row | None, expected: str | None) -> None:
     """The condition of an ``if_head`` append, on its head-state row: ``None``, or a seventh
     column that is true (a row the backend's session lock just made), is no session."""
@@ -123,7 +144,15 @@ class TreeMixin(AttachmentMixin):
         return self._write(
             "append_messages",
             lambda tx: self._append(
-                tx, app, session_id, encoded, parent_id, user_id, delta, if_head
+                tx,
+                app,
+                session_id,
+                encoded,
+                parent_id,
+                user_id,
+                delta,
+                if_head,
+                encode=lambda m: self._encode(m, size_policy, max_message_bytes),
             ),
             lock=(app, session_id, user_id),
         )
@@ -138,6 +167,8 @@ class TreeMixin(AttachmentMixin):
         user_id: str | None,
         delta: dict[str, Any],
         if_head: Any = UNSET,
+        *,
+        encode: Callable[[Message], EncodedRow] | None = None,
     ) -> list[Message]:
         key = (app, session_id)
         # Everything the append must know before writing, read in one round trip (Tx.many):
@@ -148,6 +179,18 @@ class TreeMixin(AttachmentMixin):
         explicit = isinstance(parent_id, str)
         if explicit:
             queries.append((SQL_NODE, (*key, parent_id)))
+        # A tool result that does not know its tool: the parent's path tail, where its call
+        # is looked for (clarification 32), read in the same round trip.
+        tail_at = None
+        if encode is not None and any(_unnamed(row.message) for row in encoded):
+            tail_at = len(queries)
+            if parent_id is AUTO:  # the newest rows by seq: the head's path tail, unbranched
+                queries.append((SQL_TAIL_BY_SEQ, (*key, TOOL_NAME_WINDOW)))
+            elif isinstance(parent_id, str):
+                queries.append((SQL_TAIL, (*key, parent_id, *key, TOOL_NAME_WINDOW)))
+            else:
+                tail_at = None
+                encoded = _named_rows(encoded, [], encode)  # a new root: its batch only
         # Only session keys are undone (and need their current values read).
         undone = any(is_session_key(k) for k in delta)
         if undone:
@@ -171,6 +214,23 @@ class TreeMixin(AttachmentMixin):
             known = {i: found[0] for i, found in zip(stored_ids, rows, strict=True)}
         head_id, last_seq = (state[0], state[1]) if state else (None, 0)
         parent = _start_parent(parent_id, state, node[0] if node else None)
+        if tail_at is not None and encode is not None:
+            tail: list[Any] | None = results[tail_at]
+            if parent_id is AUTO:
+                tail = chained_tail(results[tail_at])
+                if tail is None:  # a branched session: walk up from the head
+                    tail = tx.all(SQL_TAIL_HEAD, (*key, *key, *key, TOOL_NAME_WINDOW))
+            # Only rows naming a wanted call id (in their stored JSON) are decoded.
+            wanted = [
+                dumps(part["toolCallId"])
+                for row in encoded
+                for part in row.message.get("parts") or ()
+                if is_unnamed_result(part)
+            ]
+            earlier = [
+                decode_message(row[1]) for row in tail or () if any(w in row[1] for w in wanted)
+            ]
+            encoded = _named_rows(encoded, earlier, encode)
         self._lock_attachments(tx, app, (blob.sha256 for *_, blobs in encoded for blob in blobs))
         out: list[Message] = []
         seq, written = last_seq, 0

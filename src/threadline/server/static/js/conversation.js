@@ -67,7 +67,7 @@ function renderMessage(tree, item, view) {
   const card = h("article", {
     class: `card card-${role.replace(/[^a-z]/gi, "")}`, tabindex: "-1", "aria-label": `${role} message ${id}`,
   }, h("header", { class: "card-head" }, headerBits),
-  h("div", { class: "card-body" }, renderParts(message, { sessionId: view.sessionId })),
+  h("div", { class: "card-body" }, renderParts(message, { sessionId: view.sessionId, answers: tree.answers?.get(id) })),
   metadata);
   const li = h("li", {
     class: `node${inPath ? " on-path" : ""}${isHead ? " is-head" : ""}${isLeaf ? " is-leaf" : ""}`,

@@ -4,7 +4,7 @@
 
 import { api } from "./api.js";
 import { formatBytes, h, icon, prettyJson } from "./dom.js";
-import { toolName } from "./tree.js";
+import { toolName, withAnswer } from "./tree.js";
 
 const ATTACHMENT_KEY = "$threadline.attachment";
 const SAFE_LINK = /^(https?:|mailto:)/i;
@@ -111,7 +111,11 @@ export function renderPart(part, context) {
   if (type === "reasoning") {
     return h("details", { class: "reasoning" }, h("summary", {}, "reasoning"), renderText(part.text ?? "", "text dim"));
   }
-  if (type.startsWith("tool-") || type === "dynamic-tool") return renderTool(part);
+  if (type.startsWith("tool-") || type === "dynamic-tool") {
+    // A call answered by a later message is shown with that result (one step).
+    const answer = typeof part.toolCallId === "string" ? context?.answers?.get(part.toolCallId) : undefined;
+    return renderTool(withAnswer(part, answer?.part));
+  }
   if (type === "file") return renderFile(part, context);
   if (type === "source-url" || type === "source-document") return renderSource(part);
   if (type === "step-start") return null;

@@ -169,12 +169,69 @@ export function buildTree(messages, headId, overlays = []) {
     main: mainKey,
     lines,
     owner,
+    answers: toolAnswers(index),
     headId: head,
     headPath,
     overlayCount: overlays.length,
     messageCount: index.byId.size,
     isLeaf: (id) => !(index.children.get(id) || []).length,
   };
+}
+
+/** How many messages up a tool result looks for its call: the library's TOOL_NAME_WINDOW. */
+export const TOOL_WINDOW = 200;
+
+function isToolPart(part) {
+  return Boolean(part) && typeof part === "object" && typeof part.type === "string" &&
+    (part.type.startsWith("tool-") || part.type === "dynamic-tool");
+}
+
+function hasOutput(part) {
+  return typeof part.state === "string" ? part.state.startsWith("output") : "output" in part || "errorText" in part;
+}
+
+/** A tool part holding a result and no call input: what a result message carries. */
+function isResultOnly(part) {
+  return !("input" in part) && hasOutput(part);
+}
+
+/**
+ * Tool calls answered by a later message (a result stored on its own, the agent-loop order):
+ * call's message id → Map(call id → {part, messageId}) of the result. A result answers the
+ * nearest message above it, within TOOL_WINDOW messages, holding a call with its id; the first
+ * result found wins. The same pairing as the library's `answers_of`, per branch.
+ */
+export function toolAnswers(index) {
+  const answers = new Map();
+  for (const [id, node] of index.byId) {
+    const parts = Array.isArray(node.message?.parts) ? node.message.parts : [];
+    for (const part of parts) {
+      if (!isToolPart(part) || !isResultOnly(part) || typeof part.toolCallId !== "string") continue;
+      const seen = new Set();
+      let up = node.parentId;
+      while (up != null && index.byId.has(up) && seen.size < TOOL_WINDOW && !seen.has(up)) {
+        seen.add(up);
+        const calls = index.byId.get(up).message?.parts;
+        if (Array.isArray(calls) &&
+            calls.some((c) => isToolPart(c) && !isResultOnly(c) && c.toolCallId === part.toolCallId)) {
+          if (!answers.has(up)) answers.set(up, new Map());
+          if (!answers.get(up).has(part.toolCallId)) answers.get(up).set(part.toolCallId, { part, messageId: id });
+          break;
+        }
+        up = index.byId.get(up).parentId;
+      }
+    }
+  }
+  return answers;
+}
+
+/** A call `part` shown with its answer's state and result: call and result as one step. */
+export function withAnswer(part, answer) {
+  if (!answer || !isToolPart(part) || hasOutput(part)) return part;
+  const step = { ...part, state: answer.state ?? "output-available" };
+  if ("output" in answer) step.output = answer.output;
+  if ("errorText" in answer) step.errorText = answer.errorText;
+  return step;
 }
 
 /** What must be opened to show message `id`: the line keys (outermost first) and the overlay. */

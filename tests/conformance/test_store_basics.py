@@ -387,3 +387,22 @@ def test_store_is_safe_to_share_between_threads(store: Any) -> None:
     for m in path:
         assert len(s.get_branches(m["id"])) <= 1
 
+
+
+def test_a_store_newer_than_the_code_is_a_store_error_naming_both_versions(
+    file_store_url: str,
+) -> None:
+    """Clarification 33: an old worker meets a newer schema with StoreError, not a crash."""
+    with threadline.connect(file_store_url) as store:
+        write(store, "m1")
+    sql = "UPDATE tl_meta SET value = '999' WHERE key = 'schema_version'"
+    if file_store_url.startswith("sqlite:///"):
+        with sqlite3.connect(file_store_url.removeprefix("sqlite:///")) as con:
+            con.execute(sql)
+    else:
+        import psycopg
+
+        with psycopg.connect(file_store_url, autocommit=True) as con:
+            con.execute(sql)
+    with pytest.raises(threadline.StoreError, match=r"999.*newer than this threadline \(\d+\)"):
+        threadline.connect(file_store_url).list_sessions("a")

@@ -6,7 +6,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from threadline._search_query import GLUED, WIDE_CLASS
-from threadline.errors import ThreadlineError
+from threadline.errors import StoreError
 from threadline.store._common import schema_version_of
 
 if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
@@ -267,9 +267,13 @@ def ensure_schema(conn: PgConn) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", [_DDL_LOCK_KEY])
         version = _stored_version(conn)
         if version > SCHEMA_VERSION:
-            raise ThreadlineError(
-                f"the store's schema version {version} is newer than this threadline supports "
-                f"({SCHEMA_VERSION}); upgrade threadline"
+            # StoreError, as on SQLite: a deployment upgraded in steps meets this in old workers.
+            raise StoreError(
+                "open",
+                RuntimeError(
+                    f"the store's schema version {version} is newer than this threadline "
+                    f"({SCHEMA_VERSION}); upgrade threadline"
+                ),
             )
         conn.execute("CREATE TABLE IF NOT EXISTS tl_meta (key TEXT PRIMARY KEY, value TEXT)")
         for statements in MIGRATIONS[version:]:

@@ -17,7 +17,6 @@ forwards to the opened store; other attributes (``path``, ``dsn``) open it on ac
 from __future__ import annotations
 
 import inspect
-
 import re
 import threading
 from collections.abc import Callable

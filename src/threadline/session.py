@@ -861,6 +861,7 @@ class Session:
                 app_name=self._app_name,
                 session_id=self._session_id,
                 user_id=self._user_id,
+                generation=self._generation,
             )
         return self._blocks_obj
 

@@ -51,14 +51,37 @@ def check_generation(
     ``one`` runs a query in the open transaction (``Tx.one``); ``lock`` is the backend's
     row-lock suffix for a write, so the row cannot be deleted before the transaction ends.
     """
+    row = one(_SQL_GENERATION + lock, expected[:2])
+    if row is None or row[0] != expected[2]:
+        raise stale_error(expected, "deleted" if row is None else "deleted and created again")
+
+
+STALE_MARKER = "threadline: stale generation"
+"""In the error of :data:`SQL_EXPECT_GENERATION` (the backend turns it into
+``SessionNotFoundError``)."""
+
+_CHECK = (
+    f"SELECT CAST(CASE WHEN COUNT(*) = 1 THEN '1' ELSE '{STALE_MARKER}' END AS INTEGER) "
+    "FROM (SELECT 1 FROM tl_sessions WHERE app = ? AND id = ? AND generation = ?{lock}) g"
+)
+"""The check as one statement that fails unless the session is the expected generation: a
+backend that sends statements ahead without waiting for their answer (PostgreSQL's
+pipeline) checks without a round trip of its own. ``SQL_EXPECT_GENERATION`` also
+row-locks the session (a write)."""
+SQL_GENERATION_IS = _CHECK.format(lock="")
+SQL_EXPECT_GENERATION = _CHECK.format(lock=" FOR UPDATE")
+
+
+def stale_error(expected: Expected, what: str = "deleted") -> SessionNotFoundError:
+    """What a call expecting ``expected`` raises when the session is not that one.
+
+    >>> stale_error(("default", "s1", 3))
+    SessionNotFoundError("session 's1' in app 'default' is not generation 3 any more: deleted")
+    """
     app, session_id, generation = expected
-    row = one(_SQL_GENERATION + lock, (app, session_id))
-    if row is None or row[0] != generation:
-        state = "was deleted" if row is None else "was deleted and created again"
-        raise SessionNotFoundError(
-            f"session {session_id!r} in app {app!r} is not generation {generation} "
-            f"any more: it {state}"
-        )
+    return SessionNotFoundError(
+        f"session {session_id!r} in app {app!r} is not generation {generation} any more: {what}"
+    )
 
 
 def _position(params: list[inspect.Parameter], name: str) -> int | None:

@@ -18,6 +18,7 @@ from threadline.errors import (
     InvalidMessageError,
     MessageTooLargeError,
     SessionNotFoundError,
+    ThreadlineError,
 )
 from threadline.messages import (
     encode_message,
@@ -31,7 +32,7 @@ from threadline.store._common import (
     state_owner,
     us_to_datetime,
 )
-from threadline.store._generation import EXPECTED, check_generation
+from threadline.store._generation import EXPECTED, Expected, check_generation
 from threadline.store._sql_text import (
     SQL_HEAD_STATE,
     SQL_OWNER,
@@ -346,18 +347,42 @@ class SQLBase(ABC):
         """Release connections. Idempotent."""
 
     def _guarded(self, fn: Callable[[Tx], T], *, write: bool) -> Callable[[Tx], T]:
-        """``fn``, first checking the ``generation=`` the running call expects (if any) in
-        the same transaction; a write also row-locks the registry row (store/_generation.py)."""
+        """``fn`` with the ``generation=`` the running call expects (if any) checked in the
+        same transaction (store/_generation.py).
+
+        A write checks first, row-locking the registry row (:meth:`_expect_generation`), so
+        no delete commits between the check and the write. A read checks after reading:
+        generations are never reused, so a session that is still the expected one after
+        the read was that one during it — also where each statement has its own snapshot
+        (PostgreSQL's autocommit reads); a read that failed (a message missing) because
+        the session was replaced reports that instead."""
         expected = EXPECTED.get()
         if expected is None:
             return fn
-        lock = self._FOR_UPDATE if write else ""
+        if write:
 
-        def run(tx: Tx) -> T:
-            check_generation(tx.one, expected, lock)
-            return fn(tx)
+            def checked_write(tx: Tx) -> T:
+                self._expect_generation(tx, expected)
+                return fn(tx)
 
-        return run
+            return checked_write
+
+        def checked_read(tx: Tx) -> T:
+            try:
+                result = fn(tx)
+            except ThreadlineError:
+                check_generation(tx.one, expected)
+                raise
+            check_generation(tx.one, expected)
+            return result
+
+        return checked_read
+
+    def _expect_generation(self, tx: Tx, expected: Expected) -> None:
+        """Raise ``SessionNotFoundError`` (now or, for a backend that defers statements, at
+        the latest by the commit) unless the session is the expected generation, and hold
+        its registry row until the transaction ends."""
+        check_generation(tx.one, expected, self._FOR_UPDATE)
 
     def _head_state_query(
         self, app: str, session_id: str, ids: Sequence[str]

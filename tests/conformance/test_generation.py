@@ -10,6 +10,7 @@ next use and never shows the new session the old one's owner, blocks or messages
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -95,8 +96,6 @@ CALLS: dict[str, Callable[[Store, int], Any]] = {
 def _session_methods() -> set[str]:
     """Store methods whose first parameters name one session: ``(app, session_id, ...)``
     or a block's ``(app, owner, owner_id, ...)``."""
-    import inspect
-
     names = set()
     for name in dir(Store):
         if name.startswith("_") or not callable(getattr(Store, name)):
@@ -223,6 +222,47 @@ def test_a_store_handle_binds_to_its_generation(store: Store) -> None:
     with pytest.raises(SessionNotFoundError):
         handle.append_messages([_msg("m2")])
     assert [m["id"] for m in store.session(APP, SID).get_path()] == ["n1"]
+
+
+class _Racing:
+    """A store whose first append is followed, before it returns, by another writer (a
+    thread of its own) deleting the session and creating it again."""
+
+    def __init__(self, real: Store) -> None:
+        self.real = real
+        self.raced = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def append_messages(self, *args: Any, **kwargs: Any) -> Any:
+        stored = self.real.append_messages(*args, **kwargs)
+        if not self.raced:
+            self.raced = True
+
+            def other() -> None:
+                self.real.delete_session(APP, SID)
+                self.real.append_messages(APP, SID, [_msg("theirs")])
+
+            thread = threading.Thread(target=other)
+            thread.start()
+            thread.join()
+        return stored
+
+
+_Racing.append_messages.__signature__ = inspect.signature(Store.append_messages)  # type: ignore[attr-defined]
+
+
+def test_a_handle_binds_to_the_creation_its_first_write_made(store: Store) -> None:
+    """Not to the one a racing writer made right after: the store notes the generation in
+    the creating write's own transaction."""
+    handle = SessionStore(_Racing(store), APP, SID)  # type: ignore[arg-type]
+    handle.append_messages([_msg("mine")])
+    theirs = store.get_session(APP, SID)
+    assert theirs is not None and handle.generation not in (None, theirs.generation)
+    with pytest.raises(SessionNotFoundError):
+        handle.get_path()
+    assert [m["id"] for m in store.get_path(APP, SID)] == ["theirs"]
 
 
 class _Plain:

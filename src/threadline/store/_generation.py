@@ -30,7 +30,15 @@ from typing import Any, TypeVar
 
 from threadline.errors import InvalidArgumentError, SessionNotFoundError
 
-__all__ = ["EXPECTED", "Expected", "bind_generations", "check_generation", "takes_generation"]
+__all__ = [
+    "EXPECTED",
+    "OBSERVED",
+    "Expected",
+    "Observation",
+    "bind_generations",
+    "check_generation",
+    "takes_generation",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,7 +48,18 @@ Expected = tuple[str, str, int]
 EXPECTED: ContextVar[Expected | None] = ContextVar("threadline_generation", default=None)
 """The expectation of the store call running in this thread (``None``: unchecked)."""
 
-_SQL_GENERATION = "SELECT generation FROM tl_sessions WHERE app = ? AND id = ?"
+Observation = tuple[str, str, list[int]]
+"""``(app, session_id, [generation])``: where a write notes the session's generation."""
+
+OBSERVED: ContextVar[Observation | None] = ContextVar("threadline_observed", default=None)
+"""Set by a caller about to bind to the session a write leaves (``SessionStore``): the
+write, without ``generation=``, notes the session's generation in its own transaction, so
+the caller binds to the creation it wrote to even if another writer deletes and creates the
+session right after. A store that does not note it leaves the list empty."""
+
+SQL_GENERATION = "SELECT generation FROM tl_sessions WHERE app = ? AND id = ?"
+"""The generation of a session (no row: none)."""
+_SQL_GENERATION = SQL_GENERATION
 
 
 def check_generation(

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
-from threadline.store._generation import takes_generation
+from threadline.store._generation import OBSERVED, takes_generation
 from threadline.store.base import Store
 from threadline.types import AUTO, AutoType, Message, SearchHit, SessionInfo
 
@@ -113,9 +113,20 @@ class SessionStore:
     def _call(self, method: Callable[..., R], write: bool, *args: Any, **kwargs: Any) -> R:
         """``method(app, session_id, ...)`` on this handle's generation (bound first)."""
         if self.generation is None and not self._bind():
-            result = method(self.app, self.session_id, *args, **kwargs)
-            if write:
-                self._bind()  # the write created the session: bind to that creation
+            if not write:
+                return method(self.app, self.session_id, *args, **kwargs)
+            # The write may create the session: bind to the creation it wrote to, as the
+            # store notes it in the write's transaction (else read back after it).
+            noted: list[int] = []
+            token = OBSERVED.set((self.app, self.session_id, noted))
+            try:
+                result = method(self.app, self.session_id, *args, **kwargs)
+            finally:
+                OBSERVED.reset(token)
+            if noted:
+                self.generation = noted[0]
+            else:
+                self._bind()
             return result
         return method(self.app, self.session_id, *args, generation=self.generation, **kwargs)
 

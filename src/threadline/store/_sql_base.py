@@ -32,7 +32,13 @@ from threadline.store._common import (
     state_owner,
     us_to_datetime,
 )
-from threadline.store._generation import EXPECTED, Expected, check_generation
+from threadline.store._generation import (
+    EXPECTED,
+    OBSERVED,
+    SQL_GENERATION,
+    Expected,
+    check_generation,
+)
 from threadline.store._sql_text import (
     SQL_HEAD_STATE,
     SQL_OWNER,
@@ -358,7 +364,18 @@ class SQLBase(ABC):
         the session was replaced reports that instead."""
         expected = EXPECTED.get()
         if expected is None:
-            return fn
+            observation = OBSERVED.get() if write else None
+            if observation is None:
+                return fn
+            app, session_id, noted = observation
+
+            def observed_write(tx: Tx) -> T:
+                result = fn(tx)
+                row = tx.one(SQL_GENERATION, (app, session_id))
+                noted[:] = [] if row is None else [row[0]]
+                return result
+
+            return observed_write
         if write:
 
             def checked_write(tx: Tx) -> T:

@@ -6,9 +6,11 @@ takes ``generation=``: given, the call runs only while the session is still that
 otherwise it raises ``SessionNotFoundError`` and stores nothing.
 
 The methods declare the keyword and leave it alone: :func:`bind_generations` wraps each one
-that declares it, notes the expectation for the duration of the call, and every transaction
-the call opens checks it first (``SQLBase._guarded``), in the same transaction as the work —
-so a delete cannot slip between the check and a write.
+that declares it and notes the expectation for the duration of the call; every transaction
+the call opens checks it (``SQLBase._guarded``) in the same transaction as the work — a write
+first, row-locking the session so that no delete slips between the check and the write; a
+read after reading (generations are never reused, so a session still the expected one after
+the read was that one during it).
 
 >>> import threadline
 >>> store = threadline.connect(":memory:")
@@ -33,10 +35,15 @@ from threadline.errors import InvalidArgumentError, SessionNotFoundError
 __all__ = [
     "EXPECTED",
     "OBSERVED",
+    "SQL_EXPECT_GENERATION",
+    "SQL_GENERATION",
+    "SQL_GENERATION_IS",
+    "STALE_MARKER",
     "Expected",
     "Observation",
     "bind_generations",
     "check_generation",
+    "stale_error",
     "takes_generation",
 ]
 
@@ -59,7 +66,6 @@ session right after. A store that does not note it leaves the list empty."""
 
 SQL_GENERATION = "SELECT generation FROM tl_sessions WHERE app = ? AND id = ?"
 """The generation of a session (no row: none)."""
-_SQL_GENERATION = SQL_GENERATION
 
 
 def check_generation(
@@ -70,7 +76,7 @@ def check_generation(
     ``one`` runs a query in the open transaction (``Tx.one``); ``lock`` is the backend's
     row-lock suffix for a write, so the row cannot be deleted before the transaction ends.
     """
-    row = one(_SQL_GENERATION + lock, expected[:2])
+    row = one(SQL_GENERATION + lock, expected[:2])
     if row is None or row[0] != expected[2]:
         raise stale_error(expected, "deleted" if row is None else "deleted and created again")
 

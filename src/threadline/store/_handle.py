@@ -25,6 +25,7 @@ from functools import partial
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from threadline.messages import normalize_message, normalize_messages
+from threadline.store._generation import OBSERVED, takes_generation
 from threadline.store.base import Store
 from threadline.types import AUTO, AutoType, Message, SearchHit, SessionInfo
 
@@ -52,18 +53,37 @@ class _Bound(Generic[P, R]):
     def __get__(self, handle: SessionStore | None, owner: type) -> Any:
         if handle is None:
             return self
-        bound = partial(getattr(handle.store, self._name), handle.app, handle.session_id)
+        method = getattr(handle.store, self._name)
+        if takes_generation(method):
+            bound = partial(handle._call, method, self._name in _WRITES)
+        else:  # a store without generations: called as before, without the guarantee
+            bound = partial(method, handle.app, handle.session_id)
         setattr(handle, self._name, bound)
         return bound
+
+
+# The bound methods that may create the session (its first write binds the handle to it).
+_WRITES = frozenset(
+    {"delete_messages", "clear_messages", "set_head", "add_compaction", "set_prompt", "rewind"}
+)
 
 
 class SessionStore:
     """The store seen from one session (``app``, ``session_id`` and the writer's ``user_id``).
 
+    The handle binds to the session's generation (``SessionInfo.generation``) at its first
+    read or write that finds the session, or at the write that creates it: from then on
+    every call passes ``generation=``, so once that session is deleted (and perhaps created
+    again) the handle's calls raise ``SessionNotFoundError`` instead of acting on another
+    session. A store whose methods do not take ``generation=`` is called without it.
+
     >>> import threadline
     >>> handle = threadline.connect(":memory:").session("default", "s1", user_id="u1")
-    >>> handle.app, handle.session_id, handle.user_id
-    ('default', 's1', 'u1')
+    >>> handle.app, handle.session_id, handle.user_id, handle.generation
+    ('default', 's1', 'u1', None)
+    >>> _ = handle.append_messages([{"id": "a", "role": "user", "parts": []}])
+    >>> handle.generation
+    1
     """
 
     def __init__(
@@ -75,6 +95,7 @@ class SessionStore:
         user_id: str | None = None,
         size_policy: str | None = None,
         max_message_bytes: int | None = None,
+        generation: int | None = None,
     ) -> None:
         self.store = store
         self.app = app
@@ -83,6 +104,46 @@ class SessionStore:
         #: Override the store's size policy and cap for this session's writes (None: keep).
         self.size_policy = size_policy
         self.max_message_bytes = max_message_bytes
+        #: The generation this handle acts on (``None`` until its first use finds one).
+        self.generation = generation
+        self._takes: dict[str, bool] = {}
+
+    def _bind(self) -> bool:
+        """Bind to the session's current generation if it exists; True if bound."""
+        info = self.store.get_session(self.app, self.session_id)
+        if info is not None and info.generation:
+            self.generation = info.generation
+        return self.generation is not None
+
+    def _call(self, method: Callable[..., R], write: bool, *args: Any, **kwargs: Any) -> R:
+        """``method(app, session_id, ...)`` on this handle's generation (bound first)."""
+        if self.generation is None and not self._bind():
+            if not write:
+                return method(self.app, self.session_id, *args, **kwargs)
+            # The write may create the session: bind to the creation it wrote to, as the
+            # store notes it in the write's transaction (else read back after it).
+            noted: list[int] = []
+            token = OBSERVED.set((self.app, self.session_id, noted))
+            try:
+                result = method(self.app, self.session_id, *args, **kwargs)
+            finally:
+                OBSERVED.reset(token)
+            if noted:
+                self.generation = noted[0]
+            else:
+                self._bind()
+            return result
+        return method(self.app, self.session_id, *args, generation=self.generation, **kwargs)
+
+    def _run(self, name: str, write: bool, *args: Any, **kwargs: Any) -> Any:
+        """The store's ``name`` through :meth:`_call` when it takes ``generation=``."""
+        method = getattr(self.store, name)
+        takes = self._takes.get(name)
+        if takes is None:
+            takes = self._takes[name] = takes_generation(method)
+        if takes:
+            return self._call(method, write, *args, **kwargs)
+        return method(self.app, self.session_id, *args, **kwargs)
 
     #: Set by ``Session``, which normalises every message itself before it gets here.
     _takes_normalised = False
@@ -125,9 +186,9 @@ class SessionStore:
         >>> [m["parts"] for m in h.append_messages([{"id": "a", "role": "user", "content": "hi"}])]
         [[{'type': 'text', 'text': 'hi'}]]
         """
-        return self.store.append_messages(
-            self.app,
-            self.session_id,
+        return self._run(  # type: ignore[no-any-return]
+            "append_messages",
+            True,
             messages if self._takes_normalised else normalize_messages(messages),
             parent_id,
             user_id=self.user_id,
@@ -149,9 +210,9 @@ class SessionStore:
         """
         if not self._takes_normalised:
             message = self._normalised(message)
-        return self.store.update_message(
-            self.app,
-            self.session_id,
+        return self._run(  # type: ignore[no-any-return]
+            "update_message",
+            True,
             message,
             size_policy=self.size_policy,
             max_message_bytes=self.max_message_bytes,
@@ -192,7 +253,7 @@ class SessionStore:
         >>> threadline.connect(":memory:").session("default", "s1").get_state()
         {}
         """
-        return self.store.get_state(self.app, self.session_id, self.user_id)
+        return self._run("get_state", False, self.user_id)  # type: ignore[no-any-return]
 
     def update_state(self, delta: Mapping[str, Any]) -> None:
         """Apply a state delta as this session's user (``Store.update_state``).
@@ -202,13 +263,17 @@ class SessionStore:
         >>> h.update_state({"k": 1}); h.get_state()
         {'k': 1}
         """
-        self.store.update_state(self.app, self.session_id, self.user_id, delta)
+        self._run("update_state", True, self.user_id, delta)
 
     def info(self) -> SessionInfo | None:
-        """The session's registry row, or ``None`` before its first write.
+        """The session's registry row, or ``None`` before its first write (and once the
+        generation this handle is bound to is gone).
 
         >>> import threadline
         >>> threadline.connect(":memory:").session("default", "s1").info() is None
         True
         """
-        return self.store.get_session(self.app, self.session_id)
+        info = self.store.get_session(self.app, self.session_id)
+        if info is None or self.generation is None or not info.generation:
+            return info
+        return info if info.generation == self.generation else None

@@ -18,6 +18,7 @@ from threadline.errors import (
     InvalidMessageError,
     MessageTooLargeError,
     SessionNotFoundError,
+    ThreadlineError,
 )
 from threadline.messages import (
     check_message,
@@ -31,6 +32,13 @@ from threadline.store._common import (
     row_to_session_info,
     state_owner,
     us_to_datetime,
+)
+from threadline.store._generation import (
+    EXPECTED,
+    OBSERVED,
+    SQL_GENERATION,
+    Expected,
+    check_generation,
 )
 from threadline.store._sql_text import (
     SQL_HEAD_STATE,
@@ -343,6 +351,55 @@ class SQLBase(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release connections. Idempotent."""
+
+    def _guarded(self, fn: Callable[[Tx], T], *, write: bool) -> Callable[[Tx], T]:
+        """``fn`` with the ``generation=`` the running call expects (if any) checked in the
+        same transaction (store/_generation.py).
+
+        A write checks first, row-locking the registry row (:meth:`_expect_generation`), so
+        no delete commits between the check and the write. A read checks after reading:
+        generations are never reused, so a session that is still the expected one after
+        the read was that one during it — also where each statement has its own snapshot
+        (PostgreSQL's autocommit reads); a read that failed (a message missing) because
+        the session was replaced reports that instead."""
+        expected = EXPECTED.get()
+        if expected is None:
+            observation = OBSERVED.get() if write else None
+            if observation is None:
+                return fn
+            app, session_id, noted = observation
+
+            def observed_write(tx: Tx) -> T:
+                result = fn(tx)
+                row = tx.one(SQL_GENERATION, (app, session_id))
+                noted[:] = [] if row is None else [row[0]]
+                return result
+
+            return observed_write
+        if write:
+
+            def checked_write(tx: Tx) -> T:
+                self._expect_generation(tx, expected)
+                return fn(tx)
+
+            return checked_write
+
+        def checked_read(tx: Tx) -> T:
+            try:
+                result = fn(tx)
+            except ThreadlineError:
+                check_generation(tx.one, expected)
+                raise
+            check_generation(tx.one, expected)
+            return result
+
+        return checked_read
+
+    def _expect_generation(self, tx: Tx, expected: Expected) -> None:
+        """Raise ``SessionNotFoundError`` (now or, for a backend that defers statements, at
+        the latest by the commit) unless the session is the expected generation, and hold
+        its registry row until the transaction ends."""
+        check_generation(tx.one, expected, self._FOR_UPDATE)
 
     def _head_state_query(
         self, app: str, session_id: str, ids: Sequence[str]

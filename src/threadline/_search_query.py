@@ -152,21 +152,37 @@ def search_form(text: str) -> str:
 NO_SPACE_CLASS = "[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _NO_SPACE_RANGES) + "]"
 """A regular-expression class of the scripts written without spaces (the same syntax in
 Python's ``re`` and PostgreSQL's ``~``)."""
-_LATIN = "[0-9A-Za-z]"
-# Two passes, each a pair of captured characters: the same in Python's re and PostgreSQL's
+# Latin-script letters (accented ones, Vietnamese, IPA, full-width forms) and digits: a word
+# of them glued to a script written without spaces is a word of its own. Other scripts with
+# spaces (Greek, Cyrillic...) are left as they were: the index of stores already written
+# holds them glued (an upgrade re-splits only what these ranges add).
+_LATIN_RANGES = (
+    (0x0030, 0x0039), (0x0041, 0x005A), (0x0061, 0x007A),  # ASCII digits and letters
+    (0x00AA, 0x00AA), (0x00BA, 0x00BA), (0x00C0, 0x00D6), (0x00D8, 0x00F6),  # Latin-1
+    (0x00F8, 0x02AF),  # Latin-1, Latin Extended-A and -B, IPA
+    (0x1E00, 0x1EFF),  # Latin Extended Additional (Vietnamese)
+    (0x2C60, 0x2C7F), (0xA722, 0xA7FF), (0xAB30, 0xAB5A),  # Latin Extended-C, -D, -E
+    (0xFB00, 0xFB06),  # Latin ligatures (ﬁ)
+    (0xFF10, 0xFF19), (0xFF21, 0xFF3A), (0xFF41, 0xFF5A),  # full-width digits and letters
+)  # fmt: skip
+_LATIN = "[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _LATIN_RANGES) + "]"
+# Combining accents NFC cannot compose with their letter stay after it: part of the word.
+_LATIN_WORD_END = _LATIN + "[\u0300-\u036f]*"
+# Two passes, each a pair of captured groups: the same in Python's re and PostgreSQL's
 # regexp_replace (see _pg_schema), so text split here and by an upgrade agree.
-GLUED = (f"({NO_SPACE_CLASS})({_LATIN})", f"({_LATIN})({NO_SPACE_CLASS})")
+GLUED = (f"({NO_SPACE_CLASS})({_LATIN})", f"({_LATIN_WORD_END})({NO_SPACE_CLASS})")
 """Where :func:`split_glued` puts a space: each pattern's two groups, in this order."""
 _GLUED_RES = tuple(re.compile(pattern) for pattern in GLUED)
 
 
 def split_glued(text: str) -> str:
-    """``text`` with a space wherever a script written without spaces touches an ASCII
-    letter or digit: what the word index holds, so ``Python`` is a word of ``私はPythonで``
-    (FTS tokenizers keep such a run whole). Substring indexes keep the text as written.
+    """``text`` with a space wherever a script written without spaces touches a Latin
+    letter (accented too) or a digit: what the word index holds, so ``Python`` is a word of
+    ``私はPythonで`` and ``Café`` one of ``私はCaféで`` (FTS tokenizers keep such a run
+    whole). Substring indexes keep the text as written.
 
-    >>> split_glued("私はPythonで2024年"), split_glued("plain text")
-    ('私は Python で 2024 年', 'plain text')
+    >>> split_glued("私はPythonで2024年"), split_glued("私はCaféで"), split_glued("plain text")
+    ('私は Python で 2024 年', '私は Café で', 'plain text')
     """
     if text.isascii():
         return text

@@ -161,6 +161,11 @@ def _rewrite_messages(where: str, value: str) -> str:
         END LOOP;"""
 
 
+# Split the texts that split_glued splits at more places than they are (PL/pgSQL).
+_RESPLIT = f"""EXECUTE $q$UPDATE tl_entries SET search_text = {_split_glued_sql("search_text")}
+            WHERE {_GLUED_TEXT}$q$;
+        {_rewrite_messages(f"{WIDE_TEXT} AND ({_GLUED_TEXT})", _split_glued_sql("search_text"))}"""
+
 _V4 = [
     f"""DO $$
     DECLARE
@@ -176,13 +181,28 @@ _V4 = [
                 WHERE {_NOT_NFC}$q$;
             {_rewrite_messages(_NOT_NFC, "normalize(search_text, NFC)")}
         END IF;
-        EXECUTE $q$UPDATE tl_entries SET search_text = {_split_glued_sql("search_text")}
-            WHERE {_GLUED_TEXT}$q$;
-        {_rewrite_messages(f"{WIDE_TEXT} AND ({_GLUED_TEXT})", _split_glued_sql("search_text"))}
+        {_RESPLIT}
     END $$""",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4]
+# Version 5: split_glued also splits accented (any Latin-script) letters from scripts written
+# without spaces (``私はCaféで``): texts it splits at more places are rewritten (version 4's
+# second part again, now with the wider patterns).
+_V5 = [
+    f"""DO $$
+    DECLARE
+        r record;
+        i integer;
+        chunk text;
+    BEGIN
+        IF current_setting('server_encoding') <> 'UTF8' THEN
+            RETURN;
+        END IF;
+        {_RESPLIT}
+    END $$""",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5]
 """``MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (version 0: no tables yet)."""
 
 SCHEMA_VERSION = len(MIGRATIONS)  # derived, so adding a migration cannot leave it behind

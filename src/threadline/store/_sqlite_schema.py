@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Callable, Iterator
 
 from threadline._search_query import search_form, split_glued
-from threadline.store._sqlite_search import _ENTRIES, _MESSAGES
+from threadline.store._sqlite_search import _ENTRIES, _MESSAGES, _Corpus
 
 # --------------------------------------------------------------------------- schema
 
@@ -177,12 +177,36 @@ def _migrate_to_5(conn: sqlite3.Connection) -> None:
                     )
 
 
+# Version 6: split_glued also splits accented (any Latin-script) letters from scripts written
+# without spaces (``私はCaféで``): message texts holding such scripts (the CJK side table lists
+# them) and entries are split again where that adds a space.
+def _migrate_to_6(conn: sqlite3.Connection) -> None:
+    page = (
+        f"SELECT c.rowid, f.text FROM {_MESSAGES.cjk} c JOIN {_MESSAGES.fts} f "
+        "ON f.rowid = c.rowid WHERE c.rowid > ? ORDER BY c.rowid LIMIT 500"
+    )
+    after = 0
+    while rows := conn.execute(page, (after,)).fetchall():
+        _resplit(conn, _MESSAGES, rows)
+        after = rows[-1][0]
+    _resplit(conn, _ENTRIES, list(_non_ascii_rows(conn, _ENTRIES.fts)))
+
+
+def _resplit(conn: sqlite3.Connection, corpus: _Corpus, rows: list[tuple[int, str]]) -> None:
+    for rowid, text in rows:
+        words = split_glued(text)  # the indexed text is in NFC (schema 5) and split before
+        if words != text:
+            conn.execute(corpus.delete_fts, (rowid,))
+            conn.execute(corpus.insert_fts, (rowid, words))
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_1,
     _migrate_to_2,
     _migrate_to_3,
     _migrate_to_4,
     _migrate_to_5,
+    _migrate_to_6,
 )
 """``MIGRATIONS[i]`` upgrades a database from schema version ``i`` to ``i + 1``."""
 

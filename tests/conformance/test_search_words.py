@@ -45,6 +45,117 @@ def _everywhere(store: Store, query: str) -> set[str]:
     return found
 
 
+CHATTER = {
+    "m1": "this is the plan for today",
+    "m2": "the weather is fine",
+    "m3": "what is the deal with it",
+    "m4": "is it over there?",
+}
+
+
+# --------------------------------------------------------------------------- stop words
+
+
+def test_a_question_finds_nothing_without_its_content_words(store: Store) -> None:
+    """The issue's case: SQLite returned every message holding "is" or "the" (the any-word
+    fallback), PostgreSQL nothing."""
+    _add(store, **CHATTER)
+    assert _everywhere(store, "what is the capital of peru") == set()
+    assert _everywhere(store, "What is the capital of Peru?") == set()
+
+
+def test_a_question_finds_the_message_holding_its_content_words(store: Store) -> None:
+    _add(store, **CHATTER, lima="Lima is the capital of Peru")
+    assert _everywhere(store, "what is the capital of peru") == {"lima"}
+    assert _everywhere(store, "what's the capital of Peru") == {"lima"}
+
+
+def test_the_any_word_fallback_needs_a_word_that_is_not_a_stop_word(store: Store) -> None:
+    """No message holds both "capital" and "narnia": the fallback returns those holding
+    either, never those holding only "what", "is", "the" or "of"."""
+    _add(store, **CHATTER, caps="capital letters only", lima="Lima is the capital of Peru")
+    assert _everywhere(store, "what is the capital of narnia") == {"caps", "lima"}
+    assert _everywhere(store, "is the narnia of it") == set()
+
+
+def test_a_query_of_only_stop_words_is_matched_as_a_phrase(store: Store) -> None:
+    _add(
+        store,
+        **CHATTER,
+        scattered="the answer is what it is",  # every word, never in that order
+        punct="so what? is the answer yes",  # the words in order, punctuation between
+        inside="whatis thereof",  # the letters, not the words
+    )
+    assert _everywhere(store, "what is the") == {"m3", "punct"}
+    assert _everywhere(store, "What IS the") == {"m3", "punct"}
+    assert _everywhere(store, '"what is the"') == {"m3", "punct"}
+    assert _everywhere(store, 'what "is the"') == {"m3", "punct"}
+    assert _everywhere(store, "is it") == {"m4"}
+    assert _everywhere(store, "over") == {"m4"}
+    assert _everywhere(store, "it is the") == set()
+
+
+def test_a_phrase_of_stop_words_beside_other_words_is_left_out(store: Store) -> None:
+    _add(store, band="a new record by the who", other="the new plan")
+    assert _everywhere(store, '"the who" record') == {"band"}
+    assert _everywhere(store, '"by the" record') == {"band"}
+
+
+def test_stop_words_are_left_out_of_entry_search(store: Store) -> None:
+    store.put_entry(APP, "notes", "lima", "Lima is the capital of Peru")
+    store.put_entry(APP, "notes", "plan", "this is the plan")
+    found = {e.key for e in store.search_entries(APP, "notes", "what is the capital of peru")}
+    assert found == {"lima"}
+    assert {e.key for e in store.search_entries(APP, "notes", "what is the")} == set()
+    assert {e.key for e in store.search_entries(APP, "notes", "is the")} == {"lima", "plan"}
+
+
+def test_a_query_of_only_stop_words_in_a_large_store(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the thresholds of a large store (docs/search.md, "Cost"), a query of only stop
+    words returns ``limit`` messages holding its phrase, and finds a phrase one message has."""
+    for name, value in [("LARGE_STORE", 50), ("COMMON_DOCS", 60), ("RANKED_CANDIDATES", 20),
+                        ("UNRANKED_CANDIDATES", 10), ("LOCAL_SEARCH_STORE", 50)]:  # fmt: skip
+        monkeypatch.setattr(rules, name, value)
+    texts = {
+        f"c{i}": f"note {i}: " + ("what is the plan" if i % 3 else "is it") for i in range(150)
+    }
+    _add(store, **texts, rare="it was further down")
+    if store.__class__.__name__ == "PostgresStore":  # the planner's count, as autovacuum keeps
+        store._write("analyze", lambda tx: tx.execute("ANALYZE tl_messages"))  # type: ignore[attr-defined]
+    for session_id in (None, "s1"):
+        hits = store.search_messages(APP, "What is the", session_id=session_id, limit=5)
+        assert len(hits) == 5 and all("what is the plan" in h.content for h in hits)
+        assert _ids(store, "it was further", session_id) == {"rare"}
+        assert _ids(store, "was it", session_id) == set()
+
+
+@pytest.mark.postgres
+def test_the_shipped_list_is_what_postgresql_leaves_out(pg_dsn: str) -> None:
+    """Every shipped stop word is one PostgreSQL's ``english`` configuration drops, and every
+    word it drops from the project's own documentation is a shipped stop word: the lists
+    agree, so a query means the same on both backends."""
+    import psycopg
+
+    docs = Path(__file__).parents[2] / "docs"
+    text = " ".join(p.read_text(encoding="utf-8") for p in sorted(docs.glob("*.md")))
+    with psycopg.connect(pg_dsn) as conn:
+        dropped = conn.execute(
+            "SELECT array_agg(w) FROM unnest(%s::text[]) AS w "
+            "WHERE ts_lexize('english_stem', w) = '{}'",
+            [sorted(rules.STOP_WORDS)],
+        ).fetchone()
+        found = conn.execute(
+            "SELECT DISTINCT lower(token) FROM ts_debug('english', %s) "
+            "WHERE lexemes = '{}' AND alias IN ('asciiword', 'word')",
+            [text],
+        ).fetchall()
+    assert dropped is not None and set(dropped[0]) == rules.STOP_WORDS
+    assert {row[0] for row in found} <= rules.STOP_WORDS
+    assert len({row[0] for row in found}) > 60  # the documentation holds most of them
+
+
 # --------------------------------------------------------------------------- glued words
 
 GLUED = {

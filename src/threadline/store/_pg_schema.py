@@ -124,12 +124,12 @@ cannot find such terms, so they are looked for among these texts only (the parti
 
 # Version 4: search text in NFC (threadline._search_query.search_form), as queries are
 # read, with scripts written without spaces split from ASCII words glued to them
-# (split_glued, the same two patterns here): text written before in another form is
-# rewritten, which recomputes its generated tsv, and the chunks of a long one are indexed
-# again (first NFC, then the split; a row may be rewritten by both). Both need a UTF8
-# database (another encoding cannot hold such text anyway); normalize() also needs
-# PostgreSQL 13: on an older server that part, run by EXECUTE so that the block still
-# parses there, is skipped.
+# (split_glued, the same two patterns here; version 5 widened them to every Latin letter):
+# text written before in another form is rewritten, which recomputes its generated tsv,
+# and the chunks of a long one are indexed again (first NFC, then the split; a row may be
+# rewritten by both). Both need a UTF8 database (another encoding cannot hold such text
+# anyway); normalize() also needs PostgreSQL 13: on an older server that part, run by
+# EXECUTE so that the block still parses there, is skipped.
 _CHUNK_EXPR = CHUNK_TSV.replace("?", "chunk")
 _NOT_NFC = "search_text IS NOT NFC NORMALIZED"
 _GLUED_TEXT = " OR ".join(f"search_text ~ '{pattern}'" for pattern in GLUED)

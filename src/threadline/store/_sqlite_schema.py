@@ -144,8 +144,9 @@ def _migrate_to_4(conn: sqlite3.Connection) -> None:
 
 # Version 5: the search index holds text in NFC (``_search_query.search_form``), as queries
 # are read, and its word table holds scripts written without spaces split from ASCII words
-# glued to them (``split_glued``). Texts indexed before in another form are indexed again;
-# the FTS5 tables keep the text they index, so the messages need not be decoded.
+# glued to them (``split_glued``, which version 6 widened to every Latin letter). Texts
+# indexed before in another form are indexed again; the FTS5 tables keep the text they
+# index, so the messages need not be decoded.
 def _non_ascii_rows(conn: sqlite3.Connection, fts: str) -> Iterator[tuple[int, str]]:
     """``(rowid, text)`` of the texts in ``fts`` holding a non-ASCII character (more bytes
     than characters), read a page at a time (the caller rewrites rows between pages)."""

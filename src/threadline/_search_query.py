@@ -7,23 +7,25 @@ list of terms, from which each backend builds its own query next to its search S
 
 Terms: double-quoted phrases (``"deploy friday"``; an unterminated quote is ignored) and
 whitespace-separated words. NUL, other control characters and lone surrogates count as
-whitespace.
+whitespace. Terms of only :data:`STOP_WORDS` are left out, unless the query has nothing else:
+then it is one phrase of all its words.
 
 The work one query can cause is bounded, by these rules in this order: only the first
 :data:`MAX_QUERY_CHARS` characters are read; each term is cut to :data:`MAX_TERM_CHARS`
-characters; a term equal to an earlier one (same words, same substring, both phrases or
-both not) is dropped; only the first :data:`MAX_SUBSTRING_TERMS` terms keep their substring
-match (later ones match by their words only, or are dropped when they have none); and the
-first :data:`MAX_TERMS` remaining terms are kept.
+characters; stop words are left out (above); a term equal to an earlier one (same words,
+same substring, both phrases or both not) is dropped; only the first
+:data:`MAX_SUBSTRING_TERMS` terms keep their substring match (later ones match by their
+words only, or are dropped when they have none); and the first :data:`MAX_TERMS` remaining
+terms are kept.
 
 Backends should treat one term as matching a message when its full-text expression matches
 (built from ``term.tokens``), **or** — for terms with
 ``needs_substring`` — the lowercased message text contains ``term.substring``. "all" mode ANDs
 the terms, "any" mode ORs them.
 
->>> [t.tokens for t in parse_query('"Deploy Friday" bob@example.com AND (')]
-[('deploy', 'friday'), ('bob', 'example', 'com'), ('and',)]
->>> [t.needs_substring for t in parse_query("see https://x.io/a_b now")]
+>>> [t.tokens for t in parse_query('"Deploy Friday" bob@example.com NEAR (')]
+[('deploy', 'friday'), ('bob', 'example', 'com'), ('near',)]
+>>> [t.needs_substring for t in parse_query("see https://x.io/a_b today")]
 [False, True, False]
 """
 
@@ -152,21 +154,37 @@ def search_form(text: str) -> str:
 NO_SPACE_CLASS = "[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _NO_SPACE_RANGES) + "]"
 """A regular-expression class of the scripts written without spaces (the same syntax in
 Python's ``re`` and PostgreSQL's ``~``)."""
-_LATIN = "[0-9A-Za-z]"
-# Two passes, each a pair of captured characters: the same in Python's re and PostgreSQL's
+# Latin-script letters (accented ones, Vietnamese, IPA, full-width forms) and digits: a word
+# of them glued to a script written without spaces is a word of its own. Other scripts with
+# spaces (Greek, Cyrillic...) are left as they were: the index of stores already written
+# holds them glued (an upgrade re-splits only what these ranges add).
+_LATIN_RANGES = (
+    (0x0030, 0x0039), (0x0041, 0x005A), (0x0061, 0x007A),  # ASCII digits and letters
+    (0x00AA, 0x00AA), (0x00BA, 0x00BA), (0x00C0, 0x00D6), (0x00D8, 0x00F6),  # Latin-1
+    (0x00F8, 0x02AF),  # Latin-1, Latin Extended-A and -B, IPA
+    (0x1E00, 0x1EFF),  # Latin Extended Additional (Vietnamese)
+    (0x2C60, 0x2C7F), (0xA722, 0xA7FF), (0xAB30, 0xAB5A),  # Latin Extended-C, -D, -E
+    (0xFB00, 0xFB06),  # Latin ligatures (ﬁ)
+    (0xFF10, 0xFF19), (0xFF21, 0xFF3A), (0xFF41, 0xFF5A),  # full-width digits and letters
+)  # fmt: skip
+_LATIN = "[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _LATIN_RANGES) + "]"
+# Combining accents NFC cannot compose with their letter stay after it: part of the word.
+_LATIN_WORD_END = _LATIN + "[\u0300-\u036f]*"
+# Two passes, each a pair of captured groups: the same in Python's re and PostgreSQL's
 # regexp_replace (see _pg_schema), so text split here and by an upgrade agree.
-GLUED = (f"({NO_SPACE_CLASS})({_LATIN})", f"({_LATIN})({NO_SPACE_CLASS})")
+GLUED = (f"({NO_SPACE_CLASS})({_LATIN})", f"({_LATIN_WORD_END})({NO_SPACE_CLASS})")
 """Where :func:`split_glued` puts a space: each pattern's two groups, in this order."""
 _GLUED_RES = tuple(re.compile(pattern) for pattern in GLUED)
 
 
 def split_glued(text: str) -> str:
-    """``text`` with a space wherever a script written without spaces touches an ASCII
-    letter or digit: what the word index holds, so ``Python`` is a word of ``私はPythonで``
-    (FTS tokenizers keep such a run whole). Substring indexes keep the text as written.
+    """``text`` with a space wherever a script written without spaces touches a Latin
+    letter (accented too) or a digit: what the word index holds, so ``Python`` is a word of
+    ``私はPythonで`` and ``Café`` one of ``私はCaféで`` (FTS tokenizers keep such a run
+    whole). Substring indexes keep the text as written.
 
-    >>> split_glued("私はPythonで2024年"), split_glued("plain text")
-    ('私は Python で 2024 年', 'plain text')
+    >>> split_glued("私はPythonで2024年"), split_glued("私はCaféで"), split_glued("plain text")
+    ('私は Python で 2024 年', '私は Café で', 'plain text')
     """
     if text.isascii():
         return text
@@ -240,7 +258,8 @@ def make_term(text: str, *, is_phrase: bool = False) -> Term | None:
 
 
 def parse_query(text: str) -> list[Term]:
-    """Split user text into terms; never raises, never interprets operators.
+    """Split user text into terms; never raises, never interprets operators. Terms of only
+    stop words are left out (:func:`without_stop_words`).
 
     >>> [(t.text, t.is_phrase) for t in parse_query('deploy "on friday" "unterminated')]
     [('deploy', False), ('on friday', True), ('unterminated', False)]
@@ -255,7 +274,57 @@ def parse_query(text: str) -> list[Term]:
         term = make_term(phrase if phrase is not None else word, is_phrase=phrase is not None)
         if term is not None:
             terms.append(term)
-    return bound_terms(terms)
+    return bound_terms(without_stop_words(terms))
+
+
+_STOP_WORD_TEXT = (
+    # pronouns and determiners
+    "i me my myself we our ours ourselves you your yours yourself yourselves he him his himself "
+    "she her hers herself it its itself they them their theirs themselves what which who whom "
+    "this that these those a an the all any both each few more most other some such no nor "
+    "not only own same "
+    # verbs and the pieces of contractions (don't, it's)
+    "am is are was were be been being have has had having do does did doing can will should "
+    "don s t "
+    # conjunctions, prepositions and adverbs
+    "and but if or because as until while of at by for with about against between into "
+    "through during before after above below to from up down in out on off over under again "
+    "further then once here there when where why how so than too very just now"
+)
+STOP_WORDS = frozenset(_STOP_WORD_TEXT.split())
+"""The English stop words both backends ignore in a query that has another word: the very
+words PostgreSQL's ``english`` text-search configuration leaves out of its index, so a query
+means the same on SQLite, whose index keeps every word (docs/search.md, rule 3)."""
+
+
+def is_stop_term(term: Term) -> bool:
+    """True when every word of ``term`` is a stop word (and it has words).
+
+    >>> [is_stop_term(make_term(text)) for text in ("the", "it's", "the end", "🙂")]
+    [True, True, False, False]
+    """
+    return bool(term.tokens) and all(token in STOP_WORDS for token in term.tokens)
+
+
+def without_stop_words(terms: Sequence[Term]) -> list[Term]:
+    """``terms`` without those of only stop words; a query of nothing else is matched as
+    written: one phrase of all its words (the first :data:`MAX_TERM_CHARS` characters' worth).
+
+    >>> [t.text for t in parse_query("what is the capital of Peru?")]
+    ['capital', 'Peru?']
+    >>> [(t.text, t.is_phrase) for t in parse_query("What is the")]
+    [('what is the', True)]
+    """
+    kept = [term for term in terms if not is_stop_term(term)]
+    if kept or not terms:
+        return kept
+    words: list[str] = []
+    for token in (token for term in terms for token in term.tokens):
+        if len(" ".join([*words, token])) > MAX_TERM_CHARS:
+            break
+        words.append(token)
+    phrase = make_term(" ".join(words), is_phrase=True)
+    return [] if phrase is None else [phrase]
 
 
 def bound_terms(terms: Iterable[Term]) -> list[Term]:
@@ -453,6 +522,7 @@ __all__ = [
     "NO_SPACE_CLASS",
     "RANKED_CANDIDATES",
     "SNIPPET_CHARS",
+    "STOP_WORDS",
     "UNRANKED_CANDIDATES",
     "WIDE_CLASS",
     "WIDE_RANGES",
@@ -460,6 +530,7 @@ __all__ = [
     "Term",
     "bound_terms",
     "coverage_scores",
+    "is_stop_term",
     "make_term",
     "parse_query",
     "rowid_windows",
@@ -469,4 +540,5 @@ __all__ = [
     "split_glued",
     "tokenize",
     "top_rows",
+    "without_stop_words",
 ]

@@ -125,12 +125,12 @@ cannot find such terms, so they are looked for among these texts only (the parti
 
 # Version 4: search text in NFC (threadline._search_query.search_form), as queries are
 # read, with scripts written without spaces split from ASCII words glued to them
-# (split_glued, the same two patterns here): text written before in another form is
-# rewritten, which recomputes its generated tsv, and the chunks of a long one are indexed
-# again (first NFC, then the split; a row may be rewritten by both). Both need a UTF8
-# database (another encoding cannot hold such text anyway); normalize() also needs
-# PostgreSQL 13: on an older server that part, run by EXECUTE so that the block still
-# parses there, is skipped.
+# (split_glued, the same two patterns here; version 6 widened them to every Latin letter):
+# text written before in another form is rewritten, which recomputes its generated tsv,
+# and the chunks of a long one are indexed again (first NFC, then the split; a row may be
+# rewritten by both). Both need a UTF8 database (another encoding cannot hold such text
+# anyway); normalize() also needs PostgreSQL 13: on an older server that part, run by
+# EXECUTE so that the block still parses there, is skipped.
 _CHUNK_EXPR = CHUNK_TSV.replace("?", "chunk")
 _NOT_NFC = "search_text IS NOT NFC NORMALIZED"
 _GLUED_TEXT = " OR ".join(f"search_text ~ '{pattern}'" for pattern in GLUED)
@@ -162,6 +162,11 @@ def _rewrite_messages(where: str, value: str) -> str:
         END LOOP;"""
 
 
+# Split the texts that split_glued splits at more places than they are (PL/pgSQL).
+_RESPLIT = f"""EXECUTE $q$UPDATE tl_entries SET search_text = {_split_glued_sql("search_text")}
+            WHERE {_GLUED_TEXT}$q$;
+        {_rewrite_messages(f"{WIDE_TEXT} AND ({_GLUED_TEXT})", _split_glued_sql("search_text"))}"""
+
 _V4 = [
     f"""DO $$
     DECLARE
@@ -177,9 +182,7 @@ _V4 = [
                 WHERE {_NOT_NFC}$q$;
             {_rewrite_messages(_NOT_NFC, "normalize(search_text, NFC)")}
         END IF;
-        EXECUTE $q$UPDATE tl_entries SET search_text = {_split_glued_sql("search_text")}
-            WHERE {_GLUED_TEXT}$q$;
-        {_rewrite_messages(f"{WIDE_TEXT} AND ({_GLUED_TEXT})", _split_glued_sql("search_text"))}
+        {_RESPLIT}
     END $$""",
 ]
 
@@ -201,7 +204,24 @@ _V5 = [
     "ALTER TABLE tl_sessions ALTER COLUMN generation SET NOT NULL",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5]
+# Version 6: split_glued also splits accented (any Latin-script) letters from scripts written
+# without spaces (``私はCaféで``): texts it splits at more places are rewritten (version 4's
+# second part again, now with the wider patterns).
+_V6 = [
+    f"""DO $$
+    DECLARE
+        r record;
+        i integer;
+        chunk text;
+    BEGIN
+        IF current_setting('server_encoding') <> 'UTF8' THEN
+            RETURN;
+        END IF;
+        {_RESPLIT}
+    END $$""",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6]
 """``MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (version 0: no tables yet)."""
 
 SCHEMA_VERSION = len(MIGRATIONS)  # derived, so adding a migration cannot leave it behind

@@ -9,7 +9,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from threadline import _search_query as rules
-from threadline._search_query import WIDE_CLASS, MatchMode, Term, search_form, split_glued
+from threadline._search_query import (
+    WIDE_CLASS,
+    MatchMode,
+    Term,
+    is_stop_term,
+    search_form,
+    split_glued,
+)
 from threadline.store._pg_schema import WIDE_TEXT
 from threadline.store._sql import (
     OwnerFilter,
@@ -47,6 +54,27 @@ def lowered_form(text: str) -> str:
     return split_glued(search_form(text.lower()))
 
 
+# Spaces and ASCII punctuation: what may separate the words of a stop-word phrase. A class
+# this small lets pg_trgm read trigrams such as " is" from the pattern (a class of every
+# non-alphanumeric character would make it scan the whole table for short words).
+_GAP = "[" + "".join(sorted(set(" \t\n\r\f\v!\"#$%&'()*+,./:;<=>?@_`{|}~"))) + "-]"
+
+
+def stop_phrase_regex(term: Term) -> str:
+    """A regular expression (PostgreSQL's ``~``) matching ``term``'s words in order, as
+    whole words, in the ``search_text`` column: a term of only stop words, which the
+    ``english`` word index leaves out, is matched so (docs/search.md, rule 3). The words may
+    be separated by spaces and ASCII punctuation.
+
+    >>> from threadline._search_query import parse_query
+    >>> stop_phrase_regex(parse_query("What IS")[0]).replace(_GAP, "~")
+    '(^|~)what~+is(~|$)'
+    """
+    if not all(re.fullmatch("[a-z]+", token) for token in term.tokens):
+        raise AssertionError(f"not a stop-word term: {term.tokens!r}")
+    return f"(^|{_GAP}){(_GAP + '+').join(term.tokens)}({_GAP}|$)"
+
+
 def pg_tsquery_parts(terms: Iterable[Term]) -> list[tuple[str, str]]:
     """``(function, text)`` pairs for PostgreSQL, to be used as ``fn('english', %s)``.
 
@@ -55,8 +83,8 @@ def pg_tsquery_parts(terms: Iterable[Term]) -> list[tuple[str, str]]:
     so that PostgreSQL's parser sees e-mails, URLs, paths and versions exactly as
     ``to_tsvector`` does: ``plainto_tsquery('english', 'bob@example.com')`` is the single
     lexeme ``bob@example.com``, which splitting into words would never match.
-    Terms without tokens are left out. Combine with ``&&`` (all) or ``||`` (any); a part that
-    holds only stop words becomes an empty query, which PostgreSQL ignores in ``&&``/``||``.
+    Terms without tokens, and terms of only stop words (:func:`stop_phrase_regex`), are left
+    out. Combine with ``&&`` (all) or ``||`` (any).
 
     >>> from threadline._search_query import parse_query
     >>> pg_tsquery_parts(parse_query('"deploy friday" bob@example.com'))
@@ -64,7 +92,7 @@ def pg_tsquery_parts(terms: Iterable[Term]) -> list[tuple[str, str]]:
     """
     parts: list[tuple[str, str]] = []
     for term in terms:
-        if not term.tokens:
+        if not term.tokens or is_stop_term(term):
             continue
         fn = "phraseto_tsquery" if term.is_phrase else "plainto_tsquery"
         parts.append((fn, lowered_form(term.text)))
@@ -76,13 +104,15 @@ def pg_tsquery_parts(terms: Iterable[Term]) -> list[tuple[str, str]]:
 
 class _TermSQL(NamedTuple):
     """One search term as SQL pieces: its tsquery function and text, and its LIKE pattern
-    (``wide``: a one- or two-character substring, looked for among :data:`WIDE_TEXT` only).
+    (``wide``: a one- or two-character substring, looked for among :data:`WIDE_TEXT` only;
+    ``regex``: the pattern is a :func:`stop_phrase_regex`, a match as words).
     """
 
     function: str | None
     text: str
     pattern: str | None
     wide: bool = False
+    regex: bool = False
 
 
 _TSQUERY_FUNCTIONS = frozenset({"plainto_tsquery", "phraseto_tsquery"})
@@ -91,6 +121,9 @@ _TSQUERY_FUNCTIONS = frozenset({"plainto_tsquery", "phraseto_tsquery"})
 def _compile_terms(terms: Sequence[Term]) -> list[_TermSQL]:
     out: list[_TermSQL] = []
     for term in terms:
+        if is_stop_term(term):
+            out.append(_TermSQL(None, "", stop_phrase_regex(term), regex=True))
+            continue
         parts = pg_tsquery_parts([term])
         function, text = parts[0] if parts else (None, "")
         if function is not None and function not in _TSQUERY_FUNCTIONS:
@@ -110,7 +143,12 @@ def _tsquery(terms: Sequence[_TermSQL], joiner: str) -> tuple[str, list[Any]]:
     return f"({sql})", [t.text for t in terms]
 
 
-def _like(text_col: str, wide: bool = False) -> str:
+def _like(text_col: str, wide: bool = False, regex: bool = False) -> str:
+    if regex:
+        # Kept off the trigram index ("|| ''"): a stop word's trigrams are in nearly every
+        # text, so its bitmap would read whole posting lists; a scan that stops at the first
+        # matches (plan_terms) reads a few pages.
+        return f"({text_col} || '') ~ ?"
     like = f"{text_col} LIKE ? ESCAPE '\\'"
     # Trigrams cannot find a substring under three characters: the partial index of the
     # texts holding CJK or symbols can (the planner needs the index's exact condition).
@@ -157,7 +195,7 @@ def _condition(
             clauses.append(clause)
         for t in terms:
             if t.pattern:
-                clauses.append(_like(text_col, t.wide and indexed))
+                clauses.append(_like(text_col, t.wide and indexed, t.regex))
                 params.append(t.pattern)
         return " OR ".join(clauses), params
     words_only = [t for t in terms if t.function and not t.pattern]
@@ -180,14 +218,15 @@ def _condition(
             clauses.append(f"({clause} OR {_like(text_col, t.wide and indexed)})")
             params += [*term_params, t.pattern]
         elif t.pattern:
-            clauses.append(_like(text_col, t.wide and indexed))
+            clauses.append(_like(text_col, t.wide and indexed, t.regex))
             params.append(t.pattern)
     return " AND ".join(clauses), params
 
 
 def _score(terms: Sequence[_TermSQL], tsv: str, text_col: str) -> tuple[str, list[Any]]:
-    """Relevance: 1 per term matched as words, 0.5 per term matched only as a substring,
-    plus ``ts_rank`` against all word terms (below 1), so substring-only hits rank lower."""
+    """Relevance: 1 per term matched as words (a stop-word phrase: by its regex), 0.5 per
+    term matched only as a substring, plus ``ts_rank`` against all word terms (below 1), so
+    substring-only hits rank lower."""
     pieces: list[str] = []
     params: list[Any] = []
     for t in terms:
@@ -196,7 +235,7 @@ def _score(terms: Sequence[_TermSQL], tsv: str, text_col: str) -> tuple[str, lis
             whens.append(f"WHEN {tsv} @@ {t.function}('english', ?) THEN 1.0")
             params.append(t.text)
         if t.pattern:
-            whens.append(f"WHEN {_like(text_col)} THEN 0.5")
+            whens.append(f"WHEN {_like(text_col, regex=t.regex)} THEN {1.0 if t.regex else 0.5}")
             params.append(t.pattern)
         pieces.append(f"CASE {' '.join(whens)} ELSE 0.0 END")
     words = [t for t in terms if t.function]
@@ -337,7 +376,8 @@ def plan_terms(tx: _Reader, terms: Sequence[Term]) -> Plan:
     :data:`~threadline._search_query.COMMON_DOCS`, terms of words estimated in more than that
     many messages are left out when another term remains (when every term is that common,
     only :data:`~threadline._search_query.UNRANKED_CANDIDATES` matches are scored), and
-    terms of stop words only (which match nothing) are dropped.
+    terms of stop words only (which match nothing) are dropped. A query of only stop words
+    (one phrase, :func:`stop_phrase_regex`) scores the first ``limit`` matches found.
     """
     compiled = [_compile_terms([term]) for term in terms]
     plain = [bool(c and c[0].function and not c[0].pattern) for c in compiled]
@@ -346,6 +386,10 @@ def plan_terms(tx: _Reader, terms: Sequence[Term]) -> Plan:
     size = int(row[0]) if row else 0
     if size <= rules.LARGE_STORE:
         return Plan(list(terms))
+    if all(is_stop_term(term) for term in terms):
+        # A query of only stop words carries no ranking information: the first `limit`
+        # matches found (candidates are at least `limit`), as SQLite's newest `limit`.
+        return Plan(list(terms), 0)
     if size <= rules.COMMON_DOCS or row is None:
         return Plan(list(terms), rules.RANKED_CANDIDATES)
     lexemes, estimates = iter(row[1]), iter(row[2])

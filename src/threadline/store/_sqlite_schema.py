@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Callable, Iterator
 
 from threadline._search_query import search_form, split_glued
-from threadline.store._sqlite_search import _ENTRIES, _MESSAGES
+from threadline.store._sqlite_search import _ENTRIES, _MESSAGES, _Corpus
 
 # --------------------------------------------------------------------------- schema
 
@@ -144,8 +144,9 @@ def _migrate_to_4(conn: sqlite3.Connection) -> None:
 
 # Version 5: the search index holds text in NFC (``_search_query.search_form``), as queries
 # are read, and its word table holds scripts written without spaces split from ASCII words
-# glued to them (``split_glued``). Texts indexed before in another form are indexed again;
-# the FTS5 tables keep the text they index, so the messages need not be decoded.
+# glued to them (``split_glued``, which version 7 widened to every Latin letter). Texts
+# indexed before in another form are indexed again; the FTS5 tables keep the text they
+# index, so the messages need not be decoded.
 def _non_ascii_rows(conn: sqlite3.Connection, fts: str) -> Iterator[tuple[int, str]]:
     """``(rowid, text)`` of the texts in ``fts`` holding a non-ASCII character (more bytes
     than characters), read a page at a time (the caller rewrites rows between pages)."""
@@ -215,6 +216,29 @@ def _migrate_to_6(conn: sqlite3.Connection) -> None:
     conn.execute(_SCHEMA_V6[2])
 
 
+# Version 7: split_glued also splits accented (any Latin-script) letters from scripts written
+# without spaces (``私はCaféで``): message texts holding such scripts (the CJK side table lists
+# them) and entries are split again where that adds a space.
+def _migrate_to_7(conn: sqlite3.Connection) -> None:
+    page = (
+        f"SELECT c.rowid, f.text FROM {_MESSAGES.cjk} c JOIN {_MESSAGES.fts} f "
+        "ON f.rowid = c.rowid WHERE c.rowid > ? ORDER BY c.rowid LIMIT 500"
+    )
+    after = 0
+    while rows := conn.execute(page, (after,)).fetchall():
+        _resplit(conn, _MESSAGES, rows)
+        after = rows[-1][0]
+    _resplit(conn, _ENTRIES, list(_non_ascii_rows(conn, _ENTRIES.fts)))
+
+
+def _resplit(conn: sqlite3.Connection, corpus: _Corpus, rows: list[tuple[int, str]]) -> None:
+    for rowid, text in rows:
+        words = split_glued(text)  # the indexed text is in NFC (schema 5) and split before
+        if words != text:
+            conn.execute(corpus.delete_fts, (rowid,))
+            conn.execute(corpus.insert_fts, (rowid, words))
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_1,
     _migrate_to_2,
@@ -222,6 +246,7 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_4,
     _migrate_to_5,
     _migrate_to_6,
+    _migrate_to_7,
 )
 """``MIGRATIONS[i]`` upgrades a database from schema version ``i`` to ``i + 1``."""
 

@@ -437,6 +437,9 @@ class PostgresStore(SQLStore):
         attachment missing is read again in one snapshot: a write committed between two of
         its statements dropped an attachment the first one still saw."""
         self._check_open(operation)
+        joined = self._joined()
+        if joined is not None:  # inside transaction(): read what it wrote
+            return fn(joined)
         driver = self._driver
         for attempt in (1, 2):
             try:
@@ -481,6 +484,11 @@ class PostgresStore(SQLStore):
         decides); only deadlocks and serialisation failures, which roll everything back, are.
         """
         self._check_open(operation)
+        joined = self._joined()
+        if joined is not None:  # inside transaction(): it commits, retries or rolls back
+            if lock is not None:
+                joined.send(_LOCK_SESSION, self._lock_params(lock))
+            return fn(joined)
         driver = self._driver
         for attempt in range(1, _WRITE_ATTEMPTS + 1):
             try:

@@ -137,9 +137,9 @@ def _content(message: Message) -> tuple[Any, Any, Any]:
 
 
 def check_same_ids(sent: Sequence[Message], stored: Sequence[Message]) -> None:
-    """Refuse a run's message whose id was stored before with other content: ``stored`` is
-    what the append returned for ``sent`` (an id stored before comes back as it was stored,
-    with another run's ``invocationId`` or none).
+    """Refuse a run's message whose id was stored before, or comes earlier in the run, with
+    other content: ``stored`` is what the append returned for ``sent`` (an id stored before
+    comes back as it was first stored, with another run's ``invocationId`` or none).
 
     >>> a = {"id": "m1", "role": "assistant", "parts": [], "metadata": {"invocationId": "r2"}}
     >>> check_same_ids([a], [{**a, "metadata": {"invocationId": "r1"}}])  # same content
@@ -147,11 +147,15 @@ def check_same_ids(sent: Sequence[Message], stored: Sequence[Message]) -> None:
     Traceback (most recent call last):
     threadline.errors.InvalidMessageError: message id 'm1' is already stored with other content
     """
+    earlier: dict[str, tuple[Any, Any, Any]] = {}  # the run's own messages by id
     for mine, theirs in zip(sent, stored, strict=True):
+        content = _content(mine)
         ours = (mine.get("metadata") or {}).get("invocationId")
         if (theirs.get("metadata") or {}).get("invocationId") == ours:
-            continue  # stored now, by this run
-        if _content(mine) != _content(theirs):
+            theirs_content = earlier.setdefault(mine["id"], content)  # stored now, by this run
+        else:
+            theirs_content = _content(theirs)
+        if content != theirs_content:
             raise InvalidMessageError(
                 f"message id {mine['id']!r} is already stored with other content"
             )

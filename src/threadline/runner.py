@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ from threadline.tools import Toolset, build_context_tools
 from threadline.types import Compaction, Message
 
 __all__ = ["Hooks", "RunContext", "Runner", "TurnResult"]
+
+logger = logging.getLogger("threadline.runner")
 
 #: What a model function is: ``model(system, messages, tools)``.
 Model = Callable[[str, list[Message], Toolset], Any]
@@ -280,7 +283,10 @@ class _Turn:
             except Exception as exc:  # the path changed meanwhile: the run stays stored
                 session._report_compaction_error(exc)
         session._after_append()
-        session.refresh_system_prompt()
+        try:
+            session.refresh_system_prompt()
+        except Exception:  # a provider failing to render: the stored run is still the result
+            logger.warning("the prompt could not be refreshed after a run", exc_info=True)
 
 
 def _tag(message: Message, invocation_id: str) -> Message:

@@ -381,6 +381,10 @@ def test_a_message_id_stored_with_other_content_is_refused(store: Any, flavour: 
         _run(flavour, manager, _script(_call("set_context", "c", label="memory", content="z"),
                                        other))  # fmt: skip
     assert _snapshot(store) == before
+    twice = [{"id": "twice", "role": "assistant", "content": c} for c in ("one", "two")]
+    with pytest.raises(InvalidMessageError, match="other content"):  # twice in one run
+        _run(flavour, manager, _script(twice))
+    assert _snapshot(store) == before
     # The same content again (a retried run) is no error: createdAt and invocationId differ.
     same = {"id": old["id"], "role": old["role"], "parts": old["parts"]}
     result = _run(flavour, manager, _script(same))

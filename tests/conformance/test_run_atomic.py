@@ -411,3 +411,27 @@ def test_the_model_cannot_change_the_messages_the_run_stores(store: Any, flavour
 
     result = _run(flavour, _manager(flavour, store), _script(rewrite), "hello")
     assert text_of(store.get_path("default", "s")[0]) == "hello" == text_of(result.messages[0])
+
+
+def test_the_memory_overlay_is_stored_after_the_commit_only(store: Any, flavour: str) -> None:
+    """The model sees the summary of what fell out at once; the overlay is stored after the
+    run's commit, so a run that fails stores none."""
+    from threadline import create_compact_function
+
+    memory = create_compact_function(lambda prompt: "Earlier talk.")
+    manager = _manager(flavour, store)
+    for i in range(3):
+        _run(flavour, manager, _script(f"answer {i}"), f"q{i}", runs=1, memory=memory)
+    before = _snapshot(store)
+    overlays = len(store.get_compactions("default", "s"))
+
+    def sees_summary(messages: Any) -> str:
+        assert text_of(messages[0]) == "Earlier talk."
+        assert len(store.get_compactions("default", "s")) == overlays  # not stored yet
+        raise Boom("model down")
+
+    with pytest.raises(Boom):
+        _run(flavour, manager, _script(sees_summary), "q3", runs=1, memory=memory)
+    assert _snapshot(store) == before
+    _run(flavour, manager, _script("answer 3"), "q3", runs=1, memory=memory)
+    assert len(store.get_compactions("default", "s")) == overlays + 1

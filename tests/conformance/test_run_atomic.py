@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from threadline import AsyncSessionManager, Hooks, Runner, SessionManager, StoreSkillProvider
+from threadline import (
+    AsyncSessionManager,
+    Hooks,
+    Runner,
+    SessionManager,
+    StoreSearchProvider,
+    StoreSkillProvider,
+)
 from threadline.aio import AsyncRunner
 from threadline.errors import InvalidMessageError
 from threadline.messages import text_of
@@ -39,6 +46,7 @@ def _manager(flavour: str, store: Any, **blocks: Any) -> Any:
     manager = manager.with_context("memory", description="Notes", max_tokens=200)
     manager = manager.with_context("shared", description="App notes", scope="app")
     manager = manager.with_context("skills", provider=StoreSkillProvider(store))
+    manager = manager.with_context("notes", provider=StoreSearchProvider(store))
     for label, provider in blocks.items():
         manager = manager.with_context(label, provider=provider)
     return manager
@@ -113,6 +121,7 @@ def _snapshot(store: Any) -> Any:
         sessions,
         shared,
         store.list_entries("default", "skills"),
+        store.list_entries("default", "notes"),
         store.get_state("default", "no-such-session", USER),
     )
 
@@ -314,11 +323,20 @@ def test_tools_see_the_runs_own_edits_and_the_commit_replays_them(store: Any, fl
         ),
         _call("load_context", "c3", label="skills", key="pirate"),
         _call("set_context", "c4", label="memory", content="third", action="append"),
+        _call(
+            "set_context",
+            "c5",
+            label="notes",
+            content="Drinks green tea.",
+            metadata={"title": "tea"},
+        ),
+        _call("search_context", "c6", label="notes", query="green"),
         "done",
     )
     result = _run(flavour, manager, model)
     outputs = [p.get("output") for m in result.messages for p in m["parts"] if "output" in p]
     assert outputs[2] == "Say arr."  # the entry written earlier in the run
+    assert outputs[5] == "[tea]\nDrinks green tea."
     assert store.get_block("default", "session", "s", "memory") == "first\nsecond\nthird"
     assert store.get_entry("default", "skills", "pirate").content == "Say arr."
     assert result.stop_reason == "done"
@@ -360,10 +378,10 @@ def test_custom_provider_writes_follow_the_commit_best_effort(
                 raise Boom("remote notes are down")
             self.text = content
 
-    manager = _manager(flavour, store, broken=Notes(True), notes=Notes(False))
+    manager = _manager(flavour, store, broken=Notes(True), custom=Notes(False))
     model = _script(
         _call("set_context", "c1", label="broken", content="lost"),
-        _call("set_context", "c2", label="notes", content="kept"),
+        _call("set_context", "c2", label="custom", content="kept"),
         "done",
     )
     with caplog.at_level(logging.WARNING, logger="threadline.runner"):

@@ -250,6 +250,7 @@ class _Turn:
         def write() -> list[Message]:
             stored = session._backend.append_messages(sent)
             check_same_ids(sent, stored)
+            session._note_skill_loads(stored)  # before the edits: one may unload them
             self.edits.replay_stored()
             if stored_delta:
                 session.update_state(stored_delta)
@@ -262,7 +263,6 @@ class _Turn:
             self.edits.rolled_back()
             raise
         session._temp_apply(temp)
-        session._note_skill_loads(self.stored)
         return TurnResult(
             output=next((m for m in reversed(self.stored) if m["role"] == "assistant"), None),
             messages=self.stored,

@@ -453,3 +453,19 @@ def test_the_memory_overlay_is_stored_after_the_commit_only(store: Any, flavour:
     assert _snapshot(store) == before
     _run(flavour, manager, _script("answer 3"), "q3", runs=1, memory=memory)
     assert len(store.get_compactions("default", "s")) == overlays + 1
+
+
+def test_a_skill_loaded_and_unloaded_in_one_run_ends_unloaded(store: Any, flavour: str) -> None:
+    manager = _prepare(flavour, store)
+    model = _script(
+        _call("load_context", "c1", label="skills", key="tea"),
+        _call("unload_context", "c2", label="skills", key="tea"),
+        "done",
+    )
+    result = _run(flavour, manager, model)
+    assert result.messages[2]["parts"][0]["output"].startswith("Unloaded")
+    cached = manager.sync.get_session("s") if flavour == "async" else manager.get_session("s")
+    assert cached.loaded_skills == set()
+    assert SessionManager(store).get_session("s", user_id=USER).loaded_skills == set()
+    stored = store.get_message("default", "s", result.messages[1]["id"])
+    assert "unloaded" in json.dumps(stored)

@@ -196,6 +196,33 @@ def test_another_thread_is_not_part_of_a_transaction(store: Any) -> None:
     assert store.get_block("app", "app", "", "shared") == "from another thread"
 
 
+def test_a_block_read_in_a_transaction_keeps_other_writers_out_until_it_ends(store: Any) -> None:
+    """Read, then write back what was read plus an edit (a run's ``append``): another
+    writer's edit of that block made meanwhile waits for the commit and lands after it,
+    instead of being overwritten with the stale read."""
+    import threading
+    import time
+
+    store.set_block("app", "app", "", "shared", "v0")
+    started = threading.Event()
+
+    def other() -> None:
+        started.wait()
+        store.set_block("app", "app", "", "shared", "theirs")
+
+    def read_modify_write() -> None:
+        current = store.get_block("app", "app", "", "shared")
+        started.set()
+        time.sleep(0.3)  # the other writer tries now
+        store.set_block("app", "app", "", "shared", f"{current}\nmine")
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    store.transaction(read_modify_write)
+    thread.join()
+    assert store.get_block("app", "app", "", "shared") == "theirs"
+
+
 # -- a run that fails stores nothing ----------------------------------------------------------
 
 

@@ -88,8 +88,9 @@ class Store(
     def transaction(self, fn: Callable[[], T]) -> T:
         """Call ``fn()`` inside one transaction: the writes this thread makes on this store
         while it runs commit together when it returns, or not at all if it raises, and its
-        reads see them. A nested call joins the open one. ``fn`` may be called again after a
-        rolled-back deadlock (PostgreSQL): keep it free of other side effects.
+        reads see them; a block it reads (``get_block``) stays locked until it ends. A nested
+        call joins the open one. ``fn`` may be called again after a rolled-back deadlock
+        (PostgreSQL): keep it free of other side effects.
 
         >>> import threadline
         >>> store = threadline.connect(":memory:")

@@ -20,9 +20,11 @@ block there, so edits other writers committed meanwhile come first), and
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import re
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from threadline.context.blocks import appended
@@ -150,6 +152,18 @@ class RunEdits:
         )
 
     # -- the commit --------------------------------------------------------------------------------
+    def commit_lock(self) -> AbstractContextManager[Any]:
+        """What the run's commit holds around its transaction: the session's blocks lock when
+        edits are replayed in it (``ContextBlocks.lock``), else nothing.
+
+        >>> import threadline
+        >>> with RunEdits(threadline.Session.create(":memory:")).commit_lock():
+        ...     pass
+        """
+        if any(edit.stored for edit in self.edits):
+            return self.session._blocks.lock
+        return contextlib.nullcontext()
+
     def replay_stored(self) -> None:
         """Make the store-backed edits, in order (call it inside the run's transaction)."""
         for edit in self.edits:

@@ -258,7 +258,8 @@ class _Turn:
 
         transaction = getattr(session.store, "transaction", None)
         try:
-            self.stored = transaction(write) if transaction is not None else write()
+            with self.edits.commit_lock():
+                self.stored = transaction(write) if transaction is not None else write()
         except BaseException:
             self.edits.rolled_back()
             raise

@@ -496,3 +496,42 @@ def test_a_skill_loaded_and_unloaded_in_one_run_ends_unloaded(store: Any, flavou
     assert SessionManager(store).get_session("s", user_id=USER).loaded_skills == set()
     stored = store.get_message("default", "s", result.messages[1]["id"])
     assert "unloaded" in json.dumps(stored)
+
+
+@pytest.mark.parametrize("managers", ["one each", "shared"])
+def test_concurrent_runs_appending_to_the_same_blocks_lose_no_line(
+    store: Any, managers: str
+) -> None:
+    """Runs in several threads append to one session block and one app block at once, each
+    thread with its own manager (as processes would be) or all through one (one cached
+    Session: its commits and prompt refreshes never wait for each other in a cycle): each
+    commit re-reads the block under its lock, so every line of every run is kept."""
+    import threading
+
+    errors: list[BaseException] = []
+    shared = _manager("sync", store)
+
+    def worker(t: int) -> None:
+        manager = shared if managers == "shared" else _manager("sync", store)
+        try:
+            for i in range(4):
+                line = f"line {t}-{i}"
+                model = _script(
+                    _call("set_context", "a", label="memory", content=line, action="append"),
+                    _call("set_context", "b", label="shared", content=line, action="append"),
+                    "ok",
+                )
+                Runner(manager, model).run(line, session_id="s", user_id=USER)
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(t,), daemon=True) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads) and errors == []
+    expected = {f"line {t}-{i}" for t in range(4) for i in range(4)}
+    assert set(store.get_block("default", "session", "s", "memory").split("\n")) == expected
+    assert set(store.get_block("default", "app", "", "shared").split("\n")) == expected
+    assert len(store.get_path("default", "s")) == 16 * 4

@@ -433,6 +433,17 @@ class ContextBlocks:
             slot = self._slots.get(label)
             return self._resolve(slot) if slot is not None else None
 
+    @property
+    def lock(self) -> threading.RLock:
+        """The lock of the cache and the writes. Code that writes blocks inside a store
+        transaction takes it before opening the transaction — the order the blocks' own writes
+        take the two in — or two threads could each wait for the other's.
+
+        >>> with ContextBlocks().lock:
+        ...     pass
+        """
+        return self._lock
+
     def forget(self) -> None:
         """Drop the cached contents: the next read asks the providers again (after writes
         that were rolled back).

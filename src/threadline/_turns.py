@@ -24,6 +24,7 @@ from threadline.types import Message
 __all__ = [
     "ContextWindow",
     "as_messages",
+    "check_same_ids",
     "context_window",
     "pending_calls",
 ]
@@ -124,3 +125,37 @@ def fixed_cost(system: str, user_message: Message) -> int:
     4
     """
     return estimate_tokens(system) + estimate_message_tokens([user_message])
+
+
+def _content(message: Message) -> tuple[Any, Any, Any]:
+    """What "the same message" compares: role, parts, and metadata without the run's
+    ``invocationId`` (and ``createdAt``, which sits beside them)."""
+    metadata = dict(message.get("metadata") or {})
+    metadata.pop("invocationId", None)
+    metadata.pop("createdAt", None)
+    return message.get("role"), message.get("parts"), metadata
+
+
+def check_same_ids(sent: Sequence[Message], stored: Sequence[Message]) -> None:
+    """Refuse a run's message whose id was stored before, or comes earlier in the run, with
+    other content: ``stored`` is what the append returned for ``sent`` (an id stored before
+    comes back as it was first stored, with another run's ``invocationId`` or none).
+
+    >>> a = {"id": "m1", "role": "assistant", "parts": [], "metadata": {"invocationId": "r2"}}
+    >>> check_same_ids([a], [{**a, "metadata": {"invocationId": "r1"}}])  # same content
+    >>> check_same_ids([a], [{**a, "role": "user", "metadata": {}}])
+    Traceback (most recent call last):
+    threadline.errors.InvalidMessageError: message id 'm1' is already stored with other content
+    """
+    earlier: dict[str, tuple[Any, Any, Any]] = {}  # the run's own messages by id
+    for mine, theirs in zip(sent, stored, strict=True):
+        content = _content(mine)
+        ours = (mine.get("metadata") or {}).get("invocationId")
+        if (theirs.get("metadata") or {}).get("invocationId") == ours:
+            theirs_content = earlier.setdefault(mine["id"], content)  # stored now, by this run
+        else:
+            theirs_content = _content(theirs)
+        if content != theirs_content:
+            raise InvalidMessageError(
+                f"message id {mine['id']!r} is already stored with other content"
+            )

@@ -918,8 +918,8 @@ def _report_orphaned_tail(tail: asyncio.Future[TurnResult]) -> None:
     if tail.cancelled():
         logger.error(
             "AsyncRunner: the rest of a cancelled run was cancelled before it ended (did the "
-            "event loop stop? await runner.aclose() first): its messages may be stored without "
-            "the state its hooks set"
+            "event loop stop? await runner.aclose() first): a run cut before its commit is not "
+            "stored, one cut after it may miss its automatic compaction"
         )
     elif (error := tail.exception()) is not None:
         logger.error("AsyncRunner: the rest of a cancelled run failed", exc_info=error)
@@ -991,7 +991,7 @@ class AsyncRunner(Runner):
             await _to_thread(session, turn.apply_memory, plan, result)
         if turn.overflow and self._on_overflow is not None:
             await _acall(self._on_overflow, list(turn.overflow))
-        for _ in range(self.max_steps):
+        for step in range(1, self.max_steps + 1):
             output = await _acall(self.model, turn.system, turn.messages(), turn.tools)
             calls = turn.take(output)
             if not calls:
@@ -1000,9 +1000,10 @@ class AsyncRunner(Runner):
                 name = turn.tool_name(part)
                 answer = await _to_thread(session, turn.tools.execute, name, part.get("input"))
                 turn.answer(part, answer)
-        # From the append on, the run completes even if this await is cancelled: its messages
-        # never stay without the state its hooks set. The tail runs as a task of its own, which
-        # aclose() waits for.
+            if step == self.max_steps:
+                turn.stop_reason = "max_steps"
+        # From after_run on, the run goes on even if this await is cancelled: it commits whole
+        # unless after_run raises. The tail runs as a task of its own, which aclose() waits for.
         tail = asyncio.ensure_future(self._complete(turn, session))
         self._completing.add(tail)
         tail.add_done_callback(self._completing.discard)
@@ -1037,29 +1038,28 @@ class AsyncRunner(Runner):
         await self.aclose()
 
     async def _complete(self, turn: _Turn, session: Session) -> TurnResult:
-        """Append, compact, ``after_run``, commit the hooks' state, refresh the prompt. Without
-        async parts all of it runs in one worker thread: a cancelled or stopped loop cannot
-        cut it (``asyncio.run`` waits for its worker threads)."""
+        """``after_run``, the commit, then what follows it (``_Turn.after_commit``, async
+        compaction). Without async parts all of it runs in one worker thread: a cancelled or
+        stopped loop cannot cut it (``asyncio.run`` waits for its worker threads)."""
         after = self.hooks.after_run
         if self._async_compact is None and (after is None or not returns_coroutine(after)):
 
-            def in_thread() -> tuple[TurnResult, Any]:
-                result = turn.finish()
+            def in_thread() -> tuple[TurnResult | None, Any]:
                 pending = after(turn.context) if after is not None else None
                 if inspect.isawaitable(pending):  # a sync function returning an awaitable
-                    return result, pending
-                turn.commit()
+                    return None, pending
+                result = turn.commit()
+                turn.after_commit()
                 return result, None
 
             result, pending = await _to_thread(session, in_thread)
-            if pending is not None:
-                await pending
-                await _to_thread(session, turn.commit)
-            return result
-        result = await _to_thread(session, turn.finish)
-        if self._async_compact is not None:  # the sync append ran a sync function only
-            await AsyncSession._wrapping(session, self._async_compact)._after_append()
-        if after is not None:
+            if result is not None:
+                return result
+            await pending
+        elif after is not None:
             await _acall(after, turn.context)
-        await _to_thread(session, turn.commit)
+        result = await _to_thread(session, turn.commit)
+        await _to_thread(session, turn.after_commit)
+        if self._async_compact is not None:  # the sync one ran a sync function only
+            await AsyncSession._wrapping(session, self._async_compact)._after_append()
         return result

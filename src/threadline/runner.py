@@ -5,10 +5,12 @@ A run loads the session (a new one with a UUID id when none is named), runs the
 ``runs`` and by ``max_context_tokens`` (which the system prompt, the new input and the history
 share; oldest history first out) —, hands what fell out of the window to ``memory`` (a compact
 function: it becomes a summary overlay, nothing is deleted) or ``on_overflow``, calls the model,
-executes the threadline tools it calls and calls it again (up to ``max_steps``), then appends
-the input and every produced message in one transaction, each tagged with the run's
-``metadata.invocationId``, runs ``after_run``, commits the hooks' state, refreshes the prompt.
-A model that raises leaves nothing of the run stored.
+executes the threadline tools it calls and calls it again (up to ``max_steps``), runs
+``after_run``, then commits once: the input and every produced message (each tagged with the
+run's ``metadata.invocationId``), the block and entry edits its tools made (held back until
+then), the hooks' state and a new session's registry row, in one transaction. A model, tool or
+hook that raises leaves the store as it was. After the commit: the ``memory`` overlay,
+automatic compaction, writes to custom block providers (best-effort) and the prompt refresh.
 
 The model is a function ``model(system, messages, tools)`` returning a string, a message or a
 list of messages (OpenAI Chat messages too); ``tools`` is the session's
@@ -25,22 +27,30 @@ list of messages (OpenAI Chat messages too); ``tools`` is the session's
 
 from __future__ import annotations
 
+import copy
 import inspect
+import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Self
+from datetime import UTC, datetime
+from typing import Any, Literal, Self
 
+from threadline._run_edits import RunEdits
 from threadline._settings import async_compactor, returns_coroutine
-from threadline._turns import as_messages, context_window, fixed_cost, pending_calls
+from threadline._state import split_delta, validate_delta
+from threadline._turns import as_messages, check_same_ids, context_window, fixed_cost, pending_calls
+from threadline.compaction.overlays import apply_overlays
 from threadline.errors import CompactionError, InvalidArgumentError, ThreadlineError
 from threadline.manager import SessionManager
 from threadline.messages import is_overlay_id, normalize_message
-from threadline.session import Session, check_compact_result
-from threadline.tools import Toolset
-from threadline.types import Message
+from threadline.session import Session, _overlay_ends, check_compact_result
+from threadline.tools import Toolset, build_context_tools
+from threadline.types import Compaction, Message
 
 __all__ = ["Hooks", "RunContext", "Runner", "TurnResult"]
+
+logger = logging.getLogger("threadline.runner")
 
 #: What a model function is: ``model(system, messages, tools)``.
 Model = Callable[[str, list[Message], Toolset], Any]
@@ -49,21 +59,26 @@ Model = Callable[[str, list[Message], Toolset], Any]
 @dataclass
 class TurnResult:
     """What a run produced: the final assistant message, every message appended (the input
-    first), the session id, and the messages that fell out of the context window.
+    first), the session id, the messages that fell out of the context window, and why the
+    run stopped: ``"done"`` (the model answered without calling a threadline tool) or
+    ``"max_steps"`` (its ``max_steps``-th call still called one; those calls were executed,
+    their results stored, and the model not called again).
 
-    >>> TurnResult(output=None, messages=[], session_id="s").overflow
-    []
+    >>> result = TurnResult(output=None, messages=[], session_id="s")
+    >>> result.overflow, result.stop_reason
+    ([], 'done')
     """
 
     output: Message | None
     messages: list[Message]
     session_id: str
     overflow: list[Message] = field(default_factory=list)
+    stop_reason: Literal["done", "max_steps"] = "done"
 
 
 class RunContext:
     """What a hook sees: the session id, user, the input message, and state it may read and
-    change (changes are committed after the run, in one write).
+    change (changes are committed with the run's messages, in its one transaction).
 
     >>> ctx = RunContext("s", None, {"role": "user", "parts": []}, lambda key: None)
     >>> ctx.set_state("visits", 1); ctx.get_state("visits")
@@ -117,7 +132,8 @@ class Hooks:
 
 
 class _Turn:
-    """The I/O-free steps of one run, shared by the sync and async runners."""
+    """The I/O-free steps of one run, shared by the sync and async runners; the storage steps
+    (``load_state``, ``start``, ``commit``, ``after_commit``) run in one thread each."""
 
     def __init__(self, runner: Runner, session: Session, user_input: Any) -> None:
         self.runner = runner
@@ -137,16 +153,21 @@ class _Turn:
         self.dropped: list[Message] = []  # all before the window, summaries included
         self.system = ""
         self.history: list[Message] = []
+        self.edits = RunEdits(session)
         self.tools: Toolset = Toolset([])
+        self.stop_reason: Literal["done", "max_steps"] = "done"
+        self.overlay: tuple[str, str, str] | None = None  # memory's summary: (from, to, text)
+        self.stored: list[Message] = []
 
-    # -- before the model: storage reads, and the memory overlay ---------------------------------
+    # -- before the model: storage reads, and the memory summary ---------------------------------
     def load_state(self) -> None:
         self._state = dict(self.session.state)
 
     def start(self) -> None:
-        self.system = self.session.freeze_system_prompt()
-        self.tools = self.session.tools()
-        self._window()
+        # The prompt as freezing would make it, saved (if cached) only by the commit's refresh.
+        self.system = self.session._current_prompt()
+        self.tools = build_context_tools(self.edits)
+        self._window(self.session.get_history())
 
     def needs_memory(self) -> bool:
         return bool(self.overflow) and self.runner.memory is not None
@@ -168,14 +189,21 @@ class _Turn:
         return self.session._invoke_compact_fn(memory, covered, True)
 
     def apply_memory(self, plan: Any, result: Any) -> None:
-        if self.session._store_compaction(plan, check_compact_result(result)) is not None:
-            fell_out = self.overflow
-            self._window()  # the model now sees the summary in place of what fell out
-            self.overflow = fell_out
+        """Show the model the summary in place of what fell out; it is stored after the
+        commit (``after_commit``), as an overlay."""
+        result = check_compact_result(result)
+        ends = _overlay_ends(plan, result)
+        if result is None or ends is None:
+            return
+        self.overlay = (*ends, result.summary)
+        newest = datetime.max.replace(tzinfo=UTC)  # shown over every stored overlay
+        pending = Compaction(uuid.uuid4().hex, result.summary, *ends, newest)
+        fell_out = self.overflow
+        self._window(apply_overlays(plan.raw_path, [*plan.compactions, pending]))
+        self.overflow = fell_out
 
-    def _window(self) -> None:
+    def _window(self, history: list[Message]) -> None:
         runner = self.runner
-        history = self.session.get_history()
         window = context_window(
             history,
             runs=runner.runs,
@@ -187,7 +215,9 @@ class _Turn:
 
     # -- the model loop -----------------------------------------------------------------------
     def messages(self) -> list[Message]:
-        return [*self.history, self.user, *self.produced]
+        # Copies of the run's own messages: a model that edits what it is given changes
+        # nothing the run stores.
+        return [*self.history, *copy.deepcopy([self.user, *self.produced])]
 
     def take(self, output: Any) -> list[dict[str, Any]]:
         """Record the model's output; the threadline tool calls it makes, to execute."""
@@ -205,21 +235,59 @@ class _Turn:
         part["state"] = "output-available"
         part["output"] = output
 
-    # -- after the model ------------------------------------------------------------------------
-    def finish(self) -> TurnResult:
+    # -- the commit, and what follows it -------------------------------------------------------
+    def commit(self) -> TurnResult:
+        """Store the run in one transaction (module docstring); nothing of it if one step
+        fails. Without a threadline store (a custom ``SessionProvider``) the steps run one by
+        one: no transaction spans them."""
         session = self.session
-        stored = session.append_messages([self.user, *self.produced])
+        sent = [self.user, *self.produced]
+        delta = validate_delta(self.context.delta)  # a bad value fails before any write
+        stored_delta, temp = split_delta(delta)
+        if stored_delta and session.store is None:
+            session._require_store("state")  # raises before the messages are appended
+
+        def write() -> list[Message]:
+            stored = session._backend.append_messages(sent)
+            check_same_ids(sent, stored)
+            session._note_skill_loads(stored)  # before the edits: one may unload them
+            self.edits.replay_stored()
+            if stored_delta:
+                session.update_state(stored_delta)
+            return stored
+
+        transaction = getattr(session.store, "transaction", None)
+        try:
+            with self.edits.commit_lock():
+                self.stored = transaction(write) if transaction is not None else write()
+        except BaseException:
+            self.edits.rolled_back()
+            raise
+        session._temp_apply(temp)
         return TurnResult(
-            output=next((m for m in reversed(stored) if m["role"] == "assistant"), None),
-            messages=stored,
+            output=next((m for m in reversed(self.stored) if m["role"] == "assistant"), None),
+            messages=self.stored,
             session_id=session.session_id,
             overflow=self.overflow,
+            stop_reason=self.stop_reason,
         )
 
-    def commit(self) -> None:
-        if self.context.delta:
-            self.session.update_state(self.context.delta)
-        self.session.refresh_system_prompt()
+    def after_commit(self) -> None:
+        """What follows the commit and never undoes it: custom providers' writes, the memory
+        overlay, automatic compaction (errors reported, as for any append), the prompt."""
+        session = self.session
+        self.edits.replay_custom()
+        if self.overlay is not None:
+            first_id, to_id, summary = self.overlay
+            try:
+                session._backend.add_compaction(summary, first_id, to_id)
+            except Exception as exc:  # the path changed meanwhile: the run stays stored
+                session._report_compaction_error(exc)
+        session._after_append()
+        try:
+            session.refresh_system_prompt()
+        except Exception:  # a provider failing to render: the stored run is still the result
+            logger.warning("the prompt could not be refreshed after a run", exc_info=True)
 
 
 def _tag(message: Message, invocation_id: str) -> Message:
@@ -342,14 +410,16 @@ class Runner:
             turn.apply_memory(plan, _sync_call(turn.call_memory, covered))
         if turn.overflow and self._on_overflow is not None:
             _sync_call(self._on_overflow, list(turn.overflow))
-        for _ in range(self.max_steps):
+        for step in range(1, self.max_steps + 1):
             calls = turn.take(_sync_call(self.model, turn.system, turn.messages(), turn.tools))
             if not calls:
                 break
             for part in calls:
                 turn.answer(part, turn.tools.execute(turn.tool_name(part), part.get("input")))
-        result = turn.finish()
+            if step == self.max_steps:
+                turn.stop_reason = "max_steps"
         if self.hooks.after_run is not None:
             _sync_call(self.hooks.after_run, turn.context)
-        turn.commit()
+        result = turn.commit()
+        turn.after_commit()
         return result

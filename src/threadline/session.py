@@ -774,18 +774,10 @@ class Session:
     def _store_compaction(
         self, plan: _CompactionInput, result: CompactResult | None
     ) -> CompactResult | None:
-        if result is None:
+        ends = _overlay_ends(plan, result)
+        if result is None or ends is None:
             return None
-        raw_path, compactions, history = plan
-        # A summary message offered in the history stands for its range: an id of one (as
-        # ``history[0]["id"]`` when everything offered is summarised) means that range's ends.
-        from_id = _covered_end(result.from_message_id, compactions, first=True)
-        to_id = _covered_end(result.to_message_id, compactions, first=False)
-        positions = {m["id"]: i for i, m in enumerate(raw_path)}
-        start, end = positions.get(from_id), positions.get(to_id)
-        if start is None or end is None or start > end:
-            return None
-        first_id = _extended_start(history, raw_path, compactions, from_id)
+        first_id, to_id = ends
         self._backend.add_compaction(result.summary, first_id, to_id)
         if self._settings.cached_prompt or self._frozen is not None:
             self.refresh_system_prompt()
@@ -1165,6 +1157,23 @@ class Session:
                 self._temp.pop(key, None)
             else:
                 self._temp[key] = value
+
+
+def _overlay_ends(plan: _CompactionInput, result: CompactResult | None) -> tuple[str, str] | None:
+    """The first and last message ids of the overlay ``result`` makes over ``plan``'s path, or
+    ``None`` when it makes none."""
+    if result is None:
+        return None
+    raw_path, compactions, history = plan
+    # A summary message offered in the history stands for its range: an id of one (as
+    # ``history[0]["id"]`` when everything offered is summarised) means that range's ends.
+    from_id = _covered_end(result.from_message_id, compactions, first=True)
+    to_id = _covered_end(result.to_message_id, compactions, first=False)
+    positions = {m["id"]: i for i, m in enumerate(raw_path)}
+    start, end = positions.get(from_id), positions.get(to_id)
+    if start is None or end is None or start > end:
+        return None
+    return _extended_start(history, raw_path, compactions, from_id), to_id
 
 
 def _extended_start(

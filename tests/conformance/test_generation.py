@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -384,8 +386,12 @@ def test_appends_bound_to_a_generation_race_a_delete_at_the_store_level(
     started = threading.Event()
 
     def writer() -> None:
+        # Until refused (bounded in time): a fixed count could all land before the delete.
+        deadline = time.monotonic() + 60
         with threadline.connect(file_store_url) as store:
-            for i in range(400):
+            for i in itertools.count():
+                if time.monotonic() > deadline:
+                    return
                 mid = f"w{i}"
                 try:
                     store.append_messages(APP, SID, [_msg(mid)], generation=old)

@@ -40,7 +40,7 @@ from threadline.types import ContextBlock, Scope
 if TYPE_CHECKING:
     from threadline.store.base import Store
 
-__all__ = ["ContextBlocks", "ContextConfig"]
+__all__ = ["ContextBlocks", "ContextConfig", "appended"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,17 @@ def _check_content(content: object) -> str:
     if not isinstance(content, str):
         raise InvalidArgumentError(f"content must be a string; got {type(content).__name__}")
     return content
+
+
+def appended(existing: str, content: str) -> str:
+    """``existing`` with ``content`` appended on a new line (none when ``existing`` is empty or
+    ``content`` starts with one): what ``ContextBlocks.append`` stores.
+
+    >>> appended("likes tea", "lives in Oslo"), appended("", "x"), appended("a", "\\nb")
+    ('likes tea\\nlives in Oslo', 'x', 'a\\nb')
+    """
+    sep = "\n" if existing and not content.startswith("\n") else ""
+    return existing + sep + content
 
 
 def _optional_text(value: object, provider: object, method: str) -> str | None:
@@ -364,9 +375,10 @@ class ContextBlocks:
         with self._lock:
             return self._store_text(self._text_slot(label), content)
 
-    def append(self, label: str, content: str) -> ContextBlock:
+    def append(self, label: str, content: str, *, reread: bool = False) -> ContextBlock:
         """Append to a writable block, on a new line unless the block is empty or ``content``
-        starts with ``"\\n"``; the limit applies to the new full content.
+        starts with ``"\\n"``; the limit applies to the new full content. ``reread``: append
+        to what the provider holds now, not to the cached content (a run's commit).
 
         >>> import threadline
         >>> blocks = ContextBlocks([ContextConfig("memory")], store=threadline.connect(":memory:"))
@@ -377,9 +389,75 @@ class ContextBlocks:
         content = _check_content(content)
         with self._lock:
             slot = self._text_slot(label)
-            existing = self._loaded(slot).content
-            sep = "\n" if existing and not content.startswith("\n") else ""
-            return self._store_text(slot, existing + sep + content)
+            existing = (self._read(slot) if reread else self._loaded(slot)).content
+            return self._store_text(slot, appended(existing, content))
+
+    def preview(self, label: str, content: str) -> ContextBlock:
+        """The block as ``replace(label, content)`` would leave it, checked the same way
+        (writable, not keyed, within ``max_tokens``); nothing is written.
+
+        >>> blocks = ContextBlocks([ContextConfig("memory", max_tokens=2)],
+        ...                        store=__import__("threadline").connect(":memory:"))
+        >>> blocks.preview("memory", "tea").content, blocks.get("memory").content
+        ('tea', '')
+        """
+        content = _check_content(content)
+        with self._lock:
+            slot = self._text_slot(label)
+            self._check_size(slot, content)
+            return self._make_block(slot, content)
+
+    def preview_entry(self, label: str, content: str, *, title: str | None = None) -> str:
+        """The key ``write_entry`` would give this entry, checked the same way; nothing is
+        written.
+
+        >>> import threadline
+        >>> from threadline.context.providers import StoreSkillProvider
+        >>> skills = StoreSkillProvider(threadline.connect(":memory:"))
+        >>> ContextBlocks([ContextConfig("skills", provider=skills)]).preview_entry(
+        ...     "skills", "Talk like a pirate.", title="Pirate")
+        'pirate'
+        """
+        content = _check_content(content)
+        with self._lock:
+            slot = self._keyed_slot(label)
+            if not slot.writable:
+                raise ReadOnlyBlockError(f'block "{label}" is readonly')
+            self._check_size(slot, content)
+            return entry_key(content, title)
+
+    def provider(self, label: str) -> Any:
+        """The block's provider (wired now if it was not yet), or ``None`` for no such block.
+
+        >>> ContextBlocks([ContextConfig("soul", provider="Be kind.")]).provider("soul")
+        StaticContext('Be kind.')
+        """
+        with self._lock:
+            slot = self._slots.get(label)
+            return self._resolve(slot) if slot is not None else None
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The lock of the cache and the writes. Code that writes blocks inside a store
+        transaction takes it before opening the transaction — the order the blocks' own writes
+        take the two in — or two threads could each wait for the other's.
+
+        >>> with ContextBlocks().lock:
+        ...     pass
+        """
+        return self._lock
+
+    def forget(self) -> None:
+        """Drop the cached contents: the next read asks the providers again (after writes
+        that were rolled back).
+
+        >>> blocks = ContextBlocks([ContextConfig("soul", provider="Be kind.")])
+        >>> blocks.forget(); blocks.get("soul").content
+        'Be kind.'
+        """
+        with self._lock:
+            for slot in self._slots.values():
+                slot.block = None
 
     def _keyed_slot(self, label: str, kind: ProviderKind | None = None) -> _Slot:
         slot = self._slot(label)

@@ -5,6 +5,7 @@ See :mod:`threadline.store._sql` for the dialect interface a backend implements.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -83,6 +84,10 @@ MESSAGE_COLUMNS = (
 ``byte_size``/``parent_id`` without touching a large body's overflow pages)."""
 
 OWNERS = ("session", "user", "app")
+
+# The transaction ``Store.transaction`` holds open in this thread, per store (by ``id``):
+# the writes and reads of that thread join it (``SQLBase._joined``).
+_open = threading.local()
 _CHUNK = 400  # ids per IN (...) list: far below every driver's parameter limit
 
 
@@ -290,6 +295,43 @@ class SQLBase(ABC):
         True
         """
         return us_to_datetime(self._now_us())
+
+    # ------------------------------------------------------------------ transactions
+
+    def transaction(self, fn: Callable[[], T]) -> T:
+        """Call ``fn()`` inside one transaction: every write this thread makes on this store
+        while it runs joins it, and its reads see those writes; all of them commit when ``fn``
+        returns, none if it raises. A nested call joins the open one. PostgreSQL may call
+        ``fn`` again after a deadlock or serialisation failure (everything was rolled back).
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> def both():
+        ...     store.update_state("default", "s1", None, {"a": 1})
+        ...     raise ValueError("changed my mind")
+        >>> store.transaction(both)
+        Traceback (most recent call last):
+        ValueError: changed my mind
+        >>> store.get_session("default", "s1") is None
+        True
+        """
+        if self._joined() is not None:
+            return fn()
+
+        def run(tx: Tx) -> T:
+            joined = _open.__dict__.setdefault("tx", {})
+            joined[id(self)] = tx
+            try:
+                return fn()
+            finally:
+                del joined[id(self)]
+
+        return self._write("transaction", run)
+
+    def _joined(self) -> Tx | None:
+        """The transaction ``transaction`` holds open in this thread on this store, if any."""
+        joined: dict[int, Tx] | None = _open.__dict__.get("tx")
+        return joined.get(id(self)) if joined else None
 
     # ------------------------------------------------------------------ dialect hooks
 

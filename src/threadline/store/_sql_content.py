@@ -153,11 +153,14 @@ class ContentMixin(AttachmentMixin):
         *,
         generation: int | None = None,
     ) -> str | None:
-        """Stored content of a block, or ``None``."""
+        """Stored content of a block, or ``None``. Inside ``transaction`` the row stays locked
+        until it ends: a write back of what was read cannot overwrite another writer's edit."""
         sql = (
             "SELECT content FROM tl_blocks WHERE app = ? AND owner = ? AND owner_id = ? "
             "AND label = ?"
         )
+        if self._joined() is not None:
+            sql += self._FOR_UPDATE
         row = self._read("get_block", lambda tx: tx.one(sql, (app, owner, owner_id, label)))
         return row[0] if row else None
 

@@ -37,8 +37,9 @@ Rules every implementation follows (the conformance suite checks them):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 from threadline.store import _values
 from threadline.store._contract_content import ContentContract
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
     from threadline.store._handle import SessionStore
 
 __all__ = ["AUTO", "Store", *_values.__all__]
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -87,6 +90,21 @@ class Store(
     def __enter__(self) -> Store: ...
 
     def __exit__(self, *exc: object) -> None: ...
+
+    def transaction(self, fn: Callable[[], T]) -> T:
+        """Call ``fn()`` inside one transaction: the writes this thread makes on this store
+        while it runs commit together when it returns, or not at all if it raises, and its
+        reads see them; a block it reads (``get_block``) stays locked until it ends. A nested
+        call joins the open one. ``fn`` may be called again after a rolled-back deadlock
+        (PostgreSQL): keep it free of other side effects.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.transaction(lambda: store.update_state("default", "s1", None, {"k": 1}))
+        >>> store.get_state("default", "s1", None)
+        {'k': 1}
+        """
+        ...
 
     def session(self, app: str, session_id: str, *, user_id: str | None = None) -> SessionStore:
         """One session's view of the store: every method taking ``(app, session_id)`` with

@@ -409,6 +409,8 @@ class PostgresStore(SQLStore):
         self._dsn = dsn
         self._closed = False
         self._close_lock = threading.Lock()
+        #: Per thread: the generation a write joined to an open transaction() expected.
+        self._joined_expected: dict[int, Expected] = {}
         # The schema is set up on a direct connection first: a wrong host or database fails
         # at once with libpq's message instead of after the pool's wait timeout.
         try:
@@ -461,6 +463,9 @@ class PostgresStore(SQLStore):
         attachment missing is read again in one snapshot: a write committed between two of
         its statements dropped an attachment the first one still saw."""
         self._check_open(operation)
+        joined = self._joined()
+        if joined is not None:  # inside transaction(): read what it wrote, generation checked
+            return self._guarded(fn, write=False)(joined)
         driver = self._driver
         expected = EXPECTED.get()
         checked = self._guarded(fn, write=False)
@@ -529,16 +534,28 @@ class PostgresStore(SQLStore):
         decides); only deadlocks and serialisation failures, which roll everything back, are.
         """
         self._check_open(operation)
+        joined = self._joined()
+        if joined is not None:  # inside transaction(): it commits, retries or rolls back
+            if lock is not None:
+                joined.send(_LOCK_SESSION, self._lock_params(lock))
+            # Checked as SQLite does: a run's commit acts on the generation it is bound to.
+            # The check fails in the pipeline, so at the outer commit: note what it expected.
+            expected = EXPECTED.get()
+            if expected is not None:
+                self._joined_expected.setdefault(threading.get_ident(), expected)
+            return self._guarded(fn, write=True)(joined)
         driver = self._driver
         fn = self._guarded(fn, write=True)
         for attempt in range(1, _WRITE_ATTEMPTS + 1):
+            self._joined_expected.pop(threading.get_ident(), None)
             try:
                 with self._pool.connection() as conn:
                     return self._transaction(conn, fn, lock)
             except driver.Error as exc:
                 if getattr(exc, "sqlstate", None) in _RETRY_SQLSTATES and attempt < _WRITE_ATTEMPTS:
                     continue
-                expected = EXPECTED.get()
+                joined_expected = self._joined_expected.pop(threading.get_ident(), None)
+                expected = EXPECTED.get() or joined_expected
                 if expected is not None and STALE_MARKER in str(exc):
                     raise stale_error(expected) from None
                 raise StoreError(operation, exc) from exc

@@ -209,6 +209,9 @@ class SQLiteStore(SQLiteIndex):
     ) -> T:
         fn = self._guarded(fn, write=True)
         with self._lock:
+            joined = self._joined()
+            if joined is not None:  # inside transaction(): it commits or rolls back
+                return fn(joined)
             conn = self._conn
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -240,7 +243,7 @@ class SQLiteStore(SQLiteIndex):
     def _read(self, operation: str, fn: Callable[[Any], T], *, snapshot: bool = False) -> T:
         # Every read is one transaction (snapshot or not): one snapshot already.
         fn = self._guarded(fn, write=False)
-        if self._shared:
+        if self._shared or self._joined() is not None:  # the writer's connection
             with self._lock:
                 try:
                     return fn(self._tx)

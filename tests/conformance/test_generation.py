@@ -90,6 +90,7 @@ CALLS: dict[str, Callable[[Store, int], Any]] = {
     "touch_session": lambda s, g: s.touch_session(APP, SID, generation=g),
     "delete_session": lambda s, g: s.delete_session(APP, SID, generation=g),
     "add_usage": lambda s, g: s.add_usage(APP, SID, 1, 1, 0.5, generation=g),
+    "search_messages": lambda s, g: s.search_messages(APP, "new", session_id=SID, generation=g),
 }
 
 
@@ -110,6 +111,7 @@ def test_every_per_session_store_method_declares_generation_and_is_tested() -> N
     # Creating a session, reading its registry row (which carries the generation), dumping
     # it whole and making a handle take no precondition.
     methods = _session_methods() - {"create_session", "get_session", "dump_session", "session"}
+    methods.add("search_messages")  # one session's search (session_id=...)
     assert methods == set(CALLS)
     for name in methods:
         assert takes_generation(getattr(Store, name)), name
@@ -159,6 +161,8 @@ def test_a_deleted_generation_is_not_created_again(store: Store, method: str) ->
 def test_generation_on_a_block_of_a_user_or_the_app_is_refused(store: Store) -> None:
     with pytest.raises(threadline.InvalidArgumentError):
         store.get_block(APP, "user", "ana", "memory", generation=1)
+    with pytest.raises(threadline.InvalidArgumentError):
+        store.search_messages(APP, "words", generation=1)  # no session named
     with pytest.raises(threadline.InvalidArgumentError):
         store.get_head(APP, SID, generation=0)  # generations are positive
 
@@ -250,6 +254,7 @@ HANDLE_CALLS: dict[str, Callable[[SessionStore], Any]] = {
     "rewind": lambda h: h.rewind("m1"),
     "get_state": lambda h: h.get_state(),
     "update_state": lambda h: h.update_state({"k": "stale"}),
+    "search": lambda h: h.search("new"),
 }
 
 
@@ -259,8 +264,8 @@ def test_every_storage_method_of_a_handle_is_tested() -> None:
         for name, member in vars(SessionStore).items()
         if not name.startswith("_") and (isinstance(member, _Bound) or inspect.isfunction(member))
     }
-    # search and read_attachment reach past the session (an app's attachments, an index).
-    assert bound - {"search", "read_attachment", "info"} == set(HANDLE_CALLS)
+    # read_attachment reads an app's attachments; info() is tested on its own.
+    assert bound - {"read_attachment", "info"} == set(HANDLE_CALLS)
 
 
 @pytest.mark.parametrize("method", sorted(HANDLE_CALLS))

@@ -124,7 +124,7 @@ def _checked(method: F) -> F:
     assert app_at is not None and session_at is not None, method.__name__
 
     def argument(args: tuple[Any, ...], kwargs: dict[str, Any], at: int) -> Any:
-        return args[at] if at < len(args) else kwargs[params[at].name]
+        return args[at] if at < len(args) else kwargs.get(params[at].name)
 
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -134,6 +134,8 @@ def _checked(method: F) -> F:
         if owner_at is not None and argument(args, kwargs, owner_at) != "session":
             raise InvalidArgumentError("generation= applies to session-scoped blocks only")
         app, session_id = argument(args, kwargs, app_at), argument(args, kwargs, session_at)
+        if session_id is None:  # a search across sessions
+            raise InvalidArgumentError("generation= needs the session_id of one session")
         token = EXPECTED.set((app, session_id, generation))
         try:
             return method(self, *args, **kwargs)

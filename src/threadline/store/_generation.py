@@ -9,8 +9,9 @@ The methods declare the keyword and leave it alone: :func:`bind_generations` wra
 that declares it and notes the expectation for the duration of the call; every transaction
 the call opens checks it (``SQLBase._guarded``) in the same transaction as the work — a write
 first, row-locking the session so that no delete slips between the check and the write; a
-read after reading (generations are never reused, so a session still the expected one after
-the read was that one during it).
+read in one snapshot first, and a PostgreSQL read of one snapshot per statement after each
+of its queries (generations are never reused, so a session still the expected one after a
+query was that one during it).
 
 >>> import threadline
 >>> store = threadline.connect(":memory:")

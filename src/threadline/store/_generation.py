@@ -9,8 +9,9 @@ The methods declare the keyword and leave it alone: :func:`bind_generations` wra
 that declares it and notes the expectation for the duration of the call; every transaction
 the call opens checks it (``SQLBase._guarded``) in the same transaction as the work — a write
 first, row-locking the session so that no delete slips between the check and the write; a
-read after reading (generations are never reused, so a session still the expected one after
-the read was that one during it).
+read in one snapshot first, and a PostgreSQL read of one snapshot per statement after each
+of its queries (generations are never reused, so a session still the expected one after a
+query was that one during it).
 
 >>> import threadline
 >>> store = threadline.connect(":memory:")
@@ -124,7 +125,7 @@ def _checked(method: F) -> F:
     assert app_at is not None and session_at is not None, method.__name__
 
     def argument(args: tuple[Any, ...], kwargs: dict[str, Any], at: int) -> Any:
-        return args[at] if at < len(args) else kwargs[params[at].name]
+        return args[at] if at < len(args) else kwargs.get(params[at].name)
 
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -134,6 +135,8 @@ def _checked(method: F) -> F:
         if owner_at is not None and argument(args, kwargs, owner_at) != "session":
             raise InvalidArgumentError("generation= applies to session-scoped blocks only")
         app, session_id = argument(args, kwargs, app_at), argument(args, kwargs, session_at)
+        if session_id is None:  # a search across sessions
+            raise InvalidArgumentError("generation= needs the session_id of one session")
         token = EXPECTED.set((app, session_id, generation))
         try:
             return method(self, *args, **kwargs)

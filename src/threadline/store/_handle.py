@@ -138,12 +138,15 @@ class SessionStore:
     def _run(self, name: str, write: bool, *args: Any, **kwargs: Any) -> Any:
         """The store's ``name`` through :meth:`_call` when it takes ``generation=``."""
         method = getattr(self.store, name)
-        takes = self._takes.get(name)
-        if takes is None:
-            takes = self._takes[name] = takes_generation(method)
-        if takes:
+        if self._takes_generation(name):
             return self._call(method, write, *args, **kwargs)
         return method(self.app, self.session_id, *args, **kwargs)
+
+    def _takes_generation(self, name: str) -> bool:
+        takes = self._takes.get(name)
+        if takes is None:
+            takes = self._takes[name] = takes_generation(getattr(self.store, name))
+        return takes
 
     #: Set by ``Session``, which normalises every message itself before it gets here.
     _takes_normalised = False
@@ -244,7 +247,14 @@ class SessionStore:
         >>> h.search("anything")
         []
         """
-        return self.store.search_messages(self.app, query, session_id=self.session_id, limit=limit)
+        search = self.store.search_messages
+        if self._takes_generation("search_messages") and (
+            self.generation is not None or self._bind()
+        ):
+            return search(
+                self.app, query, session_id=self.session_id, limit=limit, generation=self.generation
+            )
+        return search(self.app, query, session_id=self.session_id, limit=limit)
 
     def get_state(self) -> dict[str, Any]:
         """Stored state merged for this session and its user (``Store.get_state``).

@@ -19,7 +19,6 @@ from threadline.errors import (
     InvalidMessageError,
     MessageTooLargeError,
     SessionNotFoundError,
-    ThreadlineError,
 )
 from threadline.messages import (
     check_message,
@@ -395,15 +394,12 @@ class SQLBase(ABC):
         """Release connections. Idempotent."""
 
     def _guarded(self, fn: Callable[[Tx], T], *, write: bool) -> Callable[[Tx], T]:
-        """``fn`` with the ``generation=`` the running call expects (if any) checked in the
-        same transaction (store/_generation.py).
-
-        A write checks first, row-locking the registry row (:meth:`_expect_generation`), so
-        no delete commits between the check and the write. A read checks after reading:
-        generations are never reused, so a session that is still the expected one after
-        the read was that one during it — also where each statement has its own snapshot
-        (PostgreSQL's autocommit reads); a read that failed (a message missing) because
-        the session was replaced reports that instead."""
+        """``fn`` with the ``generation=`` the running call expects (if any) checked first, in
+        the same transaction (store/_generation.py): a write row-locks the registry row
+        (:meth:`_expect_generation`), so no delete commits between the check and the write;
+        a read here runs in one snapshot (a backend whose reads take a snapshot per
+        statement checks them its own way: PostgreSQL's ``_trailed``). A write the caller
+        binds to notes the generation it leaves the session at (``OBSERVED``)."""
         expected = EXPECTED.get()
         if expected is None:
             observation = OBSERVED.get() if write else None
@@ -418,24 +414,15 @@ class SQLBase(ABC):
                 return result
 
             return observed_write
-        if write:
 
-            def checked_write(tx: Tx) -> T:
+        def checked(tx: Tx) -> T:
+            if write:
                 self._expect_generation(tx, expected)
-                return fn(tx)
-
-            return checked_write
-
-        def checked_read(tx: Tx) -> T:
-            try:
-                result = fn(tx)
-            except ThreadlineError:
+            else:
                 check_generation(tx.one, expected)
-                raise
-            check_generation(tx.one, expected)
-            return result
+            return fn(tx)
 
-        return checked_read
+        return checked
 
     def _expect_generation(self, tx: Tx, expected: Expected) -> None:
         """Raise ``SessionNotFoundError`` (now or, for a backend that defers statements, at

@@ -15,15 +15,26 @@ import httpx
 import pytest
 from served import BACKENDS, Server, backend_db, start_server
 
+import threadline
+
 
 class Subscriber:
-    """Reads one SSE stream in a thread; ``events`` are ``(event, data)`` pairs."""
+    """Reads one SSE stream in a thread; ``events`` are ``(event, data)`` pairs, ``ids`` the
+    ``id:`` lines in order, ``ended`` is set when the server closed the stream."""
 
-    def __init__(self, server: Server, key: str, session: str) -> None:
+    def __init__(
+        self, server: Server, key: str, session: str, last_event_id: str | None = None
+    ) -> None:
         self.events: list[tuple[str, dict[str, Any]]] = []
+        self.ids: list[str] = []
+        self.ended = threading.Event()
         self._client = httpx.Client(base_url=server.url, timeout=httpx.Timeout(30, read=None))
+        headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
         self._stream = self._client.stream(
-            "GET", f"/v1/sessions/{session}/events", params={"access_token": key}
+            "GET",
+            f"/v1/sessions/{session}/events",
+            params={"access_token": key},
+            headers=headers,
         )
         self.response = self._stream.__enter__()
         assert self.response.status_code == 200
@@ -39,6 +50,8 @@ class Subscriber:
             for line in self.response.iter_lines():
                 if line.startswith(": subscribed"):
                     self._ready.set()
+                elif line.startswith("id: "):
+                    self.ids.append(line[len("id: ") :])
                 elif line.startswith("event: "):
                     event = line[len("event: ") :]
                 elif line.startswith("data: ") and event is not None:
@@ -46,6 +59,8 @@ class Subscriber:
                     event = None
         except httpx.HTTPError:
             pass  # closed by the test
+        finally:
+            self.ended.set()
 
     def wait_for(self, count: int, kind: str, timeout: float = 15) -> list[dict[str, Any]]:
         deadline = time.monotonic() + timeout
@@ -135,3 +150,63 @@ def test_events_reach_subscribers_on_every_worker(two_workers: Server) -> None:
     finally:
         for sub in subscribers:
             sub.close()
+
+
+def _post(http: httpx.Client, session: str, *ids: str) -> None:
+    for mid in ids:
+        answer = http.post(
+            f"/v1/sessions/{session}/messages",
+            json={"id": mid, "role": "user", "content": f"text of {mid}"},
+        )
+        assert answer.status_code == 201, answer.text
+
+
+def test_a_deleted_session_ends_its_streams_which_never_carry_the_new_one(
+    server: Server,
+) -> None:
+    """Amendment 11: u's stream ends with ``gone`` when u's session is deleted, and v's
+    session created with the same id afterwards never reaches it."""
+    app = f"gone-{uuid.uuid4().hex[:6]}"
+    key_u, key_v = server.key(app, "u"), server.key(app, "v")
+    with server.client(key_u) as as_u, server.client(key_v) as as_v:
+        _post(as_u, "chat", "u1")
+        sub = Subscriber(server, key_u, "chat")
+        try:
+            assert as_u.delete("/v1/sessions/chat").status_code == 204
+            assert sub.ended.wait(10), sub.events
+            assert sub.events[-1] == ("gone", {"session_id": "chat"})
+            assert as_v.post("/v1/sessions", json={"session_id": "chat"}).status_code == 201
+            _post(as_v, "chat", "v1", "v2")
+            time.sleep(1.5)  # more than a poll
+            assert [event for event, _ in sub.events] == ["gone"]
+        finally:
+            sub.close()
+
+
+def test_a_stream_of_a_recreated_session_starts_at_its_first_message(server: Server) -> None:
+    """Amendment 11: the session is deleted and created again behind the service's back (no
+    write through it, so only the poll can notice): the old stream gets ``gone`` and none of
+    the new messages; a stream opened on the new session gets all of them, from its first."""
+    app = f"regen-{uuid.uuid4().hex[:6]}"
+    key = server.key(app)
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    with server.client(key) as http:
+        _post(http, session, "a1", "a2", "a3")
+        old = Subscriber(server, key, session)
+        store = threadline.connect(server.db)
+        try:
+            assert store.delete_session(app, session)
+            store.create_session(app, session_id=session)
+        finally:
+            store.close()
+        new = Subscriber(server, key, session)
+        try:
+            _post(http, session, "b1", "b2", "b3")
+            messages = new.wait_for(3, "message")
+            assert [m["message"]["id"] for m in messages] == ["b1", "b2", "b3"]
+            assert [m["seq"] for m in messages] == [1, 2, 3]
+            assert old.ended.wait(10)
+            assert [event for event, _ in old.events] == ["gone"]
+        finally:
+            old.close()
+            new.close()

@@ -123,6 +123,7 @@ RULES: dict[str, Callable[[str, Any], Any]] = {
     "max_bytes": functools.partial(check_int, minimum=0),
     "after_seq": functools.partial(check_int, minimum=0),
     "count": functools.partial(check_int, minimum=1),
+    "generation": functools.partial(check_int, minimum=1),
     "min_messages": functools.partial(check_int, minimum=0),
     "input_tokens": functools.partial(check_int, minimum=0),
     "output_tokens": functools.partial(check_int, minimum=0),

@@ -417,31 +417,41 @@ class SessionManager:
         ('ana', True, None)
         """
         key = (session_id, user_id)
-        with self._lock:
-            cached = self._sessions.get(key)
-            if cached is not None:
-                self._sessions.move_to_end(key)
-                return cached
+        # One registry read per use, cached or not: a session deleted and created again (by
+        # any process) is a new generation, and a Session bound to the old one is dropped
+        # here instead of showing the new session its old owner's blocks (Amendment 11).
         info = self.store.get_session(self.app_name, session_id)
         if info is not None:
             self._check_visible(info, user_id)
+        owner = info.user_id if info else user_id
+        with self._lock:
+            cached = self._sessions.get(key)
+            if cached is not None and _current(cached, info, owner):
+                self._sessions.move_to_end(key)
+                return cached
         # Identity fixed before anyone sees it: for_session() on it returns a new Session, so
         # no caller can re-point the object the manager hands to the next one.
-        session = self._build(session_id, info.user_id if info else user_id)
+        session = self._build(session_id, owner, info.generation if info else None)
         with self._lock:
-            session = self._sessions.setdefault(key, session)
+            present = self._sessions.get(key)
+            if present is not None and _current(present, info, owner):
+                session = present  # another thread built it first
+            self._sessions[key] = session
             self._sessions.move_to_end(key)
             while len(self._sessions) > self._max_cached:
                 self._sessions.popitem(last=False)
             return session
 
-    def _build(self, session_id: str, user_id: str | None) -> Session:
+    def _build(
+        self, session_id: str, user_id: str | None, generation: int | None = None
+    ) -> Session:
         return Session._built(
             self.store,
             session_id=session_id,
             user_id=user_id,
             app_name=self.app_name,
             settings=self._settings,
+            generation=generation or None,
         )
 
     def append(
@@ -859,6 +869,15 @@ class SessionManager:
 
 
 check_every_public_method(SessionManager, API_RULES)
+
+
+def _current(session: Session, info: SessionInfo | None, owner: str | None) -> bool:
+    """Whether a cached Session still stands for the session the registry now holds
+    (``info``): bound to its generation, or not bound yet and built for its owner."""
+    bound = session._generation()
+    if bound is None:
+        return session.user_id == owner
+    return info is not None and (info.generation in (0, bound))
 
 
 def _visible_to(info: SessionInfo, user_id: str | None) -> bool:

@@ -110,6 +110,8 @@ class Session:
         # Set by the first read or write of storage: from then on the identity (app, session,
         # user) is fixed, and for_* return a new Session instead of re-pointing this one.
         self._used = False
+        # The generation a manager saw when it built this session (None: found on first use).
+        self._generation_seen: int | None = None
         self._reset_runtime()
 
     def _reset_runtime(self) -> None:
@@ -206,12 +208,21 @@ class Session:
         user_id: str | None,
         app_name: str,
         settings: SessionSettings,
+        generation: int | None = None,
     ) -> Session:
         """A Session with these settings (a copy), its identity fixed: what managers hand out."""
         session = cls(store, session_id=session_id, user_id=user_id, app_name=app_name)
         session._settings = settings.copy()
         session._used = True
+        session._generation_seen = generation
         return session
+
+    def _generation(self) -> int | None:
+        """The generation of the session this object acts on (``None``: not bound yet)."""
+        backend = self._backend_obj
+        if isinstance(backend, SessionStore):
+            return backend.generation
+        return self._generation_seen
 
     def with_context(
         self,
@@ -389,6 +400,7 @@ class Session:
                     user_id=self._user_id,
                     size_policy=self._settings.size_policy,
                     max_message_bytes=self._settings.max_message_bytes,
+                    generation=self._generation_seen,
                 )
             elif isinstance(self._source, SessionProvider):
                 self._backend_obj = ProviderBackend(self._source)
@@ -398,6 +410,12 @@ class Session:
                     f"got {type(self._source).__name__}"
                 )
         return self._backend_obj
+
+    def _store_handle(self, feature: str) -> SessionStore:
+        """The session's view of its Store, bound to the session's generation like every
+        other storage call (a custom provider has none: ``ThreadlineError``)."""
+        self._require_store(feature)
+        return cast(SessionStore, self._backend)
 
     def _require_store(self, feature: str) -> Store:
         self._used = True
@@ -843,6 +861,7 @@ class Session:
                 app_name=self._app_name,
                 session_id=self._session_id,
                 user_id=self._user_id,
+                generation=self._generation,
             )
         return self._blocks_obj
 
@@ -949,15 +968,13 @@ class Session:
         if self._settings.prompt_provider is not None:
             value = self._settings.prompt_provider.get()
             return value if isinstance(value, str) and value != "" else None
-        store = self._require_store("with_cached_prompt()")
-        return store.get_prompt(self._app_name, self._session_id)
+        return self._store_handle("with_cached_prompt()").get_prompt()
 
     def _save_cached_prompt(self, prompt: str) -> None:
         if self._settings.prompt_provider is not None:
             self._settings.prompt_provider.set(prompt)
             return
-        store = self._require_store("with_cached_prompt()")
-        store.set_prompt(self._app_name, self._session_id, prompt)
+        self._store_handle("with_cached_prompt()").set_prompt(prompt)
 
     # -- tools and skills --------------------------------------------------------------------------
     def tools(self) -> Toolset:
@@ -1112,8 +1129,7 @@ class Session:
         """
         stored, temp = split_delta(validate_delta(delta))
         if stored:
-            store = self._require_store("state")
-            store.update_state(self._app_name, self._session_id, self._user_id, stored)
+            self._store_handle("state").update_state(stored)
         self._temp_apply(temp)
 
     def state_view(self) -> StateView:
@@ -1138,10 +1154,9 @@ class Session:
 
     def _stored_state(self) -> dict[str, Any]:
         self._used = True
-        store = self.store
-        if store is None:
+        if self.store is None:
             return {}
-        return store.get_state(self._app_name, self._session_id, self._user_id)
+        return self._store_handle("state").get_state()
 
     def _temp_apply(self, temp: Mapping[str, Any]) -> None:
         for key, value in temp.items():

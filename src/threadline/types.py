@@ -195,6 +195,10 @@ class SessionInfo(_DictMixin):
     message_count: int
     created_at: datetime
     updated_at: datetime
+    #: Which creation of this (app, id) the row is: distinct for every creation in a store
+    #: and never reused, so a session deleted and created again has a new one (0: a store
+    #: that keeps no generations).
+    generation: int = 0
 
 
 @dataclass(frozen=True)

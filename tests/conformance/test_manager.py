@@ -39,6 +39,7 @@ INFO_FIELDS = {
     "message_count",
     "created_at",
     "updated_at",
+    "generation",
 }
 
 

@@ -2,8 +2,9 @@
 
 The fixtures in ``tests/fixtures/upgrade/`` were written with ``populate.py`` by threadline 0.1.0
 (schema version 1), by main before API keys (schema version 2), for SQLite by main before the
-partial per-user listing index (schema version 3), and by main before search text in NFC (SQLite
-schema 4, PostgreSQL schema 3); each later schema change adds a fixture of the release before it.
+partial per-user listing index (schema version 3), by main before search text in NFC (SQLite
+schema 4, PostgreSQL schema 3), and by main before session generations (SQLite schema 5,
+PostgreSQL schema 4); each later schema change adds a fixture of the release before it.
 Every test runs on each of them.
 """
 
@@ -21,7 +22,7 @@ from threadline.messages import text_of, user
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "upgrade"
 # One fixture per schema version a user may upgrade from.
-OLD_VERSIONS = {"sqlite-file": (1, 2, 3, 4), "postgres": (1, 2, 3)}
+OLD_VERSIONS = {"sqlite-file": (1, 2, 3, 4, 5), "postgres": (1, 2, 3, 4)}
 # Sessions that populate.py writes into the fixtures from SQLite schema 4 / PostgreSQL 3 on.
 LATER = {"nfd"}
 
@@ -270,3 +271,26 @@ def test_postgres_upgrade_drops_the_chunks_of_a_text_nfc_makes_short(pg_dsn: str
             "c", lambda tx: tx.one("SELECT count(*) FROM tl_message_chunks")
         )
         assert chunks[0] == 0
+
+
+def test_old_sessions_get_distinct_generations_and_new_ones_continue(v1_url: str) -> None:
+    """SQLite schema 6 / PostgreSQL schema 5: every session an older release wrote gets a
+    generation, all distinct; sessions created after the upgrade get new ones, and a session
+    deleted and created again is told apart from the old one (docs/guarantees.md)."""
+    with threadline.connect(v1_url) as store:
+        old = {s.id: s.generation for s in store.list_sessions("fixture", limit=100).sessions}
+        assert {"trip", "tokyo", "anon"} <= set(old)
+        assert all(g > 0 for g in old.values()) and len(set(old.values())) == len(old)
+        chat = threadline.Session(store, app_name="fixture", session_id="trip")
+        assert chat.get_history()[-1]["id"] == "a3"  # binds to the upgraded session
+        fresh = store.create_session("fixture", "after-upgrade").generation
+        assert fresh not in old.values()
+        assert store.delete_session("fixture", "trip")
+        store.append_messages("fixture", "trip", [user("a new trip")])
+        again = store.get_session("fixture", "trip")
+        assert again is not None and again.generation not in {*old.values(), fresh}
+        with pytest.raises(threadline.SessionNotFoundError):
+            chat.get_history()
+        with pytest.raises(threadline.SessionNotFoundError):
+            store.get_head("fixture", "tokyo", generation=old["trip"])
+        assert store.get_head("fixture", "tokyo", generation=old["tokyo"]) is not None

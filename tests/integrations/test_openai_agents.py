@@ -162,3 +162,20 @@ def test_the_sdk_runner_resumes_a_conversation_in_a_fresh_process(tmp_path: Path
     assert "I have seen 2 user turns" in outputs[0]
     assert "I have seen 4 user turns" in outputs[1]  # the second process saw the first's turns
     assert "16 items stored" in outputs[1]
+
+
+def test_an_adapter_session_stays_bound_to_the_session_it_used(store: Any) -> None:
+    """Amendment 11: once its session is deleted and created again (by anyone), the adapter
+    object refuses to read or change the new one; a new adapter object sees the new one."""
+    session = ThreadlineSession("s", store)
+    run(session.add_items([{"role": "user", "content": "old"}]))
+    app = session.threadline_session.app_name
+    store.delete_session(app, "s")
+    store.append_messages(app, "s", [{"id": "n1", "role": "user", "parts": []}])
+    for call in (session.get_items, session.pop_item):
+        with pytest.raises(threadline.SessionNotFoundError):
+            run(call())
+    with pytest.raises(threadline.SessionNotFoundError):
+        run(session.add_items([{"role": "user", "content": "stale"}]))
+    assert [m["id"] for m in store.get_path(app, "s")] == ["n1"]
+    assert len(run(ThreadlineSession("s", store).get_items())) == 1

@@ -76,9 +76,9 @@ def _b64(raw: bytes) -> str:
         _b64(b"{}"),
         _b64(b"[1]"),
         _b64(b'["a", 1]'),
-        _b64(b"[1.5, \"a\"]"),
-        _b64(b"[true, \"a\"]"),
-        _b64(b"[1, \"a\", 2]"),
+        _b64(b'[1.5, "a"]'),
+        _b64(b'[true, "a"]'),
+        _b64(b'[1, "a", 2]'),
         "x" * 5000,
     ],
 )
@@ -97,17 +97,18 @@ def test_decode_cursor_never_raises_anything_else(text: str) -> None:
 
 
 def test_row_to_session_info() -> None:
-    row = ("s1", "app", "u1", "n", "p", "m", "src", 3, 4, 0.5, "done", '{"k":[1]}', 7, 1, 2)
+    row = ("s1", "app", "u1", "n", "p", "m", "src", 3, 4, 0.5, "done", '{"k":[1]}', 7, 1, 2, 9)
     info = row_to_session_info(row)
     assert (info.id, info.app_name, info.user_id, info.name) == ("s1", "app", "u1", "n")
     assert (info.parent_session_id, info.model, info.source) == ("p", "m", "src")
     assert (info.input_tokens, info.output_tokens, info.estimated_cost) == (3, 4, 0.5)
     assert info.end_reason == "done" and info.metadata == {"k": [1]} and info.message_count == 7
     assert info.created_at == us_to_datetime(1) and info.updated_at == us_to_datetime(2)
+    assert info.generation == 9
 
 
 def test_row_to_session_info_tolerates_empty_metadata() -> None:
-    row = ("s1", "app", None, None, None, None, None, 0, 0, 0, None, "", 0, 0, 0)
+    row = ("s1", "app", None, None, None, None, None, 0, 0, 0, None, "", 0, 0, 0, 1)
     assert row_to_session_info(row).metadata == {}
 
 

@@ -129,8 +129,10 @@ class ContextBlocks:
         session_id: str = "default",
         user_id: str | None = None,
         count_tokens: Callable[[str], int] = estimate_tokens,
+        generation: Callable[[], int | None] | None = None,
     ) -> None:
         self._store = store
+        self._generation = generation  # the Session's bound generation, for session blocks
         self._app_name = app_name
         self._session_id = session_id
         self._user_id = user_id
@@ -200,6 +202,7 @@ class ContextBlocks:
             session_id=self._session_id,
             user_id=self._user_id,
             label=config.label,
+            generation=self._generation,
         )
 
     def _resolve(self, slot: _Slot) -> Any:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Self
 
 from threadline.context.kinds import call_provider, has_method
 from threadline.errors import InvalidArgumentError, ThreadlineError
+from threadline.store._generation import takes_generation
 
 if TYPE_CHECKING:
     from threadline.store.base import Entry, OwnerKind, Store
@@ -135,6 +136,7 @@ class StoreContextProvider:
         session_id: str | None = None,
         user_id: str | None = None,
         label: str | None = None,
+        generation: Callable[[], int | None] | None = None,
     ) -> None:
         if scope not in SCOPES:
             raise InvalidArgumentError(f"scope must be one of {', '.join(SCOPES)}; got {scope!r}")
@@ -149,6 +151,21 @@ class StoreContextProvider:
         self.session_id = session_id or "default"
         self.user_id = user_id
         self.label = label
+        # The generation the owning Session is bound to (a session-scoped block is that
+        # creation's: once it is deleted, reads and writes raise SessionNotFoundError).
+        self._generation = generation if scope == "session" else None
+        self._checks: bool | None = None
+
+    def _expect(self) -> dict[str, int]:
+        """``generation=`` for the store call, when bound and the store takes it."""
+        if self._generation is None:
+            return {}
+        generation = self._generation()
+        if generation is None:
+            return {}
+        if self._checks is None:
+            self._checks = takes_generation(self.store.get_block)
+        return {"generation": generation} if self._checks else {}
 
     @property
     def owner_id(self) -> str:
@@ -188,7 +205,9 @@ class StoreContextProvider:
         True
         """
         label = _need_label(self.label, self)
-        return self.store.get_block(self.app_name, self.scope, self.owner_id, label)
+        return self.store.get_block(
+            self.app_name, self.scope, self.owner_id, label, **self._expect()
+        )
 
     def set(self, content: str) -> None:
         """Replace the stored text.
@@ -200,7 +219,13 @@ class StoreContextProvider:
         """
         label = _need_label(self.label, self)
         self.store.set_block(
-            self.app_name, self.scope, self.owner_id, label, content, user_id=self.user_id
+            self.app_name,
+            self.scope,
+            self.owner_id,
+            label,
+            content,
+            user_id=self.user_id,
+            **self._expect(),
         )
 
     def __repr__(self) -> str:

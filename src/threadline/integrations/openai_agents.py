@@ -37,6 +37,7 @@ from threadline.errors import InvalidArgumentError
 from threadline.formats import from_openai_responses, to_openai_responses
 from threadline.messages import decode_message
 from threadline.session import Session
+from threadline.store._handle import SessionStore
 from threadline.store.base import Store
 from threadline.types import AUTO, AutoType, Message, SearchHit
 
@@ -109,10 +110,9 @@ class ThreadlineSession:
         """Run a storage call in a worker thread (never on the event loop)."""
         return await asyncio.to_thread(fn, *args, **kwargs)
 
-    def _store(self) -> Store:
-        store = self._session.store
-        assert store is not None  # built from a Store or a URL, never a custom provider
-        return store
+    def _handle(self) -> SessionStore:
+        # The Session's own view of the store: bound to the session's generation like it.
+        return self._session._store_handle("ThreadlineSession")
 
     @property
     def threadline_session(self) -> Session:
@@ -142,13 +142,13 @@ class ThreadlineSession:
         return await self._off_loop(self._read_items, limit)
 
     def _read_items(self, limit: int | None) -> list[Any]:
-        store, app, sid = self._store(), self._session.app_name, self.session_id
+        handle = self._handle()
         # The rows and the overlays in one read transaction.
         rows: Sequence[Sequence[Any]]
         if limit is None:
-            rows, overlays = store.get_history_encoded(app, sid)
+            rows, overlays = handle.get_history_encoded()
         else:
-            rows, overlays = store.get_history_tail_encoded(app, sid, limit)
+            rows, overlays = handle.get_history_tail_encoded(limit)
         if overlays:
             # Summaries take the place of what they cover: threadline's overlay read.
             items = to_openai_responses(self._session.get_history(limit=limit))
@@ -228,7 +228,7 @@ class ThreadlineSession:
         return await self._off_loop(self._pop)
 
     def _pop(self) -> Any | None:
-        handle = self._store().session(self._session.app_name, self.session_id)
+        handle = self._handle()
         rows = handle.get_path_tail(2)
         if not rows:
             return None

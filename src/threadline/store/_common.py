@@ -28,7 +28,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 SESSION_COLUMNS = (
     "id, app, user_id, name, parent_session_id, model, source, input_tokens, output_tokens, "
-    "estimated_cost, end_reason, metadata, message_count, created_at, updated_at"
+    "estimated_cost, end_reason, metadata, message_count, created_at, updated_at, generation"
 )
 """Column list of ``tl_sessions`` in the order :func:`row_to_session_info` expects."""
 
@@ -144,11 +144,11 @@ def row_to_session_info(row: Sequence[Any]) -> SessionInfo:
     ``object.__setattr__`` at a time, which cost more than reading the row): a listing of
     50 sessions is mostly this function.
 
-    >>> row = ("s1", "app", None, None, None, None, None, 0, 0, 0.0, None, "{}", 0, 0, 1)
+    >>> row = ("s1", "app", None, None, None, None, None, 0, 0, 0.0, None, "{}", 0, 0, 1, 7)
     >>> info = row_to_session_info(row)
-    >>> info.updated_at.microsecond, info == SessionInfo(**info.to_dict() | {
+    >>> info.updated_at.microsecond, info.generation, info == SessionInfo(**info.to_dict() | {
     ...     "created_at": info.created_at, "updated_at": info.updated_at})
-    (1, True)
+    (1, 7, True)
     """
     text = row[11]
     # Most sessions carry no metadata: skip the JSON decoder for the stored default '{}'.
@@ -173,6 +173,7 @@ def row_to_session_info(row: Sequence[Any]) -> SessionInfo:
             "message_count": int(row[12] or 0),
             "created_at": _EPOCH + timedelta(microseconds=row[13]),
             "updated_at": _EPOCH + timedelta(microseconds=row[14]),
+            "generation": int(row[15] or 0),
         },
     )
     return info

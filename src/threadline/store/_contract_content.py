@@ -17,7 +17,14 @@ class ContentContract(Protocol):
 
     # -- overlays ----------------------------------------------------------------------------
     def add_compaction(
-        self, app: str, session_id: str, summary: str, from_message_id: str, to_message_id: str
+        self,
+        app: str,
+        session_id: str,
+        summary: str,
+        from_message_id: str,
+        to_message_id: str,
+        *,
+        generation: int | None = None,
     ) -> Compaction:
         """Store an overlay. Both ids must be in the session and ``from`` an ancestor-or-self of
         ``to``, else ``InvalidArgumentError``.
@@ -33,7 +40,9 @@ class ContentContract(Protocol):
         threadline.errors.InvalidArgumentError: 'm2' is not an ancestor of 'm1'
         """
 
-    def get_compactions(self, app: str, session_id: str) -> list[Compaction]:
+    def get_compactions(
+        self, app: str, session_id: str, *, generation: int | None = None
+    ) -> list[Compaction]:
         """Every overlay of the session, oldest first (superseded ones included).
 
         >>> import threadline
@@ -46,7 +55,9 @@ class ContentContract(Protocol):
         """
 
     # -- loaded skills -------------------------------------------------------------------------
-    def get_skill_loads(self, app: str, session_id: str) -> list[SkillLoad]:
+    def get_skill_loads(
+        self, app: str, session_id: str, *, generation: int | None = None
+    ) -> list[SkillLoad]:
         """Indexed skill loads of the session, oldest message first.
 
         >>> import threadline
@@ -58,7 +69,15 @@ class ContentContract(Protocol):
         """
 
     # -- memory blocks and the cached prompt -----------------------------------------------------
-    def get_block(self, app: str, owner: OwnerKind, owner_id: str, label: str) -> str | None:
+    def get_block(
+        self,
+        app: str,
+        owner: OwnerKind,
+        owner_id: str,
+        label: str,
+        *,
+        generation: int | None = None,
+    ) -> str | None:
         """Stored content of a store-backed block (``owner_id`` = session id, user id or "").
 
         >>> import threadline
@@ -79,6 +98,7 @@ class ContentContract(Protocol):
         content: str,
         *,
         user_id: str | None = None,
+        generation: int | None = None,
     ) -> None:
         """Upsert a block; a ``session``-owned write also touches that session's registry row.
 
@@ -90,7 +110,7 @@ class ContentContract(Protocol):
         ('Draft v2', 1)
         """
 
-    def get_prompt(self, app: str, session_id: str) -> str | None:
+    def get_prompt(self, app: str, session_id: str, *, generation: int | None = None) -> str | None:
         """The persisted frozen system prompt, if any.
 
         >>> import threadline
@@ -102,7 +122,9 @@ class ContentContract(Protocol):
         'You are helpful.'
         """
 
-    def set_prompt(self, app: str, session_id: str, prompt: str | None) -> None:
+    def set_prompt(
+        self, app: str, session_id: str, prompt: str | None, *, generation: int | None = None
+    ) -> None:
         """Persist (or with ``None`` forget) the frozen system prompt. Like every write to a
         session it creates the registry row if missing and moves ``updated_at``.
 
@@ -187,7 +209,9 @@ class ContentContract(Protocol):
         """
 
     # -- scoped state (pure rules in threadline._state; keys carry their prefix) -----------------
-    def get_state(self, app: str, session_id: str, user_id: str | None) -> dict[str, Any]:
+    def get_state(
+        self, app: str, session_id: str, user_id: str | None, *, generation: int | None = None
+    ) -> dict[str, Any]:
         """Merged stored state: ``app:*`` keys, ``user:*`` keys of ``user_id`` (none if
         ``user_id`` is None), and the session's own keys. Values are JSON values.
 
@@ -201,7 +225,13 @@ class ContentContract(Protocol):
         """
 
     def update_state(
-        self, app: str, session_id: str, user_id: str | None, delta: Mapping[str, Any]
+        self,
+        app: str,
+        session_id: str,
+        user_id: str | None,
+        delta: Mapping[str, Any],
+        *,
+        generation: int | None = None,
     ) -> None:
         """Apply a delta atomically (``None`` deletes). Keys starting with ``temp:`` are never
         stored (ignored). ``user:`` keys without ``user_id`` raise ``InvalidArgumentError``.
@@ -214,7 +244,9 @@ class ContentContract(Protocol):
         {'done': True}
         """
 
-    def rewind(self, app: str, session_id: str, before_message_id: str) -> None:
+    def rewind(
+        self, app: str, session_id: str, before_message_id: str, *, generation: int | None = None
+    ) -> None:
         """Move the head to the parent of ``before_message_id`` (None if it is a root) and
         restore session-scoped state keys to their values before that message by undoing the
         recorded deltas of that message's subtree (earliest record per key wins). ``app:`` and

@@ -131,6 +131,7 @@ class RegistryContract(Protocol):
         model: Any = UNSET,
         source: Any = UNSET,
         metadata: Any = UNSET,
+        generation: int | None = None,
     ) -> SessionInfo:
         """Set the given fields (``UNSET`` leaves one alone) and touch ``updated_at``.
 
@@ -144,7 +145,14 @@ class RegistryContract(Protocol):
         ('Draft', 'done')
         """
 
-    def touch_session(self, app: str, session_id: str, *, user_id: str | None = None) -> None:
+    def touch_session(
+        self,
+        app: str,
+        session_id: str,
+        *,
+        user_id: str | None = None,
+        generation: int | None = None,
+    ) -> None:
         """Create the registry row if missing and move ``updated_at``.
 
         >>> import threadline
@@ -156,7 +164,7 @@ class RegistryContract(Protocol):
         True
         """
 
-    def delete_session(self, app: str, session_id: str) -> bool:
+    def delete_session(self, app: str, session_id: str, *, generation: int | None = None) -> bool:
         """Delete the row and everything of the session: messages, search rows, overlays,
         session-scoped blocks, prompt, session state, skill loads. ``False`` if nothing existed.
 
@@ -183,7 +191,14 @@ class RegistryContract(Protocol):
         """
 
     def add_usage(
-        self, app: str, session_id: str, input_tokens: int, output_tokens: int, cost: float
+        self,
+        app: str,
+        session_id: str,
+        input_tokens: int,
+        output_tokens: int,
+        cost: float,
+        *,
+        generation: int | None = None,
     ) -> None:
         """Atomically increment the usage counters (creating the row if missing).
 

@@ -32,6 +32,7 @@ class TreeContract(Protocol):
         size_policy: str | None = None,
         max_message_bytes: int | None = None,
         if_head: Any = UNSET,
+        generation: int | None = None,
     ) -> list[Message]:
         """Append already-normalised messages in one transaction; each parents the next.
 
@@ -73,6 +74,7 @@ class TreeContract(Protocol):
         *,
         size_policy: str | None = None,
         max_message_bytes: int | None = None,
+        generation: int | None = None,
     ) -> Message:
         """Replace ``role``/``parts``/``metadata``/``createdAt`` of an existing message (the
         caller has merged ``createdAt``); search index and skill-load index follow.
@@ -86,7 +88,14 @@ class TreeContract(Protocol):
         [{'type': 'text', 'text': 'hi'}]
         """
 
-    def delete_messages(self, app: str, session_id: str, message_ids: Sequence[str]) -> int:
+    def delete_messages(
+        self,
+        app: str,
+        session_id: str,
+        message_ids: Sequence[str],
+        *,
+        generation: int | None = None,
+    ) -> int:
         """Delete those messages (unknown ids are ignored); children of a deleted message become
         roots. If the head was deleted, the head becomes the remaining leaf with the highest
         ``seq`` (``None`` if none remain). Returns the number deleted.
@@ -101,7 +110,7 @@ class TreeContract(Protocol):
         ['m3']
         """
 
-    def clear_messages(self, app: str, session_id: str) -> None:
+    def clear_messages(self, app: str, session_id: str, *, generation: int | None = None) -> None:
         """Delete every message, search row, overlay and skill load of the session; head = None.
 
         >>> import threadline
@@ -112,7 +121,9 @@ class TreeContract(Protocol):
         (None, 0)
         """
 
-    def get_message(self, app: str, session_id: str, message_id: str) -> Message | None:
+    def get_message(
+        self, app: str, session_id: str, message_id: str, *, generation: int | None = None
+    ) -> Message | None:
         """One stored message, or ``None``.
 
         >>> import threadline
@@ -124,7 +135,9 @@ class TreeContract(Protocol):
         True
         """
 
-    def get_head(self, app: str, session_id: str) -> Message | None:
+    def get_head(
+        self, app: str, session_id: str, *, generation: int | None = None
+    ) -> Message | None:
         """The head message (the active leaf), or ``None`` for an empty session.
 
         >>> import threadline
@@ -136,7 +149,9 @@ class TreeContract(Protocol):
         'm1'
         """
 
-    def set_head(self, app: str, session_id: str, message_id: str) -> None:
+    def set_head(
+        self, app: str, session_id: str, message_id: str, *, generation: int | None = None
+    ) -> None:
         """Move the head to any message of the session (``MessageNotFoundError`` if unknown).
 
         >>> import threadline
@@ -155,6 +170,7 @@ class TreeContract(Protocol):
         leaf_id: str | None = None,
         *,
         attachments: str = "inline",
+        generation: int | None = None,
     ) -> list[Message]:
         """Raw root→leaf path ending at ``leaf_id`` (default: head); ``[]`` for an empty session;
         ``MessageNotFoundError`` for an unknown ``leaf_id``. Walks parent links only.
@@ -175,6 +191,7 @@ class TreeContract(Protocol):
         after_seq: int = 0,
         limit: int = 1000,
         attachments: str = "inline",
+        generation: int | None = None,
     ) -> list[TreeNode]:
         """Every message of the session (all branches), in ``seq`` order, with its parent:
         the first ``limit`` with ``seq > after_seq`` (page on with the last ``seq`` seen).
@@ -199,6 +216,7 @@ class TreeContract(Protocol):
         leaf_id: str | None = None,
         *,
         attachments: str = "inline",
+        generation: int | None = None,
     ) -> list[tuple[str, str]]:
         """``(id, stored compact JSON)`` for each message of :meth:`get_path`, root first.
 
@@ -218,6 +236,7 @@ class TreeContract(Protocol):
         leaf_id: str | None = None,
         *,
         attachments: str = "inline",
+        generation: int | None = None,
     ) -> tuple[list[tuple[str, str]], list[Compaction]]:
         """:meth:`get_path_encoded` and :meth:`get_compactions` in one read (what a history
         needs; one round trip on PostgreSQL).
@@ -239,6 +258,7 @@ class TreeContract(Protocol):
         leaf_id: str | None = None,
         *,
         attachments: str = "inline",
+        generation: int | None = None,
     ) -> list[tuple[str, str, int]]:
         """The newest ``count`` messages of the path to ``leaf_id`` (default: the head) as
         ``(id, stored JSON, depth)``, root side first, reading at most ``count`` rows; the
@@ -260,6 +280,7 @@ class TreeContract(Protocol):
         leaf_id: str | None = None,
         *,
         attachments: str = "inline",
+        generation: int | None = None,
     ) -> tuple[list[tuple[str, str, int]], list[Compaction]]:
         """:meth:`get_path_tail` and :meth:`get_compactions` in one read (the newest part of a
         history: one transaction instead of two).
@@ -274,7 +295,14 @@ class TreeContract(Protocol):
         (['m2', 'm3'], ['One.'])
         """
 
-    def get_path_ids(self, app: str, session_id: str, leaf_id: str | None = None) -> list[str]:
+    def get_path_ids(
+        self,
+        app: str,
+        session_id: str,
+        leaf_id: str | None = None,
+        *,
+        generation: int | None = None,
+    ) -> list[str]:
         """Ids of :meth:`get_path`, without loading message bodies.
 
         >>> import threadline
@@ -286,7 +314,13 @@ class TreeContract(Protocol):
         """
 
     def get_recent_path(
-        self, app: str, session_id: str, max_bytes: int, min_messages: int = 1
+        self,
+        app: str,
+        session_id: str,
+        max_bytes: int,
+        min_messages: int = 1,
+        *,
+        generation: int | None = None,
     ) -> RecentPath:
         """Newest contiguous suffix of the head path whose stored JSON sizes sum to at most
         ``max_bytes`` — but always at least ``min_messages`` (and at least the head) when the
@@ -303,7 +337,14 @@ class TreeContract(Protocol):
         (['m2', 'm3'], True, 108)
         """
 
-    def get_path_length(self, app: str, session_id: str, leaf_id: str | None = None) -> int:
+    def get_path_length(
+        self,
+        app: str,
+        session_id: str,
+        leaf_id: str | None = None,
+        *,
+        generation: int | None = None,
+    ) -> int:
         """Raw number of messages on the path (0 for an empty session; unknown id raises).
 
         >>> import threadline
@@ -314,7 +355,9 @@ class TreeContract(Protocol):
         (2, 0)
         """
 
-    def get_children(self, app: str, session_id: str, message_id: str) -> list[Message]:
+    def get_children(
+        self, app: str, session_id: str, message_id: str, *, generation: int | None = None
+    ) -> list[Message]:
         """Children of that message, oldest first by ``seq``.
 
         >>> import threadline

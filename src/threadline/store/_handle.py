@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
+from threadline.store._generation import takes_generation
 from threadline.store.base import Store
 from threadline.types import AUTO, AutoType, Message, SearchHit, SessionInfo
 
@@ -47,18 +48,37 @@ class _Bound(Generic[P, R]):
     def __get__(self, handle: SessionStore | None, owner: type) -> Any:
         if handle is None:
             return self
-        bound = partial(getattr(handle.store, self._name), handle.app, handle.session_id)
+        method = getattr(handle.store, self._name)
+        if takes_generation(method):
+            bound = partial(handle._call, method, self._name in _WRITES)
+        else:  # a store without generations: called as before, without the guarantee
+            bound = partial(method, handle.app, handle.session_id)
         setattr(handle, self._name, bound)
         return bound
+
+
+# The bound methods that may create the session (its first write binds the handle to it).
+_WRITES = frozenset(
+    {"delete_messages", "clear_messages", "set_head", "add_compaction", "set_prompt", "rewind"}
+)
 
 
 class SessionStore:
     """The store seen from one session (``app``, ``session_id`` and the writer's ``user_id``).
 
+    The handle binds to the session's generation (``SessionInfo.generation``) at its first
+    read or write that finds the session, or at the write that creates it: from then on
+    every call passes ``generation=``, so once that session is deleted (and perhaps created
+    again) the handle's calls raise ``SessionNotFoundError`` instead of acting on another
+    session. A store whose methods do not take ``generation=`` is called without it.
+
     >>> import threadline
     >>> handle = threadline.connect(":memory:").session("default", "s1", user_id="u1")
-    >>> handle.app, handle.session_id, handle.user_id
-    ('default', 's1', 'u1')
+    >>> handle.app, handle.session_id, handle.user_id, handle.generation
+    ('default', 's1', 'u1', None)
+    >>> _ = handle.append_messages([{"id": "a", "role": "user", "parts": []}])
+    >>> handle.generation
+    1
     """
 
     def __init__(
@@ -70,6 +90,7 @@ class SessionStore:
         user_id: str | None = None,
         size_policy: str | None = None,
         max_message_bytes: int | None = None,
+        generation: int | None = None,
     ) -> None:
         self.store = store
         self.app = app
@@ -78,6 +99,35 @@ class SessionStore:
         #: Override the store's size policy and cap for this session's writes (None: keep).
         self.size_policy = size_policy
         self.max_message_bytes = max_message_bytes
+        #: The generation this handle acts on (``None`` until its first use finds one).
+        self.generation = generation
+        self._takes: dict[str, bool] = {}
+
+    def _bind(self) -> bool:
+        """Bind to the session's current generation if it exists; True if bound."""
+        info = self.store.get_session(self.app, self.session_id)
+        if info is not None and info.generation:
+            self.generation = info.generation
+        return self.generation is not None
+
+    def _call(self, method: Callable[..., R], write: bool, *args: Any, **kwargs: Any) -> R:
+        """``method(app, session_id, ...)`` on this handle's generation (bound first)."""
+        if self.generation is None and not self._bind():
+            result = method(self.app, self.session_id, *args, **kwargs)
+            if write:
+                self._bind()  # the write created the session: bind to that creation
+            return result
+        return method(self.app, self.session_id, *args, generation=self.generation, **kwargs)
+
+    def _run(self, name: str, write: bool, *args: Any, **kwargs: Any) -> Any:
+        """The store's ``name`` through :meth:`_call` when it takes ``generation=``."""
+        method = getattr(self.store, name)
+        takes = self._takes.get(name)
+        if takes is None:
+            takes = self._takes[name] = takes_generation(method)
+        if takes:
+            return self._call(method, write, *args, **kwargs)
+        return method(self.app, self.session_id, *args, **kwargs)
 
     def __repr__(self) -> str:
         return f"SessionStore(app={self.app!r}, session_id={self.session_id!r})"
@@ -116,9 +166,9 @@ class SessionStore:
         >>> len(h.append_messages([{"id": "a", "role": "user", "parts": []}]))
         1
         """
-        return self.store.append_messages(
-            self.app,
-            self.session_id,
+        return self._run(  # type: ignore[no-any-return]
+            "append_messages",
+            True,
             messages,
             parent_id,
             user_id=self.user_id,
@@ -137,9 +187,9 @@ class SessionStore:
         >>> h.update_message(edited)["parts"][0]["text"]
         'x'
         """
-        return self.store.update_message(
-            self.app,
-            self.session_id,
+        return self._run(  # type: ignore[no-any-return]
+            "update_message",
+            True,
             message,
             size_policy=self.size_policy,
             max_message_bytes=self.max_message_bytes,
@@ -173,7 +223,7 @@ class SessionStore:
         >>> threadline.connect(":memory:").session("default", "s1").get_state()
         {}
         """
-        return self.store.get_state(self.app, self.session_id, self.user_id)
+        return self._run("get_state", False, self.user_id)  # type: ignore[no-any-return]
 
     def update_state(self, delta: Mapping[str, Any]) -> None:
         """Apply a state delta as this session's user (``Store.update_state``).
@@ -183,13 +233,17 @@ class SessionStore:
         >>> h.update_state({"k": 1}); h.get_state()
         {'k': 1}
         """
-        self.store.update_state(self.app, self.session_id, self.user_id, delta)
+        self._run("update_state", True, self.user_id, delta)
 
     def info(self) -> SessionInfo | None:
-        """The session's registry row, or ``None`` before its first write.
+        """The session's registry row, or ``None`` before its first write (and once the
+        generation this handle is bound to is gone).
 
         >>> import threadline
         >>> threadline.connect(":memory:").session("default", "s1").info() is None
         True
         """
-        return self.store.get_session(self.app, self.session_id)
+        info = self.store.get_session(self.app, self.session_id)
+        if info is None or self.generation is None or not info.generation:
+            return info
+        return info if info.generation == self.generation else None

@@ -16,6 +16,7 @@ forwards to the opened store; other attributes (``path``, ``dsn``) open it on ac
 
 from __future__ import annotations
 
+import inspect
 import re
 import threading
 from collections.abc import Callable
@@ -127,6 +128,8 @@ def _forwarder(name: str) -> Callable[..., Any]:
 
     forward.__name__ = forward.__qualname__ = name
     forward.__doc__ = f"``Store.{name}`` on the opened store."
+    # The contract's signature: callers see which keywords it takes (``generation=``).
+    forward.__signature__ = inspect.signature(getattr(Store, name))  # type: ignore[attr-defined]
     return forward
 
 

@@ -182,7 +182,25 @@ _V4 = [
     END $$""",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4]
+# Version 5: a session's identity has a generation (docs/guarantees.md): every creation of an
+# (app, id) takes a value of one sequence, so a session deleted and created again is told
+# apart from the old one, whatever statement inserts the row. An upsert that finds the row
+# may draw a value and drop it: generations are unique and never reused, not gapless.
+# Existing sessions are numbered oldest first. ``changes`` counts a session's writes (the
+# event ids of docs/server.md).
+_V5 = [
+    "CREATE SEQUENCE IF NOT EXISTS tl_session_generation AS BIGINT",
+    "ALTER TABLE tl_sessions ADD COLUMN IF NOT EXISTS generation BIGINT",
+    "ALTER TABLE tl_sessions ADD COLUMN IF NOT EXISTS changes BIGINT NOT NULL DEFAULT 0",
+    """UPDATE tl_sessions s SET generation = n.g FROM (
+        SELECT app, id, nextval('tl_session_generation') AS g FROM (
+            SELECT app, id FROM tl_sessions ORDER BY created_at, app, id) o) n
+        WHERE s.app = n.app AND s.id = n.id AND s.generation IS NULL""",
+    "ALTER TABLE tl_sessions ALTER COLUMN generation SET DEFAULT nextval('tl_session_generation')",
+    "ALTER TABLE tl_sessions ALTER COLUMN generation SET NOT NULL",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5]
 """``MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (version 0: no tables yet)."""
 
 SCHEMA_VERSION = len(MIGRATIONS)  # derived, so adding a migration cannot leave it behind

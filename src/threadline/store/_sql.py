@@ -71,6 +71,7 @@ True
 from __future__ import annotations
 
 from threadline._checks import check_every_public_method
+from threadline.store._generation import bind_generations
 from threadline.store._handle import SessionStore
 from threadline.store._sql_attach import AttachmentMixin
 from threadline.store._sql_base import (
@@ -121,6 +122,7 @@ class SQLStore(
 
 
 check_every_public_method(SQLStore)
+bind_generations(SQLStore)  # after the checks: a bad generation= is refused before anything
 
 __all__ = [
     "MAX_MESSAGE_BYTES",

@@ -31,6 +31,7 @@ from threadline.store._common import (
     state_owner,
     us_to_datetime,
 )
+from threadline.store._generation import EXPECTED, check_generation
 from threadline.store._sql_text import (
     SQL_HEAD_STATE,
     SQL_OWNER,
@@ -343,6 +344,20 @@ class SQLBase(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release connections. Idempotent."""
+
+    def _guarded(self, fn: Callable[[Tx], T], *, write: bool) -> Callable[[Tx], T]:
+        """``fn``, first checking the ``generation=`` the running call expects (if any) in
+        the same transaction; a write also row-locks the registry row (store/_generation.py)."""
+        expected = EXPECTED.get()
+        if expected is None:
+            return fn
+        lock = self._FOR_UPDATE if write else ""
+
+        def run(tx: Tx) -> T:
+            check_generation(tx.one, expected, lock)
+            return fn(tx)
+
+        return run
 
     def _head_state_query(
         self, app: str, session_id: str, ids: Sequence[str]

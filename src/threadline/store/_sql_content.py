@@ -83,7 +83,14 @@ class ContentMixin(AttachmentMixin):
     # ------------------------------------------------------------------ overlays
 
     def add_compaction(
-        self, app: str, session_id: str, summary: str, from_message_id: str, to_message_id: str
+        self,
+        app: str,
+        session_id: str,
+        summary: str,
+        from_message_id: str,
+        to_message_id: str,
+        *,
+        generation: int | None = None,
     ) -> Compaction:
         """Store an overlay; ``from`` must be an ancestor-or-self of ``to``."""
 
@@ -115,12 +122,16 @@ class ContentMixin(AttachmentMixin):
 
         return self._write("add_compaction", run, lock=(app, session_id, None))
 
-    def get_compactions(self, app: str, session_id: str) -> list[Compaction]:
+    def get_compactions(
+        self, app: str, session_id: str, *, generation: int | None = None
+    ) -> list[Compaction]:
         """Every overlay of the session, oldest first."""
         sql, key = SQL_COMPACTIONS, (app, session_id)
         return compactions_of(self._read("get_compactions", lambda tx: tx.all(sql, key)))
 
-    def get_skill_loads(self, app: str, session_id: str) -> list[SkillLoad]:
+    def get_skill_loads(
+        self, app: str, session_id: str, *, generation: int | None = None
+    ) -> list[SkillLoad]:
         """Indexed skill loads, oldest message first."""
         sql = (
             "SELECT s.label, s.skill_key, s.message_id, s.tool_call_id FROM tl_skill_loads s "
@@ -133,7 +144,15 @@ class ContentMixin(AttachmentMixin):
 
     # ------------------------------------------------------------------ blocks and prompt
 
-    def get_block(self, app: str, owner: OwnerKind, owner_id: str, label: str) -> str | None:
+    def get_block(
+        self,
+        app: str,
+        owner: OwnerKind,
+        owner_id: str,
+        label: str,
+        *,
+        generation: int | None = None,
+    ) -> str | None:
         """Stored content of a block, or ``None``."""
         sql = (
             "SELECT content FROM tl_blocks WHERE app = ? AND owner = ? AND owner_id = ? "
@@ -151,6 +170,7 @@ class ContentMixin(AttachmentMixin):
         content: str,
         *,
         user_id: str | None = None,
+        generation: int | None = None,
     ) -> None:
         """Upsert a block; a session-owned write also touches the session."""
         if owner not in OWNERS:
@@ -169,13 +189,15 @@ class ContentMixin(AttachmentMixin):
         lock = (app, owner_id, user_id) if owner == "session" else None
         self._write("set_block", run, lock=lock)
 
-    def get_prompt(self, app: str, session_id: str) -> str | None:
+    def get_prompt(self, app: str, session_id: str, *, generation: int | None = None) -> str | None:
         """The persisted frozen system prompt, if any."""
         sql = "SELECT prompt FROM tl_prompts WHERE app = ? AND session_id = ?"
         row = self._read("get_prompt", lambda tx: tx.one(sql, (app, session_id)))
         return row[0] if row else None
 
-    def set_prompt(self, app: str, session_id: str, prompt: str | None) -> None:
+    def set_prompt(
+        self, app: str, session_id: str, prompt: str | None, *, generation: int | None = None
+    ) -> None:
         """Persist (or with ``None`` forget) the frozen system prompt."""
         if prompt is None:
             sql = "DELETE FROM tl_prompts WHERE app = ? AND session_id = ?"

@@ -24,6 +24,7 @@ class NodesMixin(AttachmentMixin):
         after_seq: int = 0,
         limit: int = 1000,
         attachments: str = "inline",
+        generation: int | None = None,
     ) -> list[TreeNode]:
         """A page of the session's messages with their parents (``Store.get_tree``)."""
 

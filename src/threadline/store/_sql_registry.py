@@ -82,8 +82,8 @@ def _stored_state(text: str | None) -> tuple[dict[str, Any], dict[str, Any] | No
 
 def _listing(row: tuple[Any, ...]) -> SessionListing:
     """A row of ``list_sessions_with_state``: its state object decoded, internal keys apart."""
-    state, internal = _stored_state(row[15])
-    return SessionListing(row, state, row[16], row[17], internal)
+    state, internal = _stored_state(row[16])
+    return SessionListing(row, state, row[17], row[18], internal)
 
 
 def _session_state(row: tuple[Any, ...]) -> SessionState:
@@ -199,6 +199,7 @@ class RegistryMixin(AttachmentMixin):
         model: Any = UNSET,
         source: Any = UNSET,
         metadata: Any = UNSET,
+        generation: int | None = None,
     ) -> SessionInfo:
         """Set the given fields and touch ``updated_at``; ``SessionNotFoundError`` if missing."""
         fields = {"name": name, "end_reason": end_reason, "model": model, "source": source}
@@ -224,7 +225,14 @@ class RegistryMixin(AttachmentMixin):
 
         return self._write("update_session", run)
 
-    def touch_session(self, app: str, session_id: str, *, user_id: str | None = None) -> None:
+    def touch_session(
+        self,
+        app: str,
+        session_id: str,
+        *,
+        user_id: str | None = None,
+        generation: int | None = None,
+    ) -> None:
         """Create the registry row if missing and move ``updated_at``."""
         self._write(
             "touch_session",
@@ -232,7 +240,7 @@ class RegistryMixin(AttachmentMixin):
             lock=(app, session_id, user_id),
         )
 
-    def delete_session(self, app: str, session_id: str) -> bool:
+    def delete_session(self, app: str, session_id: str, *, generation: int | None = None) -> bool:
         """Delete the session and everything keyed by it; ``False`` if nothing existed."""
         return self._write("delete_session", lambda tx: self._delete_session(tx, app, session_id))
 
@@ -281,7 +289,14 @@ class RegistryMixin(AttachmentMixin):
         return self._write("purge_sessions", run)
 
     def add_usage(
-        self, app: str, session_id: str, input_tokens: int, output_tokens: int, cost: float
+        self,
+        app: str,
+        session_id: str,
+        input_tokens: int,
+        output_tokens: int,
+        cost: float,
+        *,
+        generation: int | None = None,
     ) -> None:
         """Atomically add to the usage counters (creating the row if missing)."""
         now = self._now_us()

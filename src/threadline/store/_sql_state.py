@@ -33,7 +33,9 @@ class StateMixin(SQLBase):
 
     # ------------------------------------------------------------------ scoped state
 
-    def get_state(self, app: str, session_id: str, user_id: str | None) -> dict[str, Any]:
+    def get_state(
+        self, app: str, session_id: str, user_id: str | None, *, generation: int | None = None
+    ) -> dict[str, Any]:
         """Merged stored state: ``app:`` keys, ``user:`` keys of ``user_id``, session keys."""
         sql = (
             "SELECT owner, key, value FROM tl_state WHERE app = ? AND ("
@@ -49,7 +51,13 @@ class StateMixin(SQLBase):
         return state
 
     def update_state(
-        self, app: str, session_id: str, user_id: str | None, delta: Mapping[str, Any]
+        self,
+        app: str,
+        session_id: str,
+        user_id: str | None,
+        delta: Mapping[str, Any],
+        *,
+        generation: int | None = None,
     ) -> None:
         """Apply a delta atomically (``None`` deletes; ``temp:`` keys ignored)."""
         stored = stored_delta(delta, user_id)
@@ -62,7 +70,9 @@ class StateMixin(SQLBase):
 
         self._write("update_state", run, lock=(app, session_id, user_id))
 
-    def rewind(self, app: str, session_id: str, before_message_id: str) -> None:
+    def rewind(
+        self, app: str, session_id: str, before_message_id: str, *, generation: int | None = None
+    ) -> None:
         """Head to the parent of ``before_message_id``; undo its subtree's session-state deltas."""
 
         def run(tx: Tx) -> None:

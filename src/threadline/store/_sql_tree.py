@@ -110,6 +110,7 @@ class TreeMixin(AttachmentMixin):
         size_policy: str | None = None,
         max_message_bytes: int | None = None,
         if_head: Any = UNSET,
+        generation: int | None = None,
     ) -> list[Message]:
         """Append normalised messages in one transaction; each parents the next."""
         delta = stored_delta(state_delta, user_id)
@@ -224,6 +225,7 @@ class TreeMixin(AttachmentMixin):
         *,
         size_policy: str | None = None,
         max_message_bytes: int | None = None,
+        generation: int | None = None,
     ) -> Message:
         """Replace an existing message's content; ``MessageNotFoundError`` if unknown."""
         encoded = self._encode(message, size_policy, max_message_bytes)
@@ -266,7 +268,14 @@ class TreeMixin(AttachmentMixin):
         self._touch(tx, app, session_id)
         return message
 
-    def delete_messages(self, app: str, session_id: str, message_ids: Sequence[str]) -> int:
+    def delete_messages(
+        self,
+        app: str,
+        session_id: str,
+        message_ids: Sequence[str],
+        *,
+        generation: int | None = None,
+    ) -> int:
         """Delete those messages; orphaned children become roots; returns the count deleted."""
         ids = list(dict.fromkeys(i for i in message_ids if isinstance(i, str)))
         return self._write(
@@ -344,7 +353,7 @@ class TreeMixin(AttachmentMixin):
             (head_id, len(gone), app, session_id),
         )
 
-    def clear_messages(self, app: str, session_id: str) -> None:
+    def clear_messages(self, app: str, session_id: str, *, generation: int | None = None) -> None:
         """Delete every message, search row, overlay and skill load; head = None."""
 
         def run(tx: Tx) -> None:
@@ -363,19 +372,25 @@ class TreeMixin(AttachmentMixin):
 
     # ------------------------------------------------------------------ reads
 
-    def get_message(self, app: str, session_id: str, message_id: str) -> Message | None:
+    def get_message(
+        self, app: str, session_id: str, message_id: str, *, generation: int | None = None
+    ) -> Message | None:
         """One stored message, or ``None``."""
         params = (app, session_id, message_id)
         return self._read("get_message", lambda tx: self._one_message(tx, app, SQL_MESSAGE, params))
 
-    def get_head(self, app: str, session_id: str) -> Message | None:
+    def get_head(
+        self, app: str, session_id: str, *, generation: int | None = None
+    ) -> Message | None:
         """The head message, or ``None``."""
         params = (app, session_id)
         return self._read(
             "get_head", lambda tx: self._one_message(tx, app, SQL_HEAD_MESSAGE, params)
         )
 
-    def set_head(self, app: str, session_id: str, message_id: str) -> None:
+    def set_head(
+        self, app: str, session_id: str, message_id: str, *, generation: int | None = None
+    ) -> None:
         """Move the head to any message of the session."""
 
         def run(tx: Tx) -> None:
@@ -393,6 +408,7 @@ class TreeMixin(AttachmentMixin):
         leaf_id: str | None = None,
         *,
         attachments: str = "inline",
+        generation: int | None = None,
     ) -> list[Message]:
         """Root→leaf path ending at ``leaf_id`` (default: the head)."""
         rows = self.get_path_encoded(app, session_id, leaf_id, attachments=attachments)
@@ -405,6 +421,7 @@ class TreeMixin(AttachmentMixin):
         leaf_id: str | None = None,
         *,
         attachments: str = "inline",
+        generation: int | None = None,
     ) -> list[tuple[str, str]]:
         """``(id, stored JSON)`` of :meth:`get_path`, so callers decode only what they show."""
         rows = self._path_rows(
@@ -419,6 +436,7 @@ class TreeMixin(AttachmentMixin):
         leaf_id: str | None = None,
         *,
         attachments: str = "inline",
+        generation: int | None = None,
     ) -> tuple[list[tuple[str, str]], list[Compaction]]:
         """:meth:`get_path_encoded` and the session's overlays, in one read."""
         key = (app, session_id)
@@ -450,6 +468,7 @@ class TreeMixin(AttachmentMixin):
         leaf_id: str | None = None,
         *,
         attachments: str = "inline",
+        generation: int | None = None,
     ) -> list[tuple[str, str, int]]:
         """The newest ``count`` messages of the path as ``(id, stored JSON, depth)``, root side
         first; reads ``count`` rows at most. ``MessageNotFoundError`` for an unknown leaf."""
@@ -463,6 +482,7 @@ class TreeMixin(AttachmentMixin):
         leaf_id: str | None = None,
         *,
         attachments: str = "inline",
+        generation: int | None = None,
     ) -> tuple[list[tuple[str, str, int]], list[Compaction]]:
         """:meth:`get_path_tail` and the session's overlays, in one read."""
         return self._tail("get_history_tail", app, session_id, count, leaf_id, attachments, True)
@@ -500,7 +520,14 @@ class TreeMixin(AttachmentMixin):
             raise MessageNotFoundError(f"message {leaf_id!r} not in session")
         return rows, compactions_of(found)
 
-    def get_path_ids(self, app: str, session_id: str, leaf_id: str | None = None) -> list[str]:
+    def get_path_ids(
+        self,
+        app: str,
+        session_id: str,
+        leaf_id: str | None = None,
+        *,
+        generation: int | None = None,
+    ) -> list[str]:
         """Ids of :meth:`get_path` without loading bodies."""
         rows = self._path_rows(
             "get_path_ids", SQL_PATH_IDS, SQL_PATH_IDS_HEAD, app, session_id, leaf_id
@@ -539,7 +566,13 @@ class TreeMixin(AttachmentMixin):
         return rows
 
     def get_recent_path(
-        self, app: str, session_id: str, max_bytes: int, min_messages: int = 1
+        self,
+        app: str,
+        session_id: str,
+        max_bytes: int,
+        min_messages: int = 1,
+        *,
+        generation: int | None = None,
     ) -> RecentPath:
         """Newest contiguous suffix of the head path within ``max_bytes`` (see base)."""
         key = (app, session_id)
@@ -556,7 +589,14 @@ class TreeMixin(AttachmentMixin):
             total_content_bytes=int(rows[-1][2]),
         )
 
-    def get_path_length(self, app: str, session_id: str, leaf_id: str | None = None) -> int:
+    def get_path_length(
+        self,
+        app: str,
+        session_id: str,
+        leaf_id: str | None = None,
+        *,
+        generation: int | None = None,
+    ) -> int:
         """Number of messages on the path (O(1): the leaf's stored depth)."""
         operation = "get_path_length"
         if leaf_id is None:
@@ -567,7 +607,9 @@ class TreeMixin(AttachmentMixin):
             raise MessageNotFoundError(f"message {leaf_id!r} not in session")
         return int(node[0])
 
-    def get_children(self, app: str, session_id: str, message_id: str) -> list[Message]:
+    def get_children(
+        self, app: str, session_id: str, message_id: str, *, generation: int | None = None
+    ) -> list[Message]:
         """Children of that message, oldest first."""
         sql = (
             "SELECT data FROM tl_messages WHERE app = ? AND session_id = ? AND parent_id = ? "

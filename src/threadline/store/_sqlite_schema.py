@@ -177,12 +177,51 @@ def _migrate_to_5(conn: sqlite3.Connection) -> None:
                     )
 
 
+# Version 6: a session's identity has a generation (docs/guarantees.md): every creation of an
+# (app, id) takes the next value of one store-wide counter (tl_meta 'generation'), so a
+# session deleted and created again is told apart from the old one; never reused, because
+# the counter only grows. A trigger numbers the row in the inserting transaction, whatever
+# statement inserts it (create, the upserts of appends and touches, usage, import); an
+# upsert that finds the row updates it and fires no INSERT trigger. ``changes`` counts a
+# session's writes (the event ids of docs/server.md).
+_SCHEMA_V6 = (
+    "ALTER TABLE tl_sessions ADD COLUMN generation INTEGER",
+    "ALTER TABLE tl_sessions ADD COLUMN changes INTEGER NOT NULL DEFAULT 0",
+    """CREATE TRIGGER IF NOT EXISTS tl_sessions_generation AFTER INSERT ON tl_sessions
+    BEGIN
+        UPDATE tl_meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)
+        WHERE key = 'generation';
+        UPDATE tl_sessions SET generation =
+            (SELECT CAST(value AS INTEGER) FROM tl_meta WHERE key = 'generation')
+        WHERE app = NEW.app AND id = NEW.id;
+    END""",
+)
+
+
+def _migrate_to_6(conn: sqlite3.Connection) -> None:
+    for statement in _SCHEMA_V6[:2]:
+        conn.execute(statement)
+    # Sessions that exist get 1..n (oldest first), and the counter continues after them.
+    keys = conn.execute("SELECT app, id FROM tl_sessions ORDER BY created_at, app, id").fetchall()
+    conn.executemany(
+        "UPDATE tl_sessions SET generation = ? WHERE app = ? AND id = ?",
+        [(n, app, sid) for n, (app, sid) in enumerate(keys, start=1)],
+    )
+    conn.execute(
+        "INSERT INTO tl_meta (key, value) VALUES ('generation', ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (str(len(keys)),),
+    )
+    conn.execute(_SCHEMA_V6[2])
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_1,
     _migrate_to_2,
     _migrate_to_3,
     _migrate_to_4,
     _migrate_to_5,
+    _migrate_to_6,
 )
 """``MIGRATIONS[i]`` upgrades a database from schema version ``i`` to ``i + 1``."""
 

@@ -21,6 +21,12 @@ Rules every implementation follows (the conformance suite checks them):
   (docs/attachments.md: long strings out of row, or ``enforce_row_size``, or an error).
 * Per session, every message gets a monotonically increasing ``seq``; all "oldest/newest"
   decisions use it.
+* Every creation of an (app, session id) gets a ``generation`` (``SessionInfo.generation``),
+  distinct in the store and never reused. Every method that acts on one session takes an
+  optional ``generation=``: given, it acts only on that creation of the session, else raises
+  ``SessionNotFoundError`` and stores nothing (store/_generation.py). Callers check that a
+  store's method declares it before passing it: a store that does not keeps working,
+  without the guarantee.
 
 >>> import threadline
 >>> store = threadline.connect(":memory:")

@@ -52,6 +52,7 @@ from threadline.errors import (
     StoreError,
     ThreadlineError,
 )
+from threadline.store._generation import EXPECTED
 from threadline.store._pg_pool import ServerPool
 from threadline.store._sql import (
     MAX_MESSAGE_BYTES,
@@ -438,6 +439,8 @@ class PostgresStore(SQLStore):
         its statements dropped an attachment the first one still saw."""
         self._check_open(operation)
         driver = self._driver
+        if EXPECTED.get() is not None:  # the generation check and the read: one snapshot
+            fn, snapshot = self._guarded(fn, write=False), True
         for attempt in (1, 2):
             try:
                 with self._pool.connection() as conn:
@@ -482,6 +485,7 @@ class PostgresStore(SQLStore):
         """
         self._check_open(operation)
         driver = self._driver
+        fn = self._guarded(fn, write=True)
         for attempt in range(1, _WRITE_ATTEMPTS + 1):
             try:
                 with self._pool.connection() as conn:

@@ -198,6 +198,7 @@ class SQLiteStore(SQLiteIndex):
     def _write(
         self, operation: str, fn: Callable[[Any], T], *, lock: SessionKey | None = None
     ) -> T:
+        fn = self._guarded(fn, write=True)
         with self._lock:
             conn = self._conn
             try:
@@ -229,6 +230,7 @@ class SQLiteStore(SQLiteIndex):
 
     def _read(self, operation: str, fn: Callable[[Any], T], *, snapshot: bool = False) -> T:
         # Every read is one transaction (snapshot or not): one snapshot already.
+        fn = self._guarded(fn, write=False)
         if self._shared:
             with self._lock:
                 try:

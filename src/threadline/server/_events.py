@@ -57,10 +57,9 @@ def generation_of(info: SessionInfo) -> int:
     >>> generation_of(SessionManager(":memory:").create(session_id="s1")) > 0
     True
     """
-    generation = getattr(info, "generation", None)
-    if isinstance(generation, int):
-        return generation
-    return int(info.created_at.timestamp() * 1_000_000)  # stores without generations
+    if info.generation:
+        return info.generation
+    return int(info.created_at.timestamp() * 1_000_000)  # a store that keeps no generations
 
 
 def stamp_of(info: SessionInfo) -> int:

@@ -5,6 +5,7 @@ and, with two uvicorn workers, every subscriber gets every event whichever worke
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import uuid
@@ -69,7 +70,8 @@ class Subscriber:
             if len(found) >= count:
                 return found
             time.sleep(0.05)
-        raise AssertionError(f"worker {self.worker}: {kind} x{count} not seen: {self.events}")
+        seen = [(event, str(data)[:200]) for event, data in self.events[-20:]]
+        raise AssertionError(f"worker {self.worker}: {kind} x{count} not seen; last: {seen}")
 
     def close(self) -> None:
         self._client.close()
@@ -210,3 +212,118 @@ def test_a_stream_of_a_recreated_session_starts_at_its_first_message(server: Ser
         finally:
             old.close()
             new.close()
+
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
+def _raw_stream(server: Server, key: str, session: str, rcvbuf: int = 4096) -> socket.socket:
+    """An event stream on a bare socket with a small receive buffer (read only when told)."""
+    port = int(server.url.rsplit(":", 1)[1])
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.connect(("127.0.0.1", port))
+    request = (
+        f"GET /v1/sessions/{session}/events HTTP/1.1\r\nHost: x\r\n"
+        f"Authorization: Bearer {key}\r\n\r\n"
+    )
+    sock.sendall(request.encode())
+    sock.settimeout(10)
+    assert b" 200 " in sock.recv(200)
+    return sock
+
+
+def _read_to_end(sock: socket.socket, pause: float = 0.0, timeout: float = 60) -> bytes:
+    """Everything until the server closes (``pause`` seconds between reads of 64 KiB)."""
+    got = bytearray()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return bytes(got)
+        got += chunk
+        time.sleep(pause)
+    raise AssertionError(f"the stream was not closed; {len(got)} bytes read")
+
+
+def _burst(http: httpx.Client, session: str, batches: int, size: int = 60_000) -> None:
+    """``batches`` posts of 50 messages of ``size`` characters (each under the inline bound,
+    so each event carries its body)."""
+    for b in range(batches):
+        messages = [
+            {"id": f"b{b}-{i}", "role": "user", "content": f"{i:04d}" + "y" * size}
+            for i in range(50)
+        ]
+        answer = http.post(f"/v1/sessions/{session}/messages", json={"messages": messages})
+        assert answer.status_code == 201, answer.text[:200]
+
+
+# A stalled subscriber holds at most its buffer (BUFFER_BYTES, 4 MiB; dropped when it lags),
+# the watch's replay history (4 MiB, while the watch lingers) and one event in the transport;
+# the rest is the allocator's high water after 120 MB of events went through (measured:
+# 13-24 MB, then flat over further rounds). Before the bound every event stayed queued: 120 MB.
+STALLED_GROWTH_MB = 40
+
+
+def test_a_stalled_subscriber_is_closed_and_the_server_does_not_grow(server: Server) -> None:
+    """Amendment 16: one subscriber that never reads, 120 MB of events: the server process's
+    RSS (VmRSS of the uvicorn process) grows by less than the documented bound, and the
+    stream is closed."""
+    key = server.key(f"stall-{uuid.uuid4().hex[:6]}")
+    with server.client(key) as http:
+        _post(http, "warm-up", "first")
+        reading = Subscriber(server, key, "warm-up")
+        try:  # the same writes to a watched session first: the allocator's working size
+            _burst(http, "warm-up", 40)
+            reading.wait_for(2000, "message", timeout=60)
+        finally:
+            reading.close()
+        _post(http, "stalled", "first")
+        sock = _raw_stream(server, key, "stalled")
+        try:
+            time.sleep(1)
+            before = _rss_mb(server.process.pid)
+            _burst(http, "stalled", 40)  # 2000 events of 60 KB
+            time.sleep(3)
+            after = _rss_mb(server.process.pid)
+            assert after - before < STALLED_GROWTH_MB, (before, after)
+            _read_to_end(sock)  # closed: what the kernel still held, then the end
+        finally:
+            sock.close()
+
+
+def test_a_subscriber_that_falls_behind_gets_lagged_then_resumes_with_reset(
+    server: Server,
+) -> None:
+    """Amendment 16: a subscriber reading slower than the session changes gets
+    ``event: lagged`` and the stream closes; resuming from its last id, too old to replay,
+    gets ``event: reset`` (reload) and then the new events."""
+    key = server.key(f"lag-{uuid.uuid4().hex[:6]}")
+    with server.client(key) as http:
+        _post(http, "busy", "first")
+        sock = _raw_stream(server, key, "busy", rcvbuf=256 * 1024)
+        try:
+            reader = threading.Thread(target=lambda: got.append(_read_to_end(sock, 0.05)))
+            got: list[bytes] = []
+            reader.start()
+            _burst(http, "busy", 30)
+            reader.join(90)
+            assert got, "the stream was not closed"
+        finally:
+            sock.close()
+        text = got[0].decode("utf-8", "replace")
+        assert "event: lagged" in text
+        assert text.rfind("event: lagged") > text.rfind("event: message")  # lagged is the last
+        assert text.endswith("\r\n0\r\n\r\n")  # and the response ends properly
+        last_id = [line[4:] for line in text.splitlines() if line.startswith("id: ")][-1]
+        sub = Subscriber(server, key, "busy", last_event_id=last_id)
+        try:
+            reset = sub.wait_for(1, "reset")[0]
+            assert reset["session_id"] == "busy"
+            _post(http, "busy", "after")
+            assert sub.wait_for(1, "message")[-1]["message"]["id"] == "after"
+        finally:
+            sub.close()

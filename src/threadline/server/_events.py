@@ -44,7 +44,7 @@ INLINE_BYTES = 64 * 1024
 """A ``message`` event larger than this carries a reference to the message, not its body."""
 LINGER_SECONDS = 30.0
 """How long a watch outlives its last subscriber, so a reconnecting client can resume."""
-_SEND_GRACE = 2.0  # seconds an ended stream waits for a client to take its last event
+_SEND_GRACE = 10.0  # seconds an ended stream waits for a client to take its last event
 _PAGE = 4  # messages read per query: bodies are read whole before being trimmed
 Key = tuple[str, str]  # (app, session_id)
 

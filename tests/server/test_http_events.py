@@ -327,3 +327,52 @@ def test_a_subscriber_that_falls_behind_gets_lagged_then_resumes_with_reset(
             assert sub.wait_for(1, "message")[-1]["message"]["id"] == "after"
         finally:
             sub.close()
+
+
+def test_event_ids_and_resuming_with_last_event_id(server: Server) -> None:
+    """Clarification 29: ids are ``<generation>:<counter>``, increasing; a stream opened with
+    ``Last-Event-ID`` (header, or ``?last_event_id=`` for EventSource) replays what came
+    after it; an id of another generation gets ``reset``."""
+    app = f"ids-{uuid.uuid4().hex[:6]}"
+    key = server.key(app)
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    with server.client(key) as http:
+        _post(http, session, "m1")
+        generation = threadline.connect(server.db).get_session(app, session).generation
+        first = Subscriber(server, key, session)
+        try:
+            _post(http, session, "m2", "m3")
+            first.wait_for(2, "message")
+            time.sleep(0.5)
+            last_id, got = first.ids[-1], list(first.ids)  # before the next writes
+        finally:
+            first.close()  # (its reader may go on a little: what it got is taken above)
+        assert all(i.startswith(f"{generation}:") for i in got), got
+        counters = [int(i.split(":")[1]) for i in got]
+        assert counters == sorted(counters) and len(set(counters)) == len(counters)
+        _post(http, session, "m4", "m5")
+        resumed = Subscriber(server, key, session, last_event_id=last_id)
+        by_query = httpx.Client(base_url=server.url, timeout=httpx.Timeout(30, read=None))
+        try:
+            ids = [m["message"]["id"] for m in resumed.wait_for(2, "message")]
+            assert ids == ["m4", "m5"]
+            with by_query.stream(
+                "GET",
+                f"/v1/sessions/{session}/events",
+                params={"access_token": key, "last_event_id": last_id},
+            ) as response:
+                text = ""
+                for line in response.iter_lines():
+                    text += line + "\n"
+                    if '"m5"' in line:
+                        break
+            assert '"m4"' in text and '"m2"' not in text
+        finally:
+            resumed.close()
+            by_query.close()
+        other = Subscriber(server, key, session, last_event_id=f"{generation + 1000}:1")
+        try:
+            assert other.wait_for(1, "reset")[0]["session_id"] == session
+            assert not [event for event, _ in other.events if event == "message"]
+        finally:
+            other.close()

@@ -376,3 +376,23 @@ def test_event_ids_and_resuming_with_last_event_id(server: Server) -> None:
             assert not [event for event, _ in other.events if event == "message"]
         finally:
             other.close()
+
+
+def test_renames_and_state_changes_are_pushed(server: Server) -> None:
+    """Clarification 29: ``renamed`` (with the new name) and ``state`` (the merged state)."""
+    key = server.key(f"kinds-{uuid.uuid4().hex[:6]}")
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    with server.client(key) as http:
+        _post(http, session, "m1")
+        sub = Subscriber(server, key, session)
+        try:
+            assert http.patch(f"/v1/sessions/{session}", json={"name": "Trip"}).status_code == 200
+            assert sub.wait_for(1, "renamed")[0] == {"session_id": session, "name": "Trip"}
+            answer = http.patch(f"/v1/sessions/{session}/state", json={"topic": "hotels"})
+            assert answer.status_code == 200
+            assert sub.wait_for(1, "state")[0]["state"] == {"topic": "hotels"}
+            http.patch(f"/v1/sessions/{session}/state", json={"topic": None})
+            assert sub.wait_for(2, "state")[1]["state"] == {}
+            assert [e for e, _ in sub.events if e == "renamed"] == ["renamed"]
+        finally:
+            sub.close()

@@ -288,7 +288,7 @@ class _Watch:
     history_bytes: int = 0
     base: int = 0  # the history holds every batch with a stamp above this
     ended: bool = False
-    idle_since: float | None = None
+    idle_since: float | None = field(default_factory=time.monotonic)  # None: subscribed
 
     def __post_init__(self) -> None:
         self.base = self.seen.stamp
@@ -366,6 +366,7 @@ class EventHub:
         for _ in range(3):
             watch = self._watches.get(key)
             if watch is not None and watch.seen.generation == generation:
+                watch.idle_since = None  # not dropped by the poll before the caller attaches
                 return watch
             if watch is not None:  # another generation's: it ends if that one is gone
                 await self._check(key)
@@ -397,21 +398,20 @@ class EventHub:
         if watch is None:
             yield sse("gone", {"session_id": session_id}).encode()
             return
-        async with watch.lock:
-            if watch.ended:
-                sub.finish(sse("gone", {"session_id": session_id}).encode())
-            else:
-                last = parse_event_id(last_event_id)
-                replay = watch.replay(last) if last is not None else []
-                if replay is None:
-                    data = {"session_id": session_id, "reason": "not replayable; reload"}
-                    sub.put(sse("reset", data, watch.event_id()).encode())
-                for old in replay or []:
-                    sub.put(old)
-                watch.subscribers.add(sub)
-                watch.idle_since = None
-            start = watch.event_id()
         try:
+            async with watch.lock:
+                if watch.ended:
+                    sub.finish(sse("gone", {"session_id": session_id}).encode())
+                else:
+                    last = parse_event_id(last_event_id)
+                    replay = watch.replay(last) if last is not None else []
+                    if replay is None:
+                        data = {"session_id": session_id, "reason": "not replayable; reload"}
+                        sub.put(sse("reset", data, watch.event_id()).encode())
+                    for old in replay or []:
+                        sub.put(old)
+                    watch.subscribers.add(sub)
+                start = watch.event_id()
             # the id sets the client's Last-Event-ID before any event (no data: no event fired)
             yield f": subscribed\nid: {start}\n\n".encode()
             quiet = 0.0

@@ -396,3 +396,44 @@ def test_renames_and_state_changes_are_pushed(server: Server) -> None:
             assert [e for e, _ in sub.events if e == "renamed"] == ["renamed"]
         finally:
             sub.close()
+
+
+def test_a_delete_ends_the_streams_on_every_worker(two_workers: Server) -> None:
+    """``gone`` reaches subscribers on both workers (PostgreSQL: through NOTIFY alone), and a
+    stream opened on the session created again gets its messages whichever worker serves it."""
+    server = two_workers
+    key = server.key(f"gone2-{uuid.uuid4().hex[:6]}")
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    with server.client(key) as http:
+        _post(http, session, "old")
+    subscribers: list[Subscriber] = []
+    try:
+        for _ in range(24):
+            sub = Subscriber(server, key, session)
+            subscribers.append(sub)
+            if len({s.worker for s in subscribers}) == 2:
+                break
+        assert len({s.worker for s in subscribers}) == 2, "all streams landed on one worker"
+        with server.client(key) as http:
+            assert http.delete(f"/v1/sessions/{session}").status_code == 204
+        for sub in subscribers:
+            assert sub.ended.wait(15), sub.worker
+            assert [event for event, _ in sub.events] == ["gone"], sub.worker
+        fresh: list[Subscriber] = []
+        with server.client(key) as http:
+            _post(http, session, "new1")
+        for _ in range(24):
+            sub = Subscriber(server, key, session)
+            fresh.append(sub)
+            if len({s.worker for s in fresh}) == 2:
+                break
+        subscribers += fresh
+        for i in (2, 3):
+            with server.client(key) as http:  # a fresh connection per write: either worker
+                _post(http, session, f"new{i}")
+        for sub in fresh:
+            ids = [m["message"]["id"] for m in sub.wait_for(2, "message")]
+            assert ids == ["new2", "new3"], sub.worker
+    finally:
+        for sub in subscribers:
+            sub.close()

@@ -197,8 +197,9 @@ class SessionInfo(_DictMixin):
     updated_at: datetime
     #: Which creation of this (app, id) the row is: distinct for every creation in a store
     #: and never reused, so a session deleted and created again has a new one (0: a store
-    #: that keeps no generations).
-    generation: int = 0
+    #: that keeps no generations). Local to the store (an import into another store makes
+    #: another), so not compared: equal infos hold the same recorded fields.
+    generation: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)

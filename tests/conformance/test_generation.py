@@ -10,6 +10,7 @@ next use and never shows the new session the old one's owner, blocks or messages
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -22,7 +23,7 @@ from threadline.errors import SessionNotFoundError
 from threadline.messages import user
 from threadline.store import Store
 from threadline.store._generation import takes_generation
-from threadline.store._handle import SessionStore
+from threadline.store._handle import SessionStore, _Bound
 
 APP = "g"
 SID = "chat"
@@ -89,14 +90,13 @@ CALLS: dict[str, Callable[[Store, int], Any]] = {
     "touch_session": lambda s, g: s.touch_session(APP, SID, generation=g),
     "delete_session": lambda s, g: s.delete_session(APP, SID, generation=g),
     "add_usage": lambda s, g: s.add_usage(APP, SID, 1, 1, 0.5, generation=g),
+    "search_messages": lambda s, g: s.search_messages(APP, "new", session_id=SID, generation=g),
 }
 
 
 def _session_methods() -> set[str]:
     """Store methods whose first parameters name one session: ``(app, session_id, ...)``
     or a block's ``(app, owner, owner_id, ...)``."""
-    import inspect
-
     names = set()
     for name in dir(Store):
         if name.startswith("_") or not callable(getattr(Store, name)):
@@ -111,6 +111,7 @@ def test_every_per_session_store_method_declares_generation_and_is_tested() -> N
     # Creating a session, reading its registry row (which carries the generation), dumping
     # it whole and making a handle take no precondition.
     methods = _session_methods() - {"create_session", "get_session", "dump_session", "session"}
+    methods.add("search_messages")  # one session's search (session_id=...)
     assert methods == set(CALLS)
     for name in methods:
         assert takes_generation(getattr(Store, name)), name
@@ -160,6 +161,8 @@ def test_a_deleted_generation_is_not_created_again(store: Store, method: str) ->
 def test_generation_on_a_block_of_a_user_or_the_app_is_refused(store: Store) -> None:
     with pytest.raises(threadline.InvalidArgumentError):
         store.get_block(APP, "user", "ana", "memory", generation=1)
+    with pytest.raises(threadline.InvalidArgumentError):
+        store.search_messages(APP, "words", generation=1)  # no session named
     with pytest.raises(threadline.InvalidArgumentError):
         store.get_head(APP, SID, generation=0)  # generations are positive
 
@@ -223,6 +226,101 @@ def test_a_store_handle_binds_to_its_generation(store: Store) -> None:
     with pytest.raises(SessionNotFoundError):
         handle.append_messages([_msg("m2")])
     assert [m["id"] for m in store.session(APP, SID).get_path()] == ["n1"]
+
+
+# Every storage method of a store handle (store.session(...)), called on session ``chat``.
+HANDLE_CALLS: dict[str, Callable[[SessionStore], Any]] = {
+    "append_messages": lambda h: h.append_messages([_msg("x")]),
+    "update_message": lambda h: h.update_message(_msg("m1", "edit")),
+    "delete_messages": lambda h: h.delete_messages(["m1"]),
+    "clear_messages": lambda h: h.clear_messages(),
+    "get_message": lambda h: h.get_message("m1"),
+    "get_head": lambda h: h.get_head(),
+    "set_head": lambda h: h.set_head("m1"),
+    "get_path": lambda h: h.get_path(),
+    "get_path_encoded": lambda h: h.get_path_encoded(),
+    "get_history_encoded": lambda h: h.get_history_encoded(),
+    "get_path_tail": lambda h: h.get_path_tail(2),
+    "get_history_tail_encoded": lambda h: h.get_history_tail_encoded(2),
+    "get_path_ids": lambda h: h.get_path_ids(),
+    "get_recent_path": lambda h: h.get_recent_path(1000),
+    "get_path_length": lambda h: h.get_path_length(),
+    "get_children": lambda h: h.get_children("m1"),
+    "add_compaction": lambda h: h.add_compaction("sum", "m1", "m1"),
+    "get_compactions": lambda h: h.get_compactions(),
+    "get_skill_loads": lambda h: h.get_skill_loads(),
+    "get_prompt": lambda h: h.get_prompt(),
+    "set_prompt": lambda h: h.set_prompt("stale prompt"),
+    "rewind": lambda h: h.rewind("m1"),
+    "get_state": lambda h: h.get_state(),
+    "update_state": lambda h: h.update_state({"k": "stale"}),
+    "search": lambda h: h.search("new"),
+}
+
+
+def test_every_storage_method_of_a_handle_is_tested() -> None:
+    bound = {
+        name
+        for name, member in vars(SessionStore).items()
+        if not name.startswith("_") and (isinstance(member, _Bound) or inspect.isfunction(member))
+    }
+    # read_attachment reads an app's attachments; info() is tested on its own.
+    assert bound - {"read_attachment", "info"} == set(HANDLE_CALLS)
+
+
+@pytest.mark.parametrize("method", sorted(HANDLE_CALLS))
+def test_a_bound_handle_refuses_the_session_created_after_it(store: Store, method: str) -> None:
+    handle = store.session(APP, SID)
+    handle.append_messages([_msg("m1", "old")])
+    assert store.delete_session(APP, SID)
+    store.append_messages(APP, SID, [_msg("m1", "new")], state_delta={"k": "new"})
+    store.set_prompt(APP, SID, "new prompt")
+    before = _snapshot(store)
+    with pytest.raises(SessionNotFoundError):
+        HANDLE_CALLS[method](handle)
+    assert _snapshot(store) == before
+    HANDLE_CALLS[method](store.session(APP, SID))  # a new handle acts on the new session
+
+
+class _Racing:
+    """A store whose first append is followed, before it returns, by another writer (a
+    thread of its own) deleting the session and creating it again."""
+
+    def __init__(self, real: Store) -> None:
+        self.real = real
+        self.raced = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def append_messages(self, *args: Any, **kwargs: Any) -> Any:
+        stored = self.real.append_messages(*args, **kwargs)
+        if not self.raced:
+            self.raced = True
+
+            def other() -> None:
+                self.real.delete_session(APP, SID)
+                self.real.append_messages(APP, SID, [_msg("theirs")])
+
+            thread = threading.Thread(target=other)
+            thread.start()
+            thread.join()
+        return stored
+
+
+_Racing.append_messages.__signature__ = inspect.signature(Store.append_messages)  # type: ignore[attr-defined]
+
+
+def test_a_handle_binds_to_the_creation_its_first_write_made(store: Store) -> None:
+    """Not to the one a racing writer made right after: the store notes the generation in
+    the creating write's own transaction."""
+    handle = SessionStore(_Racing(store), APP, SID)  # type: ignore[arg-type]
+    handle.append_messages([_msg("mine")])
+    theirs = store.get_session(APP, SID)
+    assert theirs is not None and handle.generation not in (None, theirs.generation)
+    with pytest.raises(SessionNotFoundError):
+        handle.get_path()
+    assert [m["id"] for m in store.get_path(APP, SID)] == ["theirs"]
 
 
 class _Plain:

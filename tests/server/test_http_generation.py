@@ -49,3 +49,14 @@ def test_a_session_created_again_for_another_user_is_gone_for_the_first(server: 
         assert ana.get(f"/v1/sessions/{s}/blocks/memory").status_code == 404
         assert admin.get(f"/v1/sessions/{s}/blocks/memory").json()["content"] == ""
         assert admin.get(f"/v1/sessions/{s}").json()["user_id"] == "bob"
+
+
+def test_the_session_row_carries_its_generation(server: Server) -> None:
+    app, s = f"gen-{uuid.uuid4().hex[:8]}", f"s-{uuid.uuid4().hex[:8]}"
+    with server.client(server.key(app)) as http:
+        first = http.post("/v1/sessions", json={"session_id": s}).json()["generation"]
+        assert first > 0
+        assert http.delete(f"/v1/sessions/{s}").status_code in (200, 204)
+        again = http.post("/v1/sessions", json={"session_id": s}).json()
+        assert again["generation"] not in (0, first)
+        assert http.get(f"/v1/sessions/{s}").json()["generation"] == again["generation"]

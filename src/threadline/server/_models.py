@@ -51,6 +51,7 @@ class SessionOut(BaseModel):
     message_count: int
     created_at: datetime
     updated_at: datetime
+    generation: int = 0  # which creation of this id (a session deleted and created again: new)
 
 
 class SessionPageOut(BaseModel):

@@ -378,10 +378,12 @@ class TreeContract(Protocol):
         user_id: str | None = None,
         without_user: bool = False,
         limit: int = 20,
+        generation: int | None = None,
     ) -> list[SearchHit]:
         """Full-text search (docs/search.md) over one session or, with ``session_id=None``, every
         session of ``app``: only ``user_id``'s when given, only sessions without a user with
-        ``without_user=True``. Never raises on any query text.
+        ``without_user=True``. Never raises on any query text. ``generation=`` (with
+        ``session_id``) searches only that creation of the session (store/_generation.py).
 
         >>> import threadline
         >>> store = threadline.connect(":memory:")

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
-from threadline.store._generation import takes_generation
+from threadline.store._generation import OBSERVED, takes_generation
 from threadline.store.base import Store
 from threadline.types import AUTO, AutoType, Message, SearchHit, SessionInfo
 
@@ -113,21 +113,35 @@ class SessionStore:
     def _call(self, method: Callable[..., R], write: bool, *args: Any, **kwargs: Any) -> R:
         """``method(app, session_id, ...)`` on this handle's generation (bound first)."""
         if self.generation is None and not self._bind():
-            result = method(self.app, self.session_id, *args, **kwargs)
-            if write:
-                self._bind()  # the write created the session: bind to that creation
+            if not write:
+                return method(self.app, self.session_id, *args, **kwargs)
+            # The write may create the session: bind to the creation it wrote to, as the
+            # store notes it in the write's transaction (else read back after it).
+            noted: list[int] = []
+            token = OBSERVED.set((self.app, self.session_id, noted))
+            try:
+                result = method(self.app, self.session_id, *args, **kwargs)
+            finally:
+                OBSERVED.reset(token)
+            if noted:
+                self.generation = noted[0]
+            else:
+                self._bind()
             return result
         return method(self.app, self.session_id, *args, generation=self.generation, **kwargs)
 
     def _run(self, name: str, write: bool, *args: Any, **kwargs: Any) -> Any:
         """The store's ``name`` through :meth:`_call` when it takes ``generation=``."""
         method = getattr(self.store, name)
-        takes = self._takes.get(name)
-        if takes is None:
-            takes = self._takes[name] = takes_generation(method)
-        if takes:
+        if self._takes_generation(name):
             return self._call(method, write, *args, **kwargs)
         return method(self.app, self.session_id, *args, **kwargs)
+
+    def _takes_generation(self, name: str) -> bool:
+        takes = self._takes.get(name)
+        if takes is None:
+            takes = self._takes[name] = takes_generation(getattr(self.store, name))
+        return takes
 
     def __repr__(self) -> str:
         return f"SessionStore(app={self.app!r}, session_id={self.session_id!r})"
@@ -214,7 +228,14 @@ class SessionStore:
         >>> h.search("anything")
         []
         """
-        return self.store.search_messages(self.app, query, session_id=self.session_id, limit=limit)
+        search = self.store.search_messages
+        if self._takes_generation("search_messages") and (
+            self.generation is not None or self._bind()
+        ):
+            return search(
+                self.app, query, session_id=self.session_id, limit=limit, generation=self.generation
+            )
+        return search(self.app, query, session_id=self.session_id, limit=limit)
 
     def get_state(self) -> dict[str, Any]:
         """Stored state merged for this session and its user (``Store.get_state``).

@@ -31,7 +31,13 @@ from threadline.store._common import (
     state_owner,
     us_to_datetime,
 )
-from threadline.store._generation import EXPECTED, check_generation
+from threadline.store._generation import (
+    EXPECTED,
+    OBSERVED,
+    SQL_GENERATION,
+    Expected,
+    check_generation,
+)
 from threadline.store._sql_text import (
     SQL_HEAD_STATE,
     SQL_OWNER,
@@ -346,18 +352,41 @@ class SQLBase(ABC):
         """Release connections. Idempotent."""
 
     def _guarded(self, fn: Callable[[Tx], T], *, write: bool) -> Callable[[Tx], T]:
-        """``fn``, first checking the ``generation=`` the running call expects (if any) in
-        the same transaction; a write also row-locks the registry row (store/_generation.py)."""
+        """``fn`` with the ``generation=`` the running call expects (if any) checked first, in
+        the same transaction (store/_generation.py): a write row-locks the registry row
+        (:meth:`_expect_generation`), so no delete commits between the check and the write;
+        a read here runs in one snapshot (a backend whose reads take a snapshot per
+        statement checks them its own way: PostgreSQL's ``_trailed``). A write the caller
+        binds to notes the generation it leaves the session at (``OBSERVED``)."""
         expected = EXPECTED.get()
         if expected is None:
-            return fn
-        lock = self._FOR_UPDATE if write else ""
+            observation = OBSERVED.get() if write else None
+            if observation is None:
+                return fn
+            app, session_id, noted = observation
 
-        def run(tx: Tx) -> T:
-            check_generation(tx.one, expected, lock)
+            def observed_write(tx: Tx) -> T:
+                result = fn(tx)
+                row = tx.one(SQL_GENERATION, (app, session_id))
+                noted[:] = [] if row is None else [row[0]]
+                return result
+
+            return observed_write
+
+        def checked(tx: Tx) -> T:
+            if write:
+                self._expect_generation(tx, expected)
+            else:
+                check_generation(tx.one, expected)
             return fn(tx)
 
-        return run
+        return checked
+
+    def _expect_generation(self, tx: Tx, expected: Expected) -> None:
+        """Raise ``SessionNotFoundError`` (now or, for a backend that defers statements, at
+        the latest by the commit) unless the session is the expected generation, and hold
+        its registry row until the transaction ends."""
+        check_generation(tx.one, expected, self._FOR_UPDATE)
 
     def _head_state_query(
         self, app: str, session_id: str, ids: Sequence[str]

@@ -51,6 +51,7 @@ class ContentMixin(AttachmentMixin):
         user_id: str | None = None,
         without_user: bool = False,
         limit: int = 20,
+        generation: int | None = None,
     ) -> list[SearchHit]:
         """Full-text search (docs/search.md); never raises on query text."""
         terms = parse_query(query)

@@ -52,7 +52,15 @@ from threadline.errors import (
     StoreError,
     ThreadlineError,
 )
-from threadline.store._generation import EXPECTED
+from threadline.store._generation import (
+    EXPECTED,
+    SQL_EXPECT_GENERATION,
+    SQL_GENERATION_IS,
+    STALE_MARKER,
+    Expected,
+    check_generation,
+    stale_error,
+)
 from threadline.store._pg_pool import ServerPool
 from threadline.store._sql import (
     MAX_MESSAGE_BYTES,
@@ -232,7 +240,7 @@ class _PgTx:
     until a result is needed (``one``, ``all``, ``many``, a row count) or the transaction
     ends."""
 
-    __slots__ = ("conn", "held", "pipelined", "search_plan", "sender")
+    __slots__ = ("conn", "held", "pipelined", "search_plan", "sender", "trailer")
 
     def __init__(self, conn: PgConn, *, pipelined: bool = False) -> None:
         self.conn = conn
@@ -243,6 +251,12 @@ class _PgTx:
         self.sender: Any = None
         #: The plan of a search's "all" pass, reused by its "any" pass: (key, plan, scan).
         self.search_plan: tuple[Any, Plan, bool, list[tuple[Any, ...]] | None] | None = None
+        #: A statement sent after every query, unanswered (a read's generation check).
+        self.trailer: tuple[str, Sequence[Any]] | None = None
+
+    def _trail(self) -> None:
+        if self.trailer is not None:
+            self._sender().execute(*self.trailer)
 
     def hold(self, sql: str, params: Sequence[Any] = ()) -> None:
         """Send a statement with the next one sent, as a data-modifying CTE of it: one
@@ -290,18 +304,23 @@ class _PgTx:
         execute = self.conn.execute
         with contextlib.nullcontext() if self.pipelined else self.conn.pipeline():
             cursors = [execute(_pg_sql(sql), _encode_params(params)) for sql, params in queries]
+            self._trail()
         return [_decode_rows(cursor.fetchall()) for cursor in cursors]
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         """First row of a query, or None."""
         self.release()
-        row = self.conn.execute(_pg_sql(sql), _encode_params(params)).fetchone()
+        cursor = self.conn.execute(_pg_sql(sql), _encode_params(params))
+        self._trail()
+        row = cursor.fetchone()
         return None if row is None else _decode_row(row)
 
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """Every row of a query."""
         self.release()
-        return _decode_rows(self.conn.execute(_pg_sql(sql), _encode_params(params)).fetchall())
+        cursor = self.conn.execute(_pg_sql(sql), _encode_params(params))
+        self._trail()
+        return _decode_rows(cursor.fetchall())
 
 
 # --------------------------------------------------------------------------- the store
@@ -439,24 +458,44 @@ class PostgresStore(SQLStore):
         its statements dropped an attachment the first one still saw."""
         self._check_open(operation)
         driver = self._driver
-        if EXPECTED.get() is not None:  # the generation check and the read: one snapshot
-            fn, snapshot = self._guarded(fn, write=False), True
+        expected = EXPECTED.get()
+        checked = self._guarded(fn, write=False)
         for attempt in (1, 2):
             try:
                 with self._pool.connection() as conn:
                     if snapshot:
-                        return self._snapshot(conn, fn)
+                        return self._snapshot(conn, checked)
                     try:
+                        if expected is not None:
+                            return self._trailed(conn, fn, expected)
                         return fn(_PgTx(conn))
                     except AttachmentNotFoundError:
-                        return self._snapshot(conn, fn)  # raises again if truly missing
+                        return self._snapshot(conn, checked)  # raises again if truly missing
             except driver.OperationalError as exc:
                 if attempt == 2 or self._closed or isinstance(exc, self._no_retry):
                     raise StoreError(operation, exc) from exc
                 _log.info("threadline: %s lost its connection (%s); retrying once", operation, exc)
             except driver.Error as exc:
+                if expected is not None and STALE_MARKER in str(exc):
+                    raise stale_error(expected) from None
                 raise StoreError(operation, exc) from exc
         raise AssertionError("unreachable")
+
+    def _trailed(self, conn: PgConn, fn: Callable[[Tx], T], expected: Expected) -> T:
+        """A read expecting a generation, in pipeline mode: each of its queries goes out
+        with the check after it (:data:`SQL_GENERATION_IS`), in the same round trip, and a
+        stale generation fails the read at the latest at the closing Sync. After, not
+        before: generations are never reused, so a session that is still the expected one
+        after a query was that one during it (store/_generation.py)."""
+        with conn.pipeline():
+            tx = _PgTx(conn, pipelined=True)
+            tx.trailer = (_pg_sql(SQL_GENERATION_IS), _encode_params(expected))
+            try:
+                return fn(tx)
+            except ThreadlineError:  # e.g. a message missing because the session was replaced
+                tx.trailer = None
+                check_generation(tx.one, expected)
+                raise
 
     def _snapshot(self, conn: PgConn, fn: Callable[[Tx], T]) -> T:
         """``fn`` in one read-only ``REPEATABLE READ`` transaction on ``conn``: every statement
@@ -493,6 +532,9 @@ class PostgresStore(SQLStore):
             except driver.Error as exc:
                 if getattr(exc, "sqlstate", None) in _RETRY_SQLSTATES and attempt < _WRITE_ATTEMPTS:
                     continue
+                expected = EXPECTED.get()
+                if expected is not None and STALE_MARKER in str(exc):
+                    raise stale_error(expected) from None
                 raise StoreError(operation, exc) from exc
         raise AssertionError("unreachable")
 
@@ -532,6 +574,11 @@ class PostgresStore(SQLStore):
         # Strings are encoded by the Tx; lists (arrays) are passed as they are: encode them.
         listed = ids if len(ids) <= _IN_LIST_MAX else [list(_encode_params(ids))]
         return _head_state_sql(len(ids)), (*listed, *listed, app, session_id)
+
+    def _expect_generation(self, tx: Tx, expected: Expected) -> None:
+        # Sent with the write's first read, not waited for: a stale generation fails the
+        # statement, the transaction and so the write (turned into SessionNotFoundError).
+        tx.send(SQL_EXPECT_GENERATION, expected)
 
     def _claim_session_row(self, tx: Tx, app: str, session_id: str) -> bool:
         # Locks the registry row, inserting it if missing; True if it already existed. A

@@ -250,3 +250,14 @@ def test_an_attachment_stored_out_of_row_loads_on_demand(page: Any, server: Serv
     image = node(page, "p_photo").locator("img.preview")
     expect(image).to_be_visible()
     assert image.evaluate("img => img.complete && img.naturalWidth") == 300
+
+
+def test_a_deleted_session_ends_the_live_view(page: Any, server: Server) -> None:
+    """The stream's ``gone`` event: the view says the session is gone and live is off."""
+    server.call("POST", "sessions/doomed/messages", {"id": "d1", "role": "user", "content": "hi"})
+    open_viewer(page, server, "#/s/doomed")
+    expect(node(page, "d1")).to_be_visible()
+    expect(page.locator("#live")).to_have_class(re.compile(r"\bon\b"))
+    server.call("DELETE", "sessions/doomed")
+    expect(page.get_by_text("Session not found")).to_be_visible(timeout=20_000)
+    expect(page.locator("#live")).to_be_hidden()

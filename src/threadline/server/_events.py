@@ -1,81 +1,321 @@
-"""Server-sent events of a session: message appended, head moved, compaction.
+"""Server-sent events of a session, bound to one generation of it.
 
-Each worker keeps, per watched session, what its subscribers have seen (last ``seq``, head,
-number of overlays) and diffs the store against it: after a write on this worker at once, on a
-``NOTIFY`` from another worker (PostgreSQL ``LISTEN/NOTIFY``), and by polling (every
-``poll_interval`` seconds: the only cross-worker path on SQLite, a safety net on PostgreSQL).
-Every event is read back from the store, so subscribers on every worker see the same events.
+Each worker keeps, per watched session, a :class:`_Watch`: the generation its subscribers
+follow and what they have seen (change stamp, last ``seq``, head, overlays, name, state).
+It diffs the store against it after a write on this worker at once, on a ``NOTIFY`` from
+another worker (PostgreSQL ``LISTEN/NOTIFY``), and by polling (every ``poll_interval`` seconds:
+the only cross-worker path on SQLite, a safety net on PostgreSQL). Every event is read back
+from the store, so subscribers on every worker see the same events, with the same ids.
+
+A session deleted (and maybe created again, by any worker) ends its watch: subscribers get
+``event: gone`` and the stream closes; the next subscriber gets a fresh watch of the new
+generation, from its first message. Each subscriber's buffer is bounded in bytes
+(:data:`BUFFER_BYTES`): one that falls behind gets ``event: lagged`` and is closed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
+import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
+
+from starlette.responses import StreamingResponse
+from starlette.types import Send
 
 from threadline.server._keys import iso_z
 from threadline.store import Store
+from threadline.types import SessionInfo
 
 _log = logging.getLogger("threadline.server")
 
 CHANNEL = "threadline_events"
-_PAGE = 500
+BUFFER_BYTES = 4 * 1024 * 1024
+"""Bytes of events one subscriber may have waiting; past it the subscriber lags (is closed).
+Also the size of a watch's replay history (for ``Last-Event-ID``)."""
+INLINE_BYTES = 64 * 1024
+"""A ``message`` event larger than this carries a reference to the message, not its body."""
+LINGER_SECONDS = 30.0
+"""How long a watch outlives its last subscriber, so a reconnecting client can resume."""
+_SEND_GRACE = 10.0  # seconds an ended stream waits for a client to take its last event
+_PAGE = 4  # messages read per query: bodies are read whole before being trimmed
 Key = tuple[str, str]  # (app, session_id)
+
+
+def generation_of(info: SessionInfo) -> int:
+    """Which creation of its ``(app, session_id)`` a session row is: never the same for a
+    session deleted and created again.
+
+    >>> from threadline import SessionManager
+    >>> generation_of(SessionManager(":memory:").create(session_id="s1")) > 0
+    True
+    """
+    if info.generation:
+        return info.generation
+    return int(info.created_at.timestamp() * 1_000_000)  # a store that keeps no generations
+
+
+def stamp_of(info: SessionInfo) -> int:
+    """The session's change stamp: its ``updated_at`` in microseconds, which every write to
+    the session moves forward (strictly increasing per session).
+
+    >>> from threadline import SessionManager
+    >>> manager = SessionManager(":memory:")
+    >>> first = stamp_of(manager.create(session_id="s1"))
+    >>> manager.get_session("s1").append_message({"role": "user", "content": "hi"})["role"]
+    'user'
+    >>> stamp_of(manager.get("s1")) > first
+    True
+    """
+    return int(info.updated_at.timestamp() * 1_000_000)
+
+
+def sse(event: str, data: dict[str, Any], event_id: str | None = None) -> str:
+    """One server-sent event (with its ``id:`` line when given).
+
+    >>> sse("head", {"head_id": "m2"})
+    'event: head\\ndata: {"head_id": "m2"}\\n\\n'
+    >>> sse("gone", {}, "7:12")
+    'id: 7:12\\nevent: gone\\ndata: {}\\n\\n'
+    """
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def parse_event_id(text: str | None) -> tuple[int, int] | None:
+    """``(generation, stamp)`` of a ``Last-Event-ID``, or ``None`` if it is not one of ours.
+
+    >>> parse_event_id("12:345"), parse_event_id("junk"), parse_event_id(None)
+    ((12, 345), None, None)
+    """
+    if not text:
+        return None
+    generation, sep, stamp = text.strip().partition(":")
+    if not sep or not generation.isdigit() or not stamp.isdigit():
+        return None
+    return int(generation), int(stamp)
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass
+class _Seen:
+    """What the subscribers of one generation have been told."""
+
+    generation: int
+    stamp: int
+    seq: int
+    head_id: str | None
+    compactions: int
+    name: str | None
+    state: str
+
+
+class _Gone(Exception):
+    """The watched generation no longer exists."""
+
+
+def _info(store: Store, app: str, session_id: str, generation: int) -> SessionInfo:
+    info = store.get_session(app, session_id)
+    if info is None or generation_of(info) != generation:
+        raise _Gone
+    return info
+
+
+def _last_seq(store: Store, app: str, session_id: str) -> int:
+    last = 0
+    while page := store.get_tree(app, session_id, after_seq=last, limit=_PAGE, attachments="ref"):
+        last = page[-1].seq
+        del page
+    return last
+
+
+def _snapshot(store: Store, app: str, session_id: str, generation: int) -> _Seen:
+    """Where the session of ``generation`` is now; ``_Gone`` if that generation is not there."""
+    info = _info(store, app, session_id, generation)
+    # seqs are distinct and positive, so the last is at least the count: skip the bodies below
+    last = start = max(info.message_count - 1, 0)
+    while page := store.get_tree(app, session_id, after_seq=last, limit=_PAGE, attachments="ref"):
+        last = page[-1].seq
+        del page
+    if last == start:  # nothing above: fewer seqs than the count says (deleted meanwhile)
+        last = _last_seq(store, app, session_id)
+    head = store.get_head(app, session_id)
+    seen = _Seen(
+        generation,
+        stamp_of(info),
+        last,
+        head["id"] if head else None,
+        len(store.get_compactions(app, session_id)),
+        info.name,
+        _digest(store.get_state(app, session_id, info.user_id)),
+    )
+    _info(store, app, session_id, generation)  # read after: all of it was that generation's
+    return seen
+
+
+def _size(value: Any) -> int:
+    """About how many bytes ``value`` takes as JSON (strings and keys counted by length),
+    without building the JSON: the body may be megabytes."""
+    if isinstance(value, str):
+        return len(value) + 2
+    if isinstance(value, dict):
+        return sum(len(k) + 4 + _size(v) for k, v in value.items()) + 2
+    if isinstance(value, list):
+        return sum(_size(v) + 1 for v in value) + 2
+    return 8
+
+
+def _message_event(session_id: str, seq: int, parent_id: str | None, message: Any) -> str:
+    data = {"session_id": session_id, "seq": seq, "parent_id": parent_id, "message": message}
+    size = _size(message)
+    if size > INLINE_BYTES:  # a big body would fill subscribers' buffers: say where it is
+        data["message"] = {k: message[k] for k in ("id", "role", "createdAt") if k in message}
+        path = f"{quote(session_id, safe='')}/messages/{quote(message['id'], safe='')}"
+        data["message_ref"] = {"href": f"/v1/sessions/{path}", "bytes": size}
+    return sse("message", data)
+
+
+def _changes(store: Store, app: str, session_id: str, seen: _Seen) -> list[str]:
+    """The events since ``seen`` (moved forward only once all were read from ``seen``'s
+    generation); ``_Gone`` if that generation was deleted."""
+    info = _info(store, app, session_id, seen.generation)
+    stamp = stamp_of(info)
+    if stamp == seen.stamp:
+        return []
+    events: list[str] = []
+    seq = seen.seq
+    while True:
+        page = store.get_tree(app, session_id, after_seq=seq, limit=_PAGE, attachments="ref")
+        full = len(page) == _PAGE
+        while page:
+            node = page.pop(0)  # each body is let go as soon as its event is made
+            events.append(_message_event(session_id, node.seq, node.parent_id, node.message))
+            seq = node.seq
+        if not full:
+            break
+    head = store.get_head(app, session_id)
+    head_id = head["id"] if head else None
+    if head_id != seen.head_id:
+        events.append(sse("head", {"session_id": session_id, "head_id": head_id}))
+    compactions = store.get_compactions(app, session_id)
+    for overlay in compactions[seen.compactions :]:
+        payload = {**overlay.to_dict(), "created_at": iso_z(overlay.created_at)}
+        events.append(sse("compaction", {"session_id": session_id, "compaction": payload}))
+    if info.name != seen.name:
+        events.append(sse("renamed", {"session_id": session_id, "name": info.name}))
+    state = store.get_state(app, session_id, info.user_id)
+    digest = _digest(state)
+    if digest != seen.state:
+        events.append(sse("state", {"session_id": session_id, "state": state}))
+    _info(store, app, session_id, seen.generation)  # none of it is a newer generation's
+    seen.stamp, seen.seq, seen.head_id = stamp, seq, head_id
+    seen.compactions = max(seen.compactions, len(compactions))
+    seen.name, seen.state = info.name, digest
+    return events
+
+
+def _with_ids(events: list[str], event_id: str) -> list[bytes]:
+    """A batch of events as sent: only the last carries the id, so a client cut off inside
+    the batch resumes from the one before and gets the whole batch again."""
+    out = [event.encode() for event in events]
+    if out:
+        out[-1] = f"id: {event_id}\n".encode() + out[-1]
+    return out
+
+
+class Subscriber:
+    """One stream's buffer: bounded in bytes; past the bound it ends with ``lagged``.
+
+    >>> sub = Subscriber(limit=10)
+    >>> sub.put(b"12345678"); sub.put(b"abc")  # the second would pass the bound
+    >>> sub.take(), sub.final[:13]
+    (None, b'event: lagged')
+    """
+
+    def __init__(self, limit: int = BUFFER_BYTES) -> None:
+        self.limit = limit
+        self.chunks: deque[bytes] = deque()
+        self.size = 0
+        self.final: bytes | None = None  # the last event, then the stream closes
+        self.wake = asyncio.Event()
+        self.ended = asyncio.Event()  # set with ``final``: a sender stuck on the client quits
+
+    def put(self, chunk: bytes) -> None:
+        if self.final is not None:
+            return
+        if self.size and self.size + len(chunk) > self.limit:
+            self.finish(sse("lagged", {"buffer_bytes": self.limit}).encode())
+            return
+        self.chunks.append(chunk)
+        self.size += len(chunk)
+        self.wake.set()
+
+    def finish(self, final: bytes) -> None:
+        """End the stream with ``final``; what is still waiting is dropped only on a lag."""
+        if self.final is None:
+            if final.startswith(b"event: lagged"):
+                self.chunks.clear()
+                self.size = 0
+            self.final = final
+            self.wake.set()
+            self.ended.set()
+
+    def take(self) -> bytes | None:
+        if self.chunks:
+            chunk = self.chunks.popleft()
+            self.size -= len(chunk)
+            return chunk
+        return None
 
 
 @dataclass
 class _Watch:
-    seq: int
-    head_id: str | None
-    compactions: int
-    queues: set[asyncio.Queue[str]] = field(default_factory=set)
+    seen: _Seen
+    session_id: str
+    subscribers: set[Subscriber] = field(default_factory=set)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    history: deque[tuple[int, list[bytes]]] = field(default_factory=deque)
+    history_bytes: int = 0
+    base: int = 0  # the history holds every batch with a stamp above this
+    ended: bool = False
+    idle_since: float | None = field(default_factory=time.monotonic)  # None: subscribed
 
+    def __post_init__(self) -> None:
+        self.base = self.seen.stamp
 
-def sse(event: str, data: dict[str, Any]) -> str:
-    """One server-sent event.
+    def event_id(self) -> str:
+        return f"{self.seen.generation}:{self.seen.stamp}"
 
-    >>> sse("head", {"head_id": "m2"})
-    'event: head\\ndata: {"head_id": "m2"}\\n\\n'
-    """
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+    def record(self, stamp: int, batch: list[bytes]) -> None:
+        self.history.append((stamp, batch))
+        self.history_bytes += sum(map(len, batch))
+        while self.history and self.history_bytes > BUFFER_BYTES:
+            old, dropped = self.history.popleft()
+            self.history_bytes -= sum(map(len, dropped))
+            self.base = old
 
+    def replay(self, last: tuple[int, int]) -> list[bytes] | None:
+        """The batches after ``last`` (``None``: not replayable, the client must reload)."""
+        generation, stamp = last
+        if generation != self.seen.generation or stamp < self.base:
+            return None
+        return [chunk for at, batch in self.history if at > stamp for chunk in batch]
 
-def _snapshot(store: Store, app: str, session_id: str) -> _Watch:
-    """Where the session is now: its last ``seq`` (paged to the end), head and overlay count."""
-    last = 0
-    while page := store.get_tree(app, session_id, after_seq=last, limit=_PAGE, attachments="ref"):
-        last = page[-1].seq
-    head = store.get_head(app, session_id)
-    return _Watch(last, head["id"] if head else None, len(store.get_compactions(app, session_id)))
-
-
-def _changes(store: Store, app: str, session_id: str, watch: _Watch) -> list[str]:
-    """The events since ``watch`` (which is moved forward)."""
-    events: list[str] = []
-    while True:
-        page = store.get_tree(app, session_id, after_seq=watch.seq, limit=_PAGE, attachments="ref")
-        for node in page:
-            data = {"session_id": session_id, "seq": node.seq, "parent_id": node.parent_id}
-            events.append(sse("message", {**data, "message": node.message}))
-            watch.seq = node.seq
-        if len(page) < _PAGE:
-            break
-    head = store.get_head(app, session_id)
-    head_id = head["id"] if head else None
-    if head_id != watch.head_id:
-        watch.head_id = head_id
-        events.append(sse("head", {"session_id": session_id, "head_id": head_id}))
-    compactions = store.get_compactions(app, session_id)
-    for overlay in compactions[watch.compactions :]:
-        payload = {**overlay.to_dict(), "created_at": iso_z(overlay.created_at)}
-        events.append(sse("compaction", {"session_id": session_id, "compaction": payload}))
-    watch.compactions = max(watch.compactions, len(compactions))
-    return events
+    def end(self, final: bytes) -> None:
+        self.ended = True
+        for sub in self.subscribers:
+            sub.finish(final)
+        self.subscribers.clear()
 
 
 class EventHub:
@@ -121,40 +361,83 @@ class EventHub:
         if self._outbox is not None:
             self._outbox.put_nowait(key)
 
+    async def _watch(self, key: Key, generation: int) -> _Watch | None:
+        """The live watch of ``generation`` (made if needed); ``None`` if it is gone."""
+        for _ in range(3):
+            watch = self._watches.get(key)
+            if watch is not None and watch.seen.generation == generation:
+                watch.idle_since = None  # not dropped by the poll before the caller attaches
+                return watch
+            if watch is not None:  # another generation's: it ends if that one is gone
+                await self._check(key)
+                if self._watches.get(key) is watch:
+                    return None  # the old generation is still there: ours is not
+                continue
+            try:
+                seen = await asyncio.to_thread(_snapshot, self.store, *key, generation)
+            except _Gone:
+                return None
+            self._watches.setdefault(key, _Watch(seen, key[1]))
+        return None
+
     async def subscribe(
         self,
         app: str,
         session_id: str,
+        generation: int,
+        sub: Subscriber,
         gone: Callable[[], Awaitable[bool]],
+        last_event_id: str | None = None,
         keepalive: float = 15.0,
-    ) -> AsyncIterator[str]:
-        """The session's events as SSE text, from now on, until ``gone()`` (checked every
-        second: a closed stream is noticed without waiting for the next write)."""
+    ) -> AsyncIterator[bytes]:
+        """The events of ``generation`` of the session as SSE bytes, from now on (or after
+        ``last_event_id``), until ``gone()`` (checked every second: a closed stream is noticed
+        without waiting for the next write) or the generation is deleted (``gone`` event)."""
         key = (app, session_id)
-        queue: asyncio.Queue[str] = asyncio.Queue()
-        watch = self._watches.get(key)
+        watch = await self._watch(key, generation)
         if watch is None:
-            watch = await asyncio.to_thread(_snapshot, self.store, app, session_id)
-            watch = self._watches.setdefault(key, watch)
-        watch.queues.add(queue)
+            yield sse("gone", {"session_id": session_id}).encode()
+            return
         try:
-            yield ": subscribed\n\n"
+            async with watch.lock:
+                if watch.ended:
+                    sub.finish(sse("gone", {"session_id": session_id}).encode())
+                else:
+                    last = parse_event_id(last_event_id)
+                    replay = watch.replay(last) if last is not None else []
+                    if replay is None:
+                        data = {"session_id": session_id, "reason": "not replayable; reload"}
+                        sub.put(sse("reset", data, watch.event_id()).encode())
+                    for old in replay or []:
+                        sub.put(old)
+                    watch.subscribers.add(sub)
+                start = watch.event_id()
+            # the id sets the client's Last-Event-ID before any event (no data: no event fired)
+            yield f": subscribed\nid: {start}\n\n".encode()
             quiet = 0.0
             while True:
-                try:
-                    yield await asyncio.wait_for(queue.get(), 1.0)
+                chunk = sub.take()
+                if chunk is not None:
+                    yield chunk
                     quiet = 0.0
+                    continue
+                if sub.final is not None:
+                    yield sub.final
+                    return
+                sub.wake.clear()
+                try:
+                    await asyncio.wait_for(sub.wake.wait(), 1.0)
                 except TimeoutError:
                     if await gone():
                         return
                     quiet += 1.0
                     if quiet >= keepalive:
                         quiet = 0.0
-                        yield ": keepalive\n\n"
+                        yield b": keepalive\n\n"
         finally:
-            watch.queues.discard(queue)
-            if not watch.queues and self._watches.get(key) is watch:
-                del self._watches[key]
+            watch.subscribers.discard(sub)
+            if not watch.subscribers:
+                watch.idle_since = time.monotonic()
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(work)
@@ -166,19 +449,37 @@ class EventHub:
         if watch is None:
             return
         async with watch.lock:
+            if watch.ended:
+                return
             try:
-                events = await asyncio.to_thread(_changes, self.store, *key, watch)
+                events = await asyncio.to_thread(_changes, self.store, *key, watch.seen)
+            except _Gone:
+                watch.end(sse("gone", {"session_id": key[1]}, watch.event_id()).encode())
+                if self._watches.get(key) is watch:
+                    del self._watches[key]
+                return
             except Exception:  # the store may be briefly down: the next check catches up
                 _log.warning("threadline: reading events of %r failed", key, exc_info=True)
                 return
-        for queue in list(watch.queues):
-            for event in events:
-                queue.put_nowait(event)
+            if not events:
+                return
+            batch = _with_ids(events, watch.event_id())
+            watch.record(watch.seen.stamp, batch)
+            for sub in list(watch.subscribers):
+                for chunk in batch:
+                    sub.put(chunk)
+                if sub.final is not None:  # lagged: it leaves the watch now
+                    watch.subscribers.discard(sub)
 
     async def _poll(self) -> None:
         while True:
             await asyncio.sleep(self.poll_interval)
-            for key in list(self._watches):
+            now = time.monotonic()
+            for key, watch in list(self._watches.items()):
+                if watch.idle_since is not None and now - watch.idle_since > LINGER_SECONDS:
+                    if self._watches.get(key) is watch and not watch.subscribers:
+                        del self._watches[key]
+                    continue
                 await self._check(key)
 
     async def _listen(self) -> None:
@@ -219,3 +520,35 @@ class EventHub:
             except Exception:  # other workers still poll: nothing is lost, only later
                 _log.warning("threadline: NOTIFY failed; reconnecting", exc_info=True)
                 await asyncio.sleep(1.0)
+
+
+class EventStreamResponse(StreamingResponse):
+    """A stream that stops waiting for a client that does not read once its subscriber has
+    ended (lagged, gone): the connection is closed instead of holding the server's memory."""
+
+    def __init__(self, content: AsyncIterator[bytes], sub: Subscriber, **kwargs: Any) -> None:
+        super().__init__(content, media_type="text/event-stream", **kwargs)
+        self.sub = sub
+
+    async def stream_response(self, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        ended = asyncio.ensure_future(self.sub.ended.wait())
+        try:
+            async for chunk in self.body_iterator:
+                body = {"type": "http.response.body", "body": chunk, "more_body": True}
+                sending = asyncio.ensure_future(send(body))
+                await asyncio.wait({sending, ended}, return_when=asyncio.FIRST_COMPLETED)
+                if not sending.done():  # the stream is over: a moment for a client that reads
+                    await asyncio.wait({sending}, timeout=_SEND_GRACE)
+                if not sending.done():  # ... and none for one that does not
+                    sending.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await sending
+                    return
+                sending.result()
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            ended.cancel()
+            aclose = getattr(self.body_iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()

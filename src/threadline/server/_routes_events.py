@@ -14,6 +14,7 @@ from fastapi.security import HTTPAuthorizationCredentials
 
 from threadline.server._auth import bearer_key
 from threadline.server._deps import bearer, hub, request_tenant, router
+from threadline.server._events import EventStreamResponse, Subscriber, generation_of
 from threadline.server._tenancy import Tenant, Tenants
 
 routes = router()
@@ -58,17 +59,34 @@ def _stream_tenant(
     responses={200: {"content": {"text/event-stream": {}}}},
 )
 async def events(
-    session_id: str, request: Request, tenant: Tenant = Depends(_stream_tenant)
+    session_id: str,
+    request: Request,
+    tenant: Tenant = Depends(_stream_tenant),
+    last_event_id: str | None = Header(default=None, description="Resume after this event"),
+    resume: str | None = Query(
+        default=None, alias="last_event_id", description="Last-Event-ID, as a query parameter"
+    ),
 ) -> StreamingResponse:
-    """Server-sent events from now on: ``message`` (appended, with ``seq`` and
-    ``parent_id``), ``head`` (moved) and ``compaction`` (an overlay stored); comments keep the
-    connection alive. The stream ends when the client leaves or its key is revoked (checked
-    every few seconds)."""
-    await asyncio.to_thread(tenant.require, session_id)
-    stream = hub(request).subscribe(tenant.app, session_id, _gone(request))
+    """Server-sent events of this session (the generation that exists now), from now on or
+    after ``Last-Event-ID``: ``message`` (appended, with ``seq`` and ``parent_id``), ``head``
+    (moved), ``compaction`` (an overlay stored), ``renamed``, ``state``; ``gone`` (deleted),
+    ``lagged`` (fell behind) and ``reset`` (cannot resume: reload) . Ids are
+    ``<generation>:<stamp>``; comments keep the connection alive. The stream ends after
+    ``gone`` or ``lagged``, when the client leaves or its key is revoked (checked every few
+    seconds)."""
+    info = await asyncio.to_thread(tenant.require, session_id)
+    sub = Subscriber()
+    stream = hub(request).subscribe(
+        tenant.app,
+        session_id,
+        generation_of(info),
+        sub,
+        _gone(request),
+        last_event_id=last_event_id or resume,
+    )
     headers = {
         "Cache-Control": "no-cache",
         "X-Accel-Buffering": "no",
         "X-Threadline-Worker": str(os.getpid()),  # which process serves the stream
     }
-    return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
+    return EventStreamResponse(stream, sub, headers=headers)

@@ -58,10 +58,14 @@ def get_session(session_id: str, tenant: Tenant = TenantDep) -> Any:
 
 
 @routes.patch("/sessions/{session_id}", response_model=SessionOut, tags=["sessions"])
-def rename_session(session_id: str, body: RenameIn, tenant: Tenant = TenantDep) -> Any:
+def rename_session(
+    session_id: str, body: RenameIn, request: Request, tenant: Tenant = TenantDep
+) -> Any:
     """Rename a session."""
     tenant.require(session_id)
-    return plain(tenant.manager.rename(session_id, body.name))
+    info = plain(tenant.manager.rename(session_id, body.name))
+    changed(request, tenant, session_id)
+    return info
 
 
 @routes.delete("/sessions/{session_id}", status_code=204, tags=["sessions"])

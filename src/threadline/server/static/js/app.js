@@ -433,8 +433,11 @@ function renderInfo(info) {
 
 // ------------------------------------------------------------------------------ live updates
 
-// GET .../events sends `message` (appended), `head` (moved) and `compaction` (overlay stored).
-const EVENT_NAMES = ["message", "head", "compaction"];
+// GET .../events sends `message` (appended), `head` (moved), `compaction` (overlay stored),
+// `renamed`, `state`, and `reset` (resuming was not possible): each reloads the session.
+// `gone` (deleted) ends the stream; `lagged` ends it too, and EventSource reconnects by itself
+// with Last-Event-ID, which replays what was missed (or answers `reset`).
+const EVENT_NAMES = ["message", "head", "compaction", "renamed", "state", "reset"];
 
 function subscribe(sessionId) {
   if (typeof EventSource === "undefined") return;
@@ -446,6 +449,11 @@ function subscribe(sessionId) {
     state.reloadTimer = setTimeout(() => reloadSession(), 200);
   };
   for (const name of EVENT_NAMES) events.addEventListener(name, onEvent);
+  events.addEventListener("gone", () => {
+    events.close();
+    setLive("off");
+    onEvent(); // shows that the session is gone
+  });
   events.onopen = () => setLive("on");
   events.onerror = () => setLive(events.readyState === EventSource.CLOSED ? "off" : "wait");
 }

@@ -406,3 +406,24 @@ def test_a_store_newer_than_the_code_is_a_store_error_naming_both_versions(
             con.execute(sql)
     with pytest.raises(threadline.StoreError, match=r"999.*newer than this threadline \(\d+\)"):
         threadline.connect(file_store_url).list_sessions("a")
+
+
+def test_a_store_whose_meta_table_was_lost_opens_and_never_reuses_a_generation(
+    tmp_path: Path,
+) -> None:
+    """Every SQLite migration runs again when tl_meta is gone: the generation one must find its
+    columns there already, keep the generations given and continue after the highest."""
+    path = tmp_path / "lost-meta.db"
+    with threadline.connect(str(path)) as store:
+        write(store, "m1")
+        store.create_session("default", "other")
+        before = {i.id: i.generation for i in store.list_sessions("default").sessions}
+    con = sqlite3.connect(path)
+    con.execute("DROP TABLE tl_meta")
+    con.commit()
+    con.close()
+    with threadline.connect(str(path)) as store:
+        after = {i.id: i.generation for i in store.list_sessions("default").sessions}
+        assert after == before
+        fresh = store.create_session("default", "fresh").generation
+        assert fresh > max(before.values())

@@ -200,18 +200,26 @@ _SCHEMA_V6 = (
 
 
 def _migrate_to_6(conn: sqlite3.Connection) -> None:
-    for statement in _SCHEMA_V6[:2]:
-        conn.execute(statement)
-    # Sessions that exist get 1..n (oldest first), and the counter continues after them.
-    keys = conn.execute("SELECT app, id FROM tl_sessions ORDER BY created_at, app, id").fetchall()
+    # Idempotent, as every migration here: a store whose tl_meta was lost runs them all again.
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(tl_sessions)")}
+    for name, statement in zip(("generation", "changes"), _SCHEMA_V6[:2], strict=True):
+        if name not in columns:
+            conn.execute(statement)
+    # Sessions without one get the next numbers (oldest first), after any already given, and
+    # the counter continues after them: a generation is never handed out twice.
+    (last,) = conn.execute("SELECT COALESCE(MAX(generation), 0) FROM tl_sessions").fetchone()
+    keys = conn.execute(
+        "SELECT app, id FROM tl_sessions WHERE generation IS NULL ORDER BY created_at, app, id"
+    ).fetchall()
     conn.executemany(
         "UPDATE tl_sessions SET generation = ? WHERE app = ? AND id = ?",
-        [(n, app, sid) for n, (app, sid) in enumerate(keys, start=1)],
+        [(n, app, sid) for n, (app, sid) in enumerate(keys, start=last + 1)],
     )
     conn.execute(
         "INSERT INTO tl_meta (key, value) VALUES ('generation', ?) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (str(len(keys)),),
+        "ON CONFLICT (key) DO UPDATE SET value = "
+        "MAX(CAST(tl_meta.value AS INTEGER), CAST(excluded.value AS INTEGER))",
+        (str(last + len(keys)),),
     )
     conn.execute(_SCHEMA_V6[2])
 

@@ -167,8 +167,11 @@ _RESPLIT = f"""EXECUTE $q$UPDATE tl_entries SET search_text = {_split_glued_sql(
             WHERE {_GLUED_TEXT}$q$;
         {_rewrite_messages(f"{WIDE_TEXT} AND ({_GLUED_TEXT})", _split_glued_sql("search_text"))}"""
 
-_V4 = [
-    f"""DO $$
+
+def _utf8_rewrite(body: str) -> str:
+    """A PL/pgSQL block running ``body`` (with the variables _rewrite_messages uses) on a
+    UTF8 database only: another encoding cannot hold the text these rewrites are about."""
+    return f"""DO $$
     DECLARE
         r record;
         i integer;
@@ -177,13 +180,19 @@ _V4 = [
         IF current_setting('server_encoding') <> 'UTF8' THEN
             RETURN;
         END IF;
-        IF current_setting('server_version_num')::integer >= 130000 THEN
+        {body}
+    END $$"""
+
+
+_V4 = [
+    _utf8_rewrite(
+        f"""IF current_setting('server_version_num')::integer >= 130000 THEN
             EXECUTE $q$UPDATE tl_entries SET search_text = normalize(search_text, NFC)
                 WHERE {_NOT_NFC}$q$;
             {_rewrite_messages(_NOT_NFC, "normalize(search_text, NFC)")}
         END IF;
-        {_RESPLIT}
-    END $$""",
+        {_RESPLIT}"""
+    ),
 ]
 
 # Version 5: a session's identity has a generation (docs/guarantees.md): every creation of an
@@ -207,19 +216,7 @@ _V5 = [
 # Version 6: split_glued also splits accented (any Latin-script) letters from scripts written
 # without spaces (``私はCaféで``): texts it splits at more places are rewritten (version 4's
 # second part again, now with the wider patterns).
-_V6 = [
-    f"""DO $$
-    DECLARE
-        r record;
-        i integer;
-        chunk text;
-    BEGIN
-        IF current_setting('server_encoding') <> 'UTF8' THEN
-            RETURN;
-        END IF;
-        {_RESPLIT}
-    END $$""",
-]
+_V6 = [_utf8_rewrite(_RESPLIT)]
 
 MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6]
 """``MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (version 0: no tables yet)."""

@@ -973,3 +973,24 @@ async def test_the_stored_event_leaves_out_only_the_nones_validation_puts_back()
     assert message["metadata"]["adk"]["event"]["actions"]["state_delta"] == {"n": None}
     back = message_to_event(message)
     assert back == full and back.model_dump() == full.model_dump()
+
+
+@pytest.mark.parametrize("read", ["created", "got"])
+async def test_a_session_object_of_a_deleted_session_never_writes_to_its_successor(
+    service: ThreadlineSessionService, read: str
+) -> None:
+    """Clarification 23: an ADK session object is bound to the session it was read from. The
+    user deletes it and creates one with the same id: appending through the old object (both
+    empty, so no head tells them apart) raises SessionNotFoundError and leaves the new one
+    untouched."""
+    old = await service.create_session(app_name=APP, user_id="u1", session_id="chat")
+    if read == "got":
+        old = await reload(service, "u1", "chat")
+    await service.delete_session(app_name=APP, user_id="u1", session_id="chat")
+    await service.create_session(app_name=APP, user_id="u1", session_id="chat", state={"k": 1})
+    with pytest.raises(SessionNotFoundError):
+        await service.append_event(old, delta_event({"k": 2}))
+    new = await reload(service, "u1", "chat")
+    assert new.events == [] and new.state == {"k": 1}
+    await service.append_event(new, delta_event({"k": 3}))  # the new object writes as usual
+    assert (await reload(service, "u1", "chat")).state == {"k": 3}

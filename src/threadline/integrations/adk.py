@@ -416,6 +416,26 @@ def _normal_id(session_id: str | None) -> str | None:
     return stripped or None
 
 
+def _marker(generation: int, head_id: str | None) -> str:
+    """What a Session this service hands out remembers of storage: the generation of the
+    threadline session it was read from and the head it was read at ("" for none).
+
+    >>> _marker(7, "e1"), _marker(7, None)
+    ('7/e1', '7/')
+    """
+    return f"{generation}/{head_id or ''}"
+
+
+def _read_marker(marker: str) -> tuple[int | None, str | None]:
+    """``(generation, head id)`` of a :func:`_marker` (no generation: a store without them).
+
+    >>> _read_marker("7/e1/x"), _read_marker("0/")
+    ((7, 'e1/x'), (None, None))
+    """
+    generation, _, head_id = marker.partition("/")
+    return (int(generation) or None, head_id or None)
+
+
 def _registry_entry(info: Any, user_id: str) -> dict[str, Any] | None:
     """The ``adk`` registry metadata of an ADK session of ``user_id``, else ``None``."""
     if info is None or info.user_id != _owner(user_id):
@@ -493,8 +513,9 @@ class ThreadlineSessionService(BaseSessionService):
         self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None
     ) -> Session | None:
         tl_id = threadline_session_id(user_id, session_id)
-        entry = _registry_entry(self.store.get_session(app_name, tl_id), user_id)
-        if entry is None:
+        info = self.store.get_session(app_name, tl_id)
+        entry = _registry_entry(info, user_id)
+        if info is None or entry is None:
             return None
         recent = config.num_recent_events if config else None
         after = config.after_timestamp if config else None
@@ -528,7 +549,7 @@ class ThreadlineSessionService(BaseSessionService):
             events=events,
             last_update_time=last,
         )
-        session._storage_update_marker = head_id or ""
+        session._storage_update_marker = _marker(info.generation, head_id)
         return session
 
     async def get_session(
@@ -684,7 +705,7 @@ class ThreadlineSessionService(BaseSessionService):
         created = platform_time.get_time()
         entry = {"id": session_id, "created": created}
         try:
-            self.store.create_session(
+            info = self.store.create_session(
                 app_name, tl_id, user_id=_owner(user_id), metadata={_KEY: entry}
             )
         except SessionExistsError:
@@ -702,7 +723,7 @@ class ThreadlineSessionService(BaseSessionService):
             state=self._state(app_name, tl_id, user_id),
             last_update_time=created,
         )
-        session._storage_update_marker = ""
+        session._storage_update_marker = _marker(info.generation, None)
         return session
 
     async def create_session(
@@ -746,7 +767,8 @@ class ThreadlineSessionService(BaseSessionService):
             await self._write(self._delete_sync, app_name, user_id, normal)
 
     def _append_sync(self, session: Session, event: Event) -> str | None:
-        """Write the event; the new head id, or ``None`` for an equal event already stored.
+        """Write the event; the session's new marker (:func:`_marker`), or ``None`` for an
+        equal event already stored.
 
         One store call, one transaction: the append is conditional on the head the session
         object was read at (``if_head``), so a writer that appended since (in any process)
@@ -756,11 +778,16 @@ class ThreadlineSessionService(BaseSessionService):
         tl_id = threadline_session_id(user_id, session.id)
         marker = session._storage_update_marker
         head: Any = UNSET  # a Session this service did not hand out: no head to expect
+        generation: int | None = None
         if marker is None:
-            if _registry_entry(self.store.get_session(app_name, tl_id), user_id) is None:
+            info = self.store.get_session(app_name, tl_id)
+            if _registry_entry(info, user_id) is None:
                 raise SessionNotFoundError(f"Session {session.id} not found.")
+            generation = info.generation if info is not None else None
         else:
-            head = marker or None
+            # Bound to the session it was read from (clarification 23): one deleted and
+            # created again since is another session, refused as not found.
+            generation, head = _read_marker(marker)
         delta = _encode_delta(event.actions.state_delta) if event.actions else {}
         legacy = (app_name, tl_id) in self._legacy
         if legacy:
@@ -776,6 +803,8 @@ class ThreadlineSessionService(BaseSessionService):
                     user_id=_owner(user_id),
                     state_delta=delta,
                     if_head=head,
+                    # Only when known: a third-party store may not take the keyword.
+                    **({"generation": generation} if generation else {}),
                 )
             except ThreadlineSessionNotFoundError:
                 raise SessionNotFoundError(f"Session {session.id} not found.") from None
@@ -792,7 +821,7 @@ class ThreadlineSessionService(BaseSessionService):
             message = {**message, "id": f"{event.id}~{uuid.uuid4().hex[:12]}"}
         if legacy:
             self._legacy.discard((app_name, tl_id))
-        return str(message["id"])
+        return _marker(generation or 0, str(message["id"]))
 
     async def append_event(self, session: Session, event: Event) -> Event:
         """Persist ``event`` (not a ``partial`` one) with its state delta in one transaction and
@@ -818,11 +847,11 @@ class ThreadlineSessionService(BaseSessionService):
         if lock is None:
             lock = self._locks[key] = asyncio.Lock()
         async with lock:
-            head_id = await self._write(self._append_sync, session, event)
-        if head_id is None:
+            marker = await self._write(self._append_sync, session, event)
+        if marker is None:
             return event
         session.last_update_time = event.timestamp
-        session._storage_update_marker = head_id
+        session._storage_update_marker = marker
         return self._commit_event_to_session(session, event)
 
 

@@ -437,3 +437,100 @@ def test_a_delete_ends_the_streams_on_every_worker(two_workers: Server) -> None:
     finally:
         for sub in subscribers:
             sub.close()
+
+
+def _text(message: dict[str, Any]) -> str:
+    return "".join(p.get("text", "") for p in message.get("parts", []))
+
+
+def test_edits_deletes_and_blocks_are_pushed_whoever_writes_them(server: Server) -> None:
+    """Clarification 29: ``message_updated``, ``messages_deleted`` and ``block`` events, for
+    writes made through HTTP and by the library directly on the same store (another process
+    as far as the server knows: only its poll sees them). A large edit is a reference."""
+    app = f"edits-{uuid.uuid4().hex[:6]}"
+    key = server.key(app)
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    store = threadline.connect(server.db)
+    try:
+        with server.client(key) as http:
+            _post(http, session, "m1", "m2", "m3", "m4", "m5")
+            sub = Subscriber(server, key, session)
+            try:
+                answer = http.put(
+                    f"/v1/sessions/{session}/messages/m1", json={"role": "user", "content": "new"}
+                )
+                assert answer.status_code == 200, answer.text
+                updated = sub.wait_for(1, "message_updated")[0]
+                assert updated["session_id"] == session
+                assert (updated["message"]["id"], _text(updated["message"])) == ("m1", "new")
+                edit = {"id": "m2", "role": "user", "parts": [{"type": "text", "text": "lib"}]}
+                store.update_message(app, session, edit)
+                updated = sub.wait_for(2, "message_updated")[1]["message"]
+                assert (updated["id"], _text(updated)) == ("m2", "lib")
+                big = {
+                    "id": "m3",
+                    "role": "user",
+                    "parts": [{"type": "text", "text": "x" * 99_000}],
+                }
+                store.update_message(app, session, big)
+                ref = sub.wait_for(3, "message_updated")[2]
+                assert ref["message"]["id"] == "m3" and "parts" not in ref["message"]
+                assert ref["message_ref"]["href"] == f"/v1/sessions/{session}/messages/m3"
+                assert http.delete(f"/v1/sessions/{session}/messages/m4").status_code == 204
+                assert sub.wait_for(1, "messages_deleted")[0] == {
+                    "session_id": session,
+                    "ids": ["m4"],
+                }
+                assert store.delete_messages(app, session, ["m5", "nope"]) == 1
+                assert sub.wait_for(2, "messages_deleted")[1]["ids"] == ["m5"]
+                store.set_block(app, "session", session, "notes", "remember the hotel")
+                block = sub.wait_for(1, "block")[0]
+                assert block == {
+                    "session_id": session,
+                    "label": "notes",
+                    "content": "remember the hotel",
+                }
+                store.set_block(app, "user", "u1", "persona", "not this session's")
+                assert http.delete(f"/v1/sessions/{session}/messages").status_code == 204
+                assert sub.wait_for(3, "messages_deleted")[2] == {
+                    "session_id": session,
+                    "all": True,
+                }
+                time.sleep(
+                    1.0
+                )  # a poll or two: nothing more (the user block is not this session's)
+                kinds = [event for event, _ in sub.events]
+                assert kinds.count("block") == 1 and kinds.count("message_updated") == 3
+                assert all(i.count(":") == 1 for i in sub.ids)
+            finally:
+                sub.close()
+    finally:
+        store.close()
+
+
+def test_an_edit_reaches_subscribers_on_every_worker(two_workers: Server) -> None:
+    """PostgreSQL: through NOTIFY alone (the poll is out of the test's reach); SQLite: polling."""
+    server = two_workers
+    key = server.key(f"edit2-{uuid.uuid4().hex[:6]}")
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    with server.client(key) as http:
+        _post(http, session, "m1", "m2")
+    subscribers: list[Subscriber] = []
+    try:
+        for _ in range(24):
+            sub = Subscriber(server, key, session)
+            subscribers.append(sub)
+            if len({s.worker for s in subscribers}) == 2:
+                break
+        assert len({s.worker for s in subscribers}) == 2, "all streams landed on one worker"
+        with server.client(key) as http:
+            body = {"role": "user", "content": "edited"}
+            assert http.put(f"/v1/sessions/{session}/messages/m1", json=body).status_code == 200
+        with server.client(key) as http:
+            assert http.delete(f"/v1/sessions/{session}/messages/m2").status_code == 204
+        for sub in subscribers:
+            assert _text(sub.wait_for(1, "message_updated")[0]["message"]) == "edited"
+            assert sub.wait_for(1, "messages_deleted")[0]["ids"] == ["m2"]
+    finally:
+        for sub in subscribers:
+            sub.close()

@@ -175,14 +175,46 @@ def _size(value: Any) -> int:
     return 8
 
 
-def _message_event(session_id: str, seq: int, parent_id: str | None, message: Any) -> str:
-    data = {"session_id": session_id, "seq": seq, "parent_id": parent_id, "message": message}
+def _message_event(
+    session_id: str, seq: int | None, parent_id: str | None, message: Any, kind: str = "message"
+) -> str:
+    data: dict[str, Any] = {"session_id": session_id, "message": message}
+    if kind == "message":
+        data.update(seq=seq, parent_id=parent_id)
     size = _size(message)
     if size > INLINE_BYTES:  # a big body would fill subscribers' buffers: say where it is
         data["message"] = {k: message[k] for k in ("id", "role", "createdAt") if k in message}
         path = f"{quote(session_id, safe='')}/messages/{quote(message['id'], safe='')}"
         data["message_ref"] = {"href": f"/v1/sessions/{path}", "bytes": size}
-    return sse("message", data)
+    return sse(kind, data)
+
+
+def _logged(store: Store, app: str, session_id: str, after: int, upto: int) -> list[str]:
+    """Events of the logged changes (edits, deletes, session blocks) in ``(after, upto]``:
+    each read back now (a message edited, then deleted, is told only as deleted)."""
+    get_changes = getattr(store, "get_changes", None)
+    if get_changes is None:  # a store that keeps no change log
+        return []
+    events: list[str] = []
+    for change in get_changes(app, session_id, after):
+        if change.stamp > upto:
+            break
+        payload = change.payload
+        if change.kind == "message_updated":
+            message = store.get_message(app, session_id, payload["id"])
+            if message is not None:
+                events.append(_message_event(session_id, None, None, message, change.kind))
+        elif change.kind == "messages_deleted":
+            events.append(sse(change.kind, {"session_id": session_id, **payload}))
+        elif change.kind == "block":
+            content = store.get_block(app, "session", session_id, payload["label"])
+            data = {"session_id": session_id, "label": payload["label"], "content": content}
+            if content is not None and len(content) > INLINE_BYTES:
+                path = f"{quote(session_id, safe='')}/blocks/{quote(payload['label'], safe='')}"
+                data["content"] = None
+                data["content_ref"] = {"href": f"/v1/sessions/{path}", "bytes": len(content)}
+            events.append(sse("block", data))
+    return events
 
 
 def _changes(store: Store, app: str, session_id: str, seen: _Seen) -> list[str]:
@@ -203,6 +235,7 @@ def _changes(store: Store, app: str, session_id: str, seen: _Seen) -> list[str]:
             seq = node.seq
         if not full:
             break
+    events += _logged(store, app, session_id, seen.stamp, stamp)
     head = store.get_head(app, session_id)
     head_id = head["id"] if head else None
     if head_id != seen.head_id:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from threadline.store._values import UNSET, RecentPath, TreeNode
+from threadline.store._values import UNSET, Change, RecentPath, TreeNode
 from threadline.types import (
     AUTO,
     AutoType,
@@ -119,6 +119,22 @@ class TreeContract(Protocol):
         >>> store.clear_messages("default", "s1")
         >>> store.get_head("default", "s1"), store.get_session("default", "s1").message_count
         (None, 0)
+        """
+
+    def get_changes(
+        self, app: str, session_id: str, after_stamp: int = 0, *, generation: int | None = None
+    ) -> list[Change]:
+        """The session's logged changes with a stamp above ``after_stamp``, oldest first:
+        message edits, deletes and session block writes, each under the session's
+        ``updated_at`` (µs) after it, logged in the write's transaction (ids and labels only,
+        never a body). Appends are not logged (``seq`` tells them). Kept about an hour.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> _ = store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])
+        >>> _ = store.update_message("default", "s1", {"id": "m1", "role": "user", "parts": []})
+        >>> [(c.kind, c.payload) for c in store.get_changes("default", "s1")]
+        [('message_updated', {'id': 'm1'})]
         """
 
     def get_message(

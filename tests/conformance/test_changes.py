@@ -84,3 +84,23 @@ def test_a_sessions_changes_go_with_it(store: Store) -> None:
     for sid in ("s1", "s2", "s3"):
         store.append_messages(APP, sid, [_msg("m1")])  # created again: starts with no log
         assert store.get_changes(APP, sid) == []
+
+
+def test_a_deleted_session_leaves_a_gone_row_for_the_session_list(store: Store) -> None:
+    first = store.create_session(APP, "s1", user_id="u1")
+    store.append_messages(APP, "s1", [_msg("m1")])
+    store.create_session(APP, "s2")
+    before = int(store.now().timestamp() * 1_000_000) - 1
+    assert store.delete_session(APP, "s1")
+    assert store.forget_user(APP, "nobody") == 0
+    assert not store.delete_session(APP, "never")  # nothing existed: nothing logged
+    assert store.purge_sessions(APP, before=store.now() + timedelta(seconds=1)) == 1
+    gone = store.get_session_deletions(APP, before)
+    assert [c.payload["session_id"] for c in gone] == ["s1", "s2"]
+    assert gone[0].payload == {"session_id": "s1", "generation": first.generation, "user_id": "u1"}
+    assert gone[1].payload["user_id"] is None
+    assert store.get_session_deletions(APP, gone[0].stamp) == gone[1:]
+    assert store.get_session_deletions("other") == []
+    again = store.create_session(APP, "s1")
+    assert store.get_changes(APP, "s1") == []  # the old generation's gone row is not its log
+    assert again.generation != first.generation

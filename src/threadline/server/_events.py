@@ -363,6 +363,10 @@ class EventHub:
         self._tasks: list[asyncio.Task[None]] = []
         self._outbox: asyncio.Queue[Key] | None = None
         self._pending: set[asyncio.Future[None]] = set()
+        from threadline.server._list_events import ListFeed  # it builds on this module
+
+        self.lists = ListFeed(store)
+        """The session-list watches (``GET /v1/events``), told of the same changes."""
 
     async def start(self) -> None:
         """Start polling (and, on PostgreSQL, listening and notifying)."""
@@ -391,6 +395,8 @@ class EventHub:
     def _changed_here(self, key: Key) -> None:
         if key in self._watches:
             self._spawn(self._check(key))
+        if self.lists.watched(key[0]):
+            self._spawn(self.lists.check(key[0]))
         if self._outbox is not None:
             self._outbox.put_nowait(key)
 
@@ -514,6 +520,7 @@ class EventHub:
                         del self._watches[key]
                     continue
                 await self._check(key)
+            await self.lists.poll()  # after the loop over the session watches
 
     async def _listen(self) -> None:
         import psycopg
@@ -528,6 +535,8 @@ class EventHub:
                         app, session_id = json.loads(note.payload)
                         if (app, session_id) in self._watches:
                             self._spawn(self._check((app, session_id)))
+                        if self.lists.watched(app):
+                            self._spawn(self.lists.check(app))
             except asyncio.CancelledError:
                 raise
             except Exception:

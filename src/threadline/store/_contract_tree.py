@@ -137,6 +137,20 @@ class TreeContract(Protocol):
         [('message_updated', {'id': 'm1'})]
         """
 
+    def get_session_deletions(self, app: str, after_stamp: int = 0) -> list[Change]:
+        """The app's sessions deleted after ``after_stamp`` (µs since the epoch), oldest
+        first: each a ``Change`` of kind ``gone`` whose payload holds the ``session_id``, its
+        ``generation`` and ``user_id``. Kept about an hour.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> info = store.create_session("default", "s1", user_id="u1")
+        >>> _ = store.delete_session("default", "s1")
+        >>> [c.payload for c in store.get_session_deletions("default")] == [
+        ...     {"session_id": "s1", "generation": info.generation, "user_id": "u1"}]
+        True
+        """
+
     def get_message(
         self, app: str, session_id: str, message_id: str, *, generation: int | None = None
     ) -> Message | None:

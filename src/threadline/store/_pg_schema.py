@@ -205,6 +205,7 @@ _V5 = [
     """CREATE TABLE IF NOT EXISTS tl_changes (
         app TEXT NOT NULL, session_id TEXT NOT NULL, stamp BIGINT NOT NULL, kind TEXT NOT NULL,
         payload TEXT NOT NULL, PRIMARY KEY (app, session_id, stamp, kind))""",
+    "CREATE INDEX IF NOT EXISTS tl_changes_gone ON tl_changes (app, stamp) WHERE kind = 'gone'",
 ]
 
 # Version 6: split_glued also splits accented (any Latin-script) letters from scripts written

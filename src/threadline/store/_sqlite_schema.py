@@ -199,6 +199,7 @@ _SCHEMA_V6 = (
     """CREATE TABLE IF NOT EXISTS tl_changes (
         app TEXT NOT NULL, session_id TEXT NOT NULL, stamp INTEGER NOT NULL, kind TEXT NOT NULL,
         payload TEXT NOT NULL, PRIMARY KEY (app, session_id, stamp, kind)) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS tl_changes_gone ON tl_changes (app, stamp) WHERE kind = 'gone'",
 )
 
 

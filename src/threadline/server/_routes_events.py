@@ -68,8 +68,9 @@ async def events(
     ),
 ) -> StreamingResponse:
     """Server-sent events of this session (the generation that exists now), from now on or
-    after ``Last-Event-ID``: ``message`` (appended, with ``seq`` and ``parent_id``), ``head``
-    (moved), ``compaction`` (an overlay stored), ``renamed``, ``state``; ``gone`` (deleted),
+    after ``Last-Event-ID``: ``message`` (appended, with ``seq`` and ``parent_id``),
+    ``message_updated``, ``messages_deleted``, ``head`` (moved), ``compaction`` (an overlay
+    stored), ``block`` (a session block written), ``renamed``, ``state``; ``gone`` (deleted),
     ``lagged`` (fell behind) and ``reset`` (cannot resume: reload) . Ids are
     ``<generation>:<stamp>``; comments keep the connection alive. The stream ends after
     ``gone`` or ``lagged``, when the client leaves or its key is revoked (checked every few

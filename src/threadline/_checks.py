@@ -122,6 +122,7 @@ RULES: dict[str, Callable[[str, Any], Any]] = {
     "limit": functools.partial(check_int, minimum=1),
     "max_bytes": functools.partial(check_int, minimum=0),
     "after_seq": functools.partial(check_int, minimum=0),
+    "after_stamp": functools.partial(check_int, minimum=0),
     "count": functools.partial(check_int, minimum=1),
     "generation": functools.partial(check_int, minimum=1),
     "min_messages": functools.partial(check_int, minimum=0),

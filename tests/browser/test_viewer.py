@@ -261,3 +261,18 @@ def test_a_deleted_session_ends_the_live_view(page: Any, server: Server) -> None
     server.call("DELETE", "sessions/doomed")
     expect(page.get_by_text("Session not found")).to_be_visible(timeout=20_000)
     expect(page.locator("#live")).to_be_hidden()
+
+
+def test_an_edit_and_a_delete_made_elsewhere_redraw_the_live_view(
+    page: Any, server: Server
+) -> None:
+    """The stream's ``message_updated`` and ``messages_deleted`` events reload the view."""
+    server.call("POST", "sessions/faro/messages", {"id": "f1", "role": "user", "content": "hi"})
+    server.call("POST", "sessions/faro/messages", {"id": "f2", "role": "user", "content": "two"})
+    open_viewer(page, server, "#/s/faro")
+    expect(node(page, "f2")).to_be_visible()
+    expect(page.locator("#live")).to_have_class(re.compile(r"\bon\b"))
+    server.call("PUT", "sessions/faro/messages/f1", {"role": "user", "content": "edited elsewhere"})
+    expect(node(page, "f1")).to_contain_text("edited elsewhere", timeout=20_000)
+    server.call("DELETE", "sessions/faro/messages/f2")
+    expect(node(page, "f2")).to_have_count(0, timeout=20_000)

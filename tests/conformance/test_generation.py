@@ -79,6 +79,7 @@ CALLS: dict[str, Callable[[Store, int], Any]] = {
     "get_path_length": lambda s, g: s.get_path_length(APP, SID, generation=g),
     "get_children": lambda s, g: s.get_children(APP, SID, "m1", generation=g),
     "add_compaction": lambda s, g: s.add_compaction(APP, SID, "sum", "m1", "m1", generation=g),
+    "get_changes": lambda s, g: s.get_changes(APP, SID, generation=g),
     "get_compactions": lambda s, g: s.get_compactions(APP, SID, generation=g),
     "get_skill_loads": lambda s, g: s.get_skill_loads(APP, SID, generation=g),
     "get_block": lambda s, g: s.get_block(APP, "session", SID, "memory", generation=g),

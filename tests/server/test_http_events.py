@@ -24,7 +24,11 @@ class Subscriber:
     ``id:`` lines in order, ``ended`` is set when the server closed the stream."""
 
     def __init__(
-        self, server: Server, key: str, session: str, last_event_id: str | None = None
+        self,
+        server: Server,
+        key: str,
+        session: str | None,
+        last_event_id: str | None = None,
     ) -> None:
         self.events: list[tuple[str, dict[str, Any]]] = []
         self.ids: list[str] = []
@@ -33,7 +37,7 @@ class Subscriber:
         headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
         self._stream = self._client.stream(
             "GET",
-            f"/v1/sessions/{session}/events",
+            f"/v1/sessions/{session}/events" if session is not None else "/v1/events",
             params={"access_token": key},
             headers=headers,
         )
@@ -434,6 +438,207 @@ def test_a_delete_ends_the_streams_on_every_worker(two_workers: Server) -> None:
         for sub in fresh:
             ids = [m["message"]["id"] for m in sub.wait_for(2, "message")]
             assert ids == ["new2", "new3"], sub.worker
+    finally:
+        for sub in subscribers:
+            sub.close()
+
+
+def _text(message: dict[str, Any]) -> str:
+    return "".join(p.get("text", "") for p in message.get("parts", []))
+
+
+def test_edits_deletes_and_blocks_are_pushed_whoever_writes_them(server: Server) -> None:
+    """Clarification 29: ``message_updated``, ``messages_deleted`` and ``block`` events, for
+    writes made through HTTP and by the library directly on the same store (another process
+    as far as the server knows: only its poll sees them). A large edit is a reference."""
+    app = f"edits-{uuid.uuid4().hex[:6]}"
+    key = server.key(app)
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    store = threadline.connect(server.db)
+    try:
+        with server.client(key) as http:
+            _post(http, session, "m1", "m2", "m3", "m4", "m5")
+            sub = Subscriber(server, key, session)
+            try:
+                answer = http.put(
+                    f"/v1/sessions/{session}/messages/m1", json={"role": "user", "content": "new"}
+                )
+                assert answer.status_code == 200, answer.text
+                updated = sub.wait_for(1, "message_updated")[0]
+                assert updated["session_id"] == session
+                assert (updated["message"]["id"], _text(updated["message"])) == ("m1", "new")
+                edit = {"id": "m2", "role": "user", "parts": [{"type": "text", "text": "lib"}]}
+                store.update_message(app, session, edit)
+                updated = sub.wait_for(2, "message_updated")[1]["message"]
+                assert (updated["id"], _text(updated)) == ("m2", "lib")
+                big = {
+                    "id": "m3",
+                    "role": "user",
+                    "parts": [{"type": "text", "text": "x" * 99_000}],
+                }
+                store.update_message(app, session, big)
+                ref = sub.wait_for(3, "message_updated")[2]
+                assert ref["message"]["id"] == "m3" and "parts" not in ref["message"]
+                assert ref["message_ref"]["href"] == f"/v1/sessions/{session}/messages/m3"
+                assert http.delete(f"/v1/sessions/{session}/messages/m4").status_code == 204
+                assert sub.wait_for(1, "messages_deleted")[0] == {
+                    "session_id": session,
+                    "ids": ["m4"],
+                }
+                assert store.delete_messages(app, session, ["m5", "nope"]) == 1
+                assert sub.wait_for(2, "messages_deleted")[1]["ids"] == ["m5"]
+                store.set_block(app, "session", session, "notes", "remember the hotel")
+                block = sub.wait_for(1, "block")[0]
+                assert block == {
+                    "session_id": session,
+                    "label": "notes",
+                    "content": "remember the hotel",
+                }
+                store.set_block(app, "user", "u1", "persona", "not this session's")
+                assert http.delete(f"/v1/sessions/{session}/messages").status_code == 204
+                assert sub.wait_for(3, "messages_deleted")[2] == {
+                    "session_id": session,
+                    "all": True,
+                }
+                time.sleep(
+                    1.0
+                )  # a poll or two: nothing more (the user block is not this session's)
+                kinds = [event for event, _ in sub.events]
+                assert kinds.count("block") == 1 and kinds.count("message_updated") == 3
+                assert all(i.count(":") == 1 for i in sub.ids)
+            finally:
+                sub.close()
+    finally:
+        store.close()
+
+
+def test_an_edit_reaches_subscribers_on_every_worker(two_workers: Server) -> None:
+    """PostgreSQL: through NOTIFY alone (the poll is out of the test's reach); SQLite: polling."""
+    server = two_workers
+    key = server.key(f"edit2-{uuid.uuid4().hex[:6]}")
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    with server.client(key) as http:
+        _post(http, session, "m1", "m2")
+    subscribers: list[Subscriber] = []
+    try:
+        for _ in range(24):
+            sub = Subscriber(server, key, session)
+            subscribers.append(sub)
+            if len({s.worker for s in subscribers}) == 2:
+                break
+        assert len({s.worker for s in subscribers}) == 2, "all streams landed on one worker"
+        with server.client(key) as http:
+            body = {"role": "user", "content": "edited"}
+            assert http.put(f"/v1/sessions/{session}/messages/m1", json=body).status_code == 200
+        with server.client(key) as http:
+            assert http.delete(f"/v1/sessions/{session}/messages/m2").status_code == 204
+        for sub in subscribers:
+            assert _text(sub.wait_for(1, "message_updated")[0]["message"]) == "edited"
+            assert sub.wait_for(1, "messages_deleted")[0]["ids"] == ["m2"]
+    finally:
+        for sub in subscribers:
+            sub.close()
+
+
+def _sessions_in(sub: Subscriber) -> set[str]:
+    return {data["session_id"] for event, data in sub.events if "session_id" in data}
+
+
+def test_the_session_list_streams_only_what_the_key_sees(server: Server) -> None:
+    """``GET /v1/events``: sessions created, updated (renamed, messages appended) and deleted,
+    through HTTP and by the library directly; an app key sees its app's sessions, a user-bound
+    key only its user's, never another app's or another user's."""
+    app, other_app = (f"list-{uuid.uuid4().hex[:6]}" for _ in range(2))
+    app_key, u1_key, u2_key = server.key(app), server.key(app, "u1"), server.key(app, "u2")
+    other_key = server.key(other_app)
+    s1, s2, s3, s4 = (f"s-{uuid.uuid4().hex[:8]}" for _ in range(4))
+    store = threadline.connect(server.db)
+    subs = {
+        name: Subscriber(server, key, None)
+        for name, key in (("app", app_key), ("u1", u1_key), ("u2", u2_key), ("other", other_key))
+    }
+    try:
+        with server.client(u1_key) as u1, server.client(u2_key) as u2:
+            assert u1.post("/v1/sessions", json={"session_id": s1}).status_code == 201
+            created = subs["u1"].wait_for(1, "created")[0]
+            assert (created["session_id"], created["user_id"]) == (s1, "u1")
+            assert created["generation"] > 0 and created["message_count"] == 0
+            assert u2.post("/v1/sessions", json={"session_id": s2}).status_code == 201
+            subs["u2"].wait_for(1, "created")
+            store.create_session(app, s3, user_id="u1")  # the library, behind the server
+            store.append_messages(
+                app, s3, [{"id": "m1", "role": "user", "parts": [{"type": "text", "text": "x"}]}]
+            )
+            assert u1.patch(f"/v1/sessions/{s1}", json={"name": "Trip"}).status_code == 200
+            deadline = time.monotonic() + 15
+            while not any(
+                d["session_id"] == s1 and d["name"] == "Trip"
+                for d in subs["u1"].wait_for(1, "updated")
+            ) or not any(
+                d["session_id"] == s3 and d["message_count"] == 1
+                for d in subs["u1"].wait_for(1, "updated") + subs["u1"].wait_for(1, "created")
+            ):
+                assert time.monotonic() < deadline, subs["u1"].events
+                time.sleep(0.1)
+            assert u1.delete(f"/v1/sessions/{s1}").status_code == 204
+            store.delete_session(app, s2)
+        with server.client(other_key) as other:
+            assert other.post("/v1/sessions", json={"session_id": s4}).status_code == 201
+        gone_u1 = subs["u1"].wait_for(1, "gone")[0]
+        assert gone_u1 == {"session_id": s1, "generation": created["generation"], "user_id": "u1"}
+        assert subs["u2"].wait_for(1, "gone")[0]["session_id"] == s2
+        assert {d["session_id"] for d in subs["app"].wait_for(2, "gone")} == {s1, s2}
+        subs["other"].wait_for(1, "created")
+        time.sleep(1.0)  # a poll or two more: nothing else arrives
+        assert _sessions_in(subs["app"]) == {s1, s2, s3}
+        assert _sessions_in(subs["u1"]) == {s1, s3}
+        assert _sessions_in(subs["u2"]) == {s2}
+        assert _sessions_in(subs["other"]) == {s4}
+        for sub in subs.values():
+            assert len(sub.ids) == len(sub.events) + 1  # the subscribed id, then one per event
+            assert not sub.ended.is_set()
+        # resuming: after the first event, the rest again (this user's only); a stranger id: reset
+        first_id = subs["u1"].ids[1]
+        resumed = Subscriber(server, u1_key, None, last_event_id=first_id)
+        bogus = Subscriber(server, u1_key, None, last_event_id="1:1")
+        try:
+            expected = [(e, d["session_id"]) for e, d in subs["u1"].events[1:]]
+            deadline = time.monotonic() + 10
+            while len(resumed.events) < len(expected):
+                assert time.monotonic() < deadline, resumed.events
+                time.sleep(0.05)
+            assert [(e, d["session_id"]) for e, d in resumed.events] == expected
+            assert bogus.wait_for(1, "reset")
+        finally:
+            resumed.close()
+            bogus.close()
+    finally:
+        for sub in subs.values():
+            sub.close()
+        store.close()
+
+
+def test_the_session_list_reaches_subscribers_on_every_worker(two_workers: Server) -> None:
+    """PostgreSQL: through NOTIFY alone (the poll is out of the test's reach)."""
+    server = two_workers
+    app = f"list2-{uuid.uuid4().hex[:6]}"
+    key = server.key(app)
+    session = f"s-{uuid.uuid4().hex[:8]}"
+    subscribers: list[Subscriber] = []
+    try:
+        for _ in range(24):
+            subscribers.append(Subscriber(server, key, None))
+            if len({s.worker for s in subscribers}) == 2:
+                break
+        assert len({s.worker for s in subscribers}) == 2, "all streams landed on one worker"
+        with server.client(key) as http:
+            assert http.post("/v1/sessions", json={"session_id": session}).status_code == 201
+        for sub in subscribers:  # (one deleted before a worker looks is told only as gone)
+            assert sub.wait_for(1, "created")[0]["session_id"] == session, sub.worker
+        with server.client(key) as http:
+            assert http.delete(f"/v1/sessions/{session}").status_code == 204
+        for sub in subscribers:
+            assert sub.wait_for(1, "gone")[0]["session_id"] == session, sub.worker
     finally:
         for sub in subscribers:
             sub.close()

@@ -38,19 +38,19 @@ def guarded(path: str) -> bool:
 
 
 def is_event_stream(method: str, path: str) -> bool:
-    """Whether the request is ``GET /v1/sessions/{id}/events`` (which also takes the key as
-    ``?access_token=``: browsers' ``EventSource`` cannot send headers). Ids in routing paths
-    keep ``/`` escaped, so the segments are the route's.
+    """Whether the request is ``GET /v1/sessions/{id}/events`` or ``GET /v1/events`` (which
+    also take the key as ``?access_token=``: browsers' ``EventSource`` cannot send headers).
+    Ids in routing paths keep ``/`` escaped, so the segments are the route's.
 
     >>> is_event_stream("GET", "/v1/sessions/a%2Fb/events"), is_event_stream("GET", "/v1/x")
     (True, False)
+    >>> is_event_stream("GET", "/v1/events")
+    True
     """
     parts = path.split("/")
-    return (
-        method == "GET"
-        and len(parts) == 5
-        and parts[:3] == ["", "v1", "sessions"]
-        and (parts[4] == "events")
+    return method == "GET" and (
+        parts == ["", "v1", "events"]
+        or (len(parts) == 5 and parts[:3] == ["", "v1", "sessions"] and parts[4] == "events")
     )
 
 

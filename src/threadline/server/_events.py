@@ -175,14 +175,46 @@ def _size(value: Any) -> int:
     return 8
 
 
-def _message_event(session_id: str, seq: int, parent_id: str | None, message: Any) -> str:
-    data = {"session_id": session_id, "seq": seq, "parent_id": parent_id, "message": message}
+def _message_event(
+    session_id: str, seq: int | None, parent_id: str | None, message: Any, kind: str = "message"
+) -> str:
+    data: dict[str, Any] = {"session_id": session_id, "message": message}
+    if kind == "message":
+        data.update(seq=seq, parent_id=parent_id)
     size = _size(message)
     if size > INLINE_BYTES:  # a big body would fill subscribers' buffers: say where it is
         data["message"] = {k: message[k] for k in ("id", "role", "createdAt") if k in message}
         path = f"{quote(session_id, safe='')}/messages/{quote(message['id'], safe='')}"
         data["message_ref"] = {"href": f"/v1/sessions/{path}", "bytes": size}
-    return sse("message", data)
+    return sse(kind, data)
+
+
+def _logged(store: Store, app: str, session_id: str, after: int, upto: int) -> list[str]:
+    """Events of the logged changes (edits, deletes, session blocks) in ``(after, upto]``:
+    each read back now (a message edited, then deleted, is told only as deleted)."""
+    get_changes = getattr(store, "get_changes", None)
+    if get_changes is None:  # a store that keeps no change log
+        return []
+    events: list[str] = []
+    for change in get_changes(app, session_id, after):
+        if change.stamp > upto:
+            break
+        payload = change.payload
+        if change.kind == "message_updated":
+            message = store.get_message(app, session_id, payload["id"])
+            if message is not None:
+                events.append(_message_event(session_id, None, None, message, change.kind))
+        elif change.kind == "messages_deleted":
+            events.append(sse(change.kind, {"session_id": session_id, **payload}))
+        elif change.kind == "block":
+            content = store.get_block(app, "session", session_id, payload["label"])
+            data = {"session_id": session_id, "label": payload["label"], "content": content}
+            if content is not None and len(content) > INLINE_BYTES:
+                path = f"{quote(session_id, safe='')}/blocks/{quote(payload['label'], safe='')}"
+                data["content"] = None
+                data["content_ref"] = {"href": f"/v1/sessions/{path}", "bytes": len(content)}
+            events.append(sse("block", data))
+    return events
 
 
 def _changes(store: Store, app: str, session_id: str, seen: _Seen) -> list[str]:
@@ -203,6 +235,7 @@ def _changes(store: Store, app: str, session_id: str, seen: _Seen) -> list[str]:
             seq = node.seq
         if not full:
             break
+    events += _logged(store, app, session_id, seen.stamp, stamp)
     head = store.get_head(app, session_id)
     head_id = head["id"] if head else None
     if head_id != seen.head_id:
@@ -330,6 +363,10 @@ class EventHub:
         self._tasks: list[asyncio.Task[None]] = []
         self._outbox: asyncio.Queue[Key] | None = None
         self._pending: set[asyncio.Future[None]] = set()
+        from threadline.server._list_events import ListFeed  # it builds on this module
+
+        self.lists = ListFeed(store)
+        """The session-list watches (``GET /v1/events``), told of the same changes."""
 
     async def start(self) -> None:
         """Start polling (and, on PostgreSQL, listening and notifying)."""
@@ -358,6 +395,8 @@ class EventHub:
     def _changed_here(self, key: Key) -> None:
         if key in self._watches:
             self._spawn(self._check(key))
+        if self.lists.watched(key[0]):
+            self._spawn(self.lists.check(key[0]))
         if self._outbox is not None:
             self._outbox.put_nowait(key)
 
@@ -481,6 +520,7 @@ class EventHub:
                         del self._watches[key]
                     continue
                 await self._check(key)
+            await self.lists.poll()  # after the loop over the session watches
 
     async def _listen(self) -> None:
         import psycopg
@@ -495,6 +535,8 @@ class EventHub:
                         app, session_id = json.loads(note.payload)
                         if (app, session_id) in self._watches:
                             self._spawn(self._check((app, session_id)))
+                        if self.lists.watched(app):
+                            self._spawn(self.lists.check(app))
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -68,8 +68,9 @@ async def events(
     ),
 ) -> StreamingResponse:
     """Server-sent events of this session (the generation that exists now), from now on or
-    after ``Last-Event-ID``: ``message`` (appended, with ``seq`` and ``parent_id``), ``head``
-    (moved), ``compaction`` (an overlay stored), ``renamed``, ``state``; ``gone`` (deleted),
+    after ``Last-Event-ID``: ``message`` (appended, with ``seq`` and ``parent_id``),
+    ``message_updated``, ``messages_deleted``, ``head`` (moved), ``compaction`` (an overlay
+    stored), ``block`` (a session block written), ``renamed``, ``state``; ``gone`` (deleted),
     ``lagged`` (fell behind) and ``reset`` (cannot resume: reload) . Ids are
     ``<generation>:<stamp>``; comments keep the connection alive. The stream ends after
     ``gone`` or ``lagged``, when the client leaves or its key is revoked (checked every few
@@ -88,5 +89,35 @@ async def events(
         "Cache-Control": "no-cache",
         "X-Accel-Buffering": "no",
         "X-Threadline-Worker": str(os.getpid()),  # which process serves the stream
+    }
+    return EventStreamResponse(stream, sub, headers=headers)
+
+
+@routes.get(
+    "/events",
+    tags=["events"],
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def list_events(
+    request: Request,
+    tenant: Tenant = Depends(_stream_tenant),
+    last_event_id: str | None = Header(default=None, description="Resume after this event"),
+    resume: str | None = Query(
+        default=None, alias="last_event_id", description="Last-Event-ID, as a query parameter"
+    ),
+) -> StreamingResponse:
+    """Server-sent events of the session list this key sees (an app key: the app's sessions;
+    a user-bound key: that user's only), from now on or after ``Last-Event-ID``: ``created``,
+    ``updated`` (its registry row: name, message count, times) and ``gone`` (deleted), with
+    ``lagged`` and ``reset`` as for a session's stream. Ids are ``<watch>:<n>``, per worker."""
+    sub = Subscriber()
+    stream = hub(request).lists.subscribe(
+        tenant.app, tenant.user, sub, _gone(request), last_event_id=last_event_id or resume
+    )
+    headers = {
+        "Cache-Control": "no-cache",
+        "X-Accel-Buffering": "no",
+        "X-Threadline-Worker": str(os.getpid()),
     }
     return EventStreamResponse(stream, sub, headers=headers)

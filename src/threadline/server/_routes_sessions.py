@@ -25,7 +25,7 @@ routes = router()
 
 
 @routes.post("/sessions", status_code=201, response_model=SessionOut, tags=["sessions"])
-def create_session(body: SessionIn, tenant: Tenant = TenantDep) -> Any:
+def create_session(body: SessionIn, request: Request, tenant: Tenant = TenantDep) -> Any:
     """Create a session (its id is generated unless ``session_id`` is given; 409 if taken)."""
     fields = body.model_dump()
     if tenant.user is not None:
@@ -33,7 +33,9 @@ def create_session(body: SessionIn, tenant: Tenant = TenantDep) -> Any:
             raise InvalidArgumentError(f"this API key is bound to user {tenant.user!r}")
         fields["user_id"] = tenant.user
     tenant.check_state(fields["state"])
-    return plain(tenant.manager.create(**fields))
+    created = tenant.manager.create(**fields)
+    changed(request, tenant, created.id)  # the session list's streams, on every worker
+    return plain(created)
 
 
 @routes.get("/sessions", response_model=SessionPageOut, tags=["sessions"])

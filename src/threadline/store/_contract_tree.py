@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from threadline.store._values import UNSET, RecentPath, TreeNode
+from threadline.store._values import UNSET, Change, RecentPath, TreeNode
 from threadline.types import (
     AUTO,
     AutoType,
@@ -119,6 +119,36 @@ class TreeContract(Protocol):
         >>> store.clear_messages("default", "s1")
         >>> store.get_head("default", "s1"), store.get_session("default", "s1").message_count
         (None, 0)
+        """
+
+    def get_changes(
+        self, app: str, session_id: str, after_stamp: int = 0, *, generation: int | None = None
+    ) -> list[Change]:
+        """The session's logged changes with a stamp above ``after_stamp``, oldest first:
+        message edits, deletes and session block writes, each under the session's
+        ``updated_at`` (µs) after it, logged in the write's transaction (ids and labels only,
+        never a body). Appends are not logged (``seq`` tells them). Kept about an hour.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> _ = store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])
+        >>> _ = store.update_message("default", "s1", {"id": "m1", "role": "user", "parts": []})
+        >>> [(c.kind, c.payload) for c in store.get_changes("default", "s1")]
+        [('message_updated', {'id': 'm1'})]
+        """
+
+    def get_session_deletions(self, app: str, after_stamp: int = 0) -> list[Change]:
+        """The app's sessions deleted after ``after_stamp`` (µs since the epoch), oldest
+        first: each a ``Change`` of kind ``gone`` whose payload holds the ``session_id``, its
+        ``generation`` and ``user_id``. Kept about an hour.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> info = store.create_session("default", "s1", user_id="u1")
+        >>> _ = store.delete_session("default", "s1")
+        >>> [c.payload for c in store.get_session_deletions("default")] == [
+        ...     {"session_id": "s1", "generation": info.generation, "user_id": "u1"}]
+        True
         """
 
     def get_message(

@@ -199,18 +199,22 @@ _V4 = [
 # (app, id) takes a value of one sequence, so a session deleted and created again is told
 # apart from the old one, whatever statement inserts the row. An upsert that finds the row
 # may draw a value and drop it: generations are unique and never reused, not gapless.
-# Existing sessions are numbered oldest first. ``changes`` counts a session's writes (the
-# event ids of docs/server.md).
+# Existing sessions are numbered oldest first. ``tl_changes`` logs the writes that appends do
+# not tell (edits, deletes, blocks) for the event streams of docs/server.md, under the
+# session's ``updated_at`` after the write (store/_sql_changes.py).
 _V5 = [
     "CREATE SEQUENCE IF NOT EXISTS tl_session_generation AS BIGINT",
     "ALTER TABLE tl_sessions ADD COLUMN IF NOT EXISTS generation BIGINT",
-    "ALTER TABLE tl_sessions ADD COLUMN IF NOT EXISTS changes BIGINT NOT NULL DEFAULT 0",
     """UPDATE tl_sessions s SET generation = n.g FROM (
         SELECT app, id, nextval('tl_session_generation') AS g FROM (
             SELECT app, id FROM tl_sessions ORDER BY created_at, app, id) o) n
         WHERE s.app = n.app AND s.id = n.id AND s.generation IS NULL""",
     "ALTER TABLE tl_sessions ALTER COLUMN generation SET DEFAULT nextval('tl_session_generation')",
     "ALTER TABLE tl_sessions ALTER COLUMN generation SET NOT NULL",
+    """CREATE TABLE IF NOT EXISTS tl_changes (
+        app TEXT NOT NULL, session_id TEXT NOT NULL, stamp BIGINT NOT NULL, kind TEXT NOT NULL,
+        payload TEXT NOT NULL, PRIMARY KEY (app, session_id, stamp, kind))""",
+    "CREATE INDEX IF NOT EXISTS tl_changes_gone ON tl_changes (app, stamp) WHERE kind = 'gone'",
 ]
 
 # Version 6: split_glued also splits accented (any Latin-script) letters from scripts written

@@ -88,6 +88,7 @@ from threadline.store._sql_base import (
     _in_list,
     owner_clause,
 )
+from threadline.store._sql_changes import ChangesMixin
 from threadline.store._sql_content import ContentMixin
 from threadline.store._sql_keys import KeysMixin
 from threadline.store._sql_nodes import NodesMixin
@@ -101,6 +102,7 @@ class SQLStore(
     TransferMixin,
     RegistryMixin,
     TreeMixin,
+    ChangesMixin,
     NodesMixin,
     ContentMixin,
     StateMixin,

@@ -25,6 +25,7 @@ from threadline.store._sql_base import (
     _owner_filter,
     compactions_of,
 )
+from threadline.store._sql_changes import log_change
 from threadline.store._sql_text import (
     SQL_COMPACTIONS,
     SQL_IS_ANCESTOR,
@@ -189,6 +190,7 @@ class ContentMixin(AttachmentMixin):
             tx.send(sql, (app, owner, owner_id, label, content, self._now_us()))
             if owner == "session":
                 self._touch(tx, app, owner_id, user_id)
+                log_change(tx, app, owner_id, "block", {"label": label}, self._now_us())
 
         lock = (app, owner_id, user_id) if owner == "session" else None
         self._write("set_block", run, lock=lock)

@@ -28,6 +28,7 @@ from threadline.store._sql_base import (
     _owner_filter,
     owner_clause,
 )
+from threadline.store._sql_changes import forget_changes
 from threadline.store._sql_text import (
     _BUMP_UPDATED_AT,
     _UPDATED_AT,
@@ -268,6 +269,7 @@ class RegistryMixin(AttachmentMixin):
         changed += tx.execute(
             "DELETE FROM tl_state WHERE app = ? AND owner = 'session' AND owner_id = ?", key
         )
+        forget_changes(tx, app, session_id, self._now_us(), existed)
         tx.send("DELETE FROM tl_sessions WHERE app = ? AND id = ?", key)
         return existed or changed > 0
 

@@ -38,6 +38,7 @@ from threadline.store._sql_base import (
     _in_list,
     compactions_of,
 )
+from threadline.store._sql_changes import log_change
 from threadline.store._sql_text import (
     SQL_COMPACTIONS,
     SQL_HEAD_DEPTH,
@@ -326,6 +327,7 @@ class TreeMixin(AttachmentMixin):
         tx.send(SQL_SKILL_DELETE_FOR, (app, session_id, message_id))
         self._index_skill_loads(tx, app, session_id, message)
         self._touch(tx, app, session_id)
+        log_change(tx, app, session_id, "message_updated", {"id": message_id}, self._now_us())
         return message
 
     def delete_messages(
@@ -384,6 +386,7 @@ class TreeMixin(AttachmentMixin):
             if orphan_id not in gone:
                 self._make_root(tx, app, session_id, orphan_id, depth, path_bytes, size)
         self._after_delete(tx, app, session_id, gone)
+        log_change(tx, app, session_id, "messages_deleted", {"ids": found}, self._now_us())
         return len(found)
 
     @staticmethod
@@ -427,6 +430,7 @@ class TreeMixin(AttachmentMixin):
                 "UPDATE tl_sessions SET head_id = NULL, message_count = 0 WHERE app = ? AND id = ?",
                 key,
             )
+            log_change(tx, app, session_id, "messages_deleted", {"all": True}, self._now_us())
 
         self._write("clear_messages", run, lock=(app, session_id, None))
 

@@ -183,11 +183,11 @@ def _migrate_to_5(conn: sqlite3.Connection) -> None:
 # session deleted and created again is told apart from the old one; never reused, because
 # the counter only grows. A trigger numbers the row in the inserting transaction, whatever
 # statement inserts it (create, the upserts of appends and touches, usage, import); an
-# upsert that finds the row updates it and fires no INSERT trigger. ``changes`` counts a
-# session's writes (the event ids of docs/server.md).
+# upsert that finds the row updates it and fires no INSERT trigger. ``tl_changes`` logs the
+# writes that appends do not tell (edits, deletes, blocks) for the event streams of
+# docs/server.md, under the session's ``updated_at`` after the write (store/_sql_changes.py).
 _SCHEMA_V6 = (
     "ALTER TABLE tl_sessions ADD COLUMN generation INTEGER",
-    "ALTER TABLE tl_sessions ADD COLUMN changes INTEGER NOT NULL DEFAULT 0",
     """CREATE TRIGGER IF NOT EXISTS tl_sessions_generation AFTER INSERT ON tl_sessions
     BEGIN
         UPDATE tl_meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)
@@ -196,15 +196,18 @@ _SCHEMA_V6 = (
             (SELECT CAST(value AS INTEGER) FROM tl_meta WHERE key = 'generation')
         WHERE app = NEW.app AND id = NEW.id;
     END""",
+    """CREATE TABLE IF NOT EXISTS tl_changes (
+        app TEXT NOT NULL, session_id TEXT NOT NULL, stamp INTEGER NOT NULL, kind TEXT NOT NULL,
+        payload TEXT NOT NULL, PRIMARY KEY (app, session_id, stamp, kind)) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS tl_changes_gone ON tl_changes (app, stamp) WHERE kind = 'gone'",
 )
 
 
 def _migrate_to_6(conn: sqlite3.Connection) -> None:
     # Idempotent, as every migration here: a store whose tl_meta was lost runs them all again.
     columns = {row[1] for row in conn.execute("PRAGMA table_info(tl_sessions)")}
-    for name, statement in zip(("generation", "changes"), _SCHEMA_V6[:2], strict=True):
-        if name not in columns:
-            conn.execute(statement)
+    if "generation" not in columns:
+        conn.execute(_SCHEMA_V6[0])
     # Sessions without one get the next numbers (oldest first), after any already given, and
     # the counter continues after them: a generation is never handed out twice.
     (last,) = conn.execute("SELECT COALESCE(MAX(generation), 0) FROM tl_sessions").fetchone()
@@ -221,7 +224,8 @@ def _migrate_to_6(conn: sqlite3.Connection) -> None:
         "MAX(CAST(tl_meta.value AS INTEGER), CAST(excluded.value AS INTEGER))",
         (str(last + len(keys)),),
     )
-    conn.execute(_SCHEMA_V6[2])
+    for statement in _SCHEMA_V6[1:]:
+        conn.execute(statement)
 
 
 # Version 7: split_glued also splits accented (any Latin-script) letters from scripts written

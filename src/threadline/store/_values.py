@@ -12,6 +12,7 @@ from threadline.types import Compaction, RecentHistory, Scope, SessionInfo
 __all__ = [
     "UNSET",
     "ApiKey",
+    "Change",
     "Entry",
     "OwnerKind",
     "RecentPath",
@@ -92,6 +93,26 @@ class ApiKey:
     user_id: str | None
     created_at: datetime
     revoked: bool
+
+
+@dataclass(frozen=True)
+class Change:
+    """One logged write to a session that appends do not tell (what ``Store.get_changes``
+    returns): ``stamp`` is the session's ``updated_at`` after it, in microseconds; ``kind``
+    is ``message_updated`` (``{"id": ...}``), ``messages_deleted`` (``{"ids": [...]}``, or
+    ``{"all": true}`` when cleared) or ``block`` (``{"label": ...}``, a session block).
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> _ = store.append_messages("default", "s1", [{"id": "m1", "role": "user", "parts": []}])
+    >>> _ = store.delete_messages("default", "s1", ["m1"])
+    >>> [(c.kind, c.payload) for c in store.get_changes("default", "s1")]
+    [('messages_deleted', {'ids': ['m1']})]
+    """
+
+    stamp: int
+    kind: str
+    payload: dict[str, Any]
 
 
 @dataclass(frozen=True)

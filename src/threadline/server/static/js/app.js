@@ -433,11 +433,15 @@ function renderInfo(info) {
 
 // ------------------------------------------------------------------------------ live updates
 
-// GET .../events sends `message` (appended), `head` (moved), `compaction` (overlay stored),
-// `renamed`, `state`, and `reset` (resuming was not possible): each reloads the session.
+// GET .../events sends `message` (appended), `message_updated`, `messages_deleted`, `block`,
+// `head` (moved), `compaction` (overlay stored), `renamed`, `state`, and `reset` (resuming
+// was not possible): each reloads the session.
 // `gone` (deleted) ends the stream; `lagged` ends it too, and EventSource reconnects by itself
 // with Last-Event-ID, which replays what was missed (or answers `reset`).
-const EVENT_NAMES = ["message", "head", "compaction", "renamed", "state", "reset"];
+const EVENT_NAMES = [
+  "message", "message_updated", "messages_deleted", "head", "compaction", "block", "renamed",
+  "state", "reset",
+];
 
 function subscribe(sessionId) {
   if (typeof EventSource === "undefined") return;

@@ -17,6 +17,7 @@ import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, cast
 
@@ -215,7 +216,19 @@ class Session:
         session._settings = settings.copy()
         session._used = True
         session._generation_seen = generation
+        on_rollback = getattr(store, "_on_rollback", None)
+        if generation is not None and on_rollback is not None:
+            # Seen inside a transaction: perhaps a creation that rolls back with it.
+            on_rollback(partial(session._forget_generation, generation))
         return session
+
+    def _forget_generation(self, generation: int) -> None:
+        """Unbind from ``generation`` (seen in a transaction that rolled back)."""
+        if self._generation_seen == generation:
+            self._generation_seen = None
+        backend = self._backend_obj
+        if isinstance(backend, SessionStore) and backend.generation == generation:
+            backend.generation = None
 
     def _generation(self) -> int | None:
         """The generation of the session this object acts on (``None``: not bound yet)."""

@@ -471,3 +471,102 @@ def test_appends_bound_to_a_generation_race_a_delete_at_the_store_level(
         assert store.get_path_ids(APP, SID) == ["fresh"]
         new = store.get_session(APP, SID)
         assert new is not None and new.generation != old and new.message_count == 1
+
+
+# -- a binding made in a transaction that rolls back is undone -----------------------------------
+
+
+class _Undone(Exception):
+    pass
+
+
+def _roll_back(store: Store, fn: Callable[[], Any]) -> None:
+    def body() -> None:
+        fn()
+        raise _Undone("rolled back")
+
+    with pytest.raises(_Undone):
+        store.transaction(body)
+
+
+def test_a_creation_rolled_back_does_not_bind_the_session(store: Store) -> None:
+    """The first append of a Session runs in a transaction that rolls back: no session was
+    created, so its next append creates it (not "generation N is deleted")."""
+    manager = threadline.SessionManager(store, app_name=APP)
+    session = manager.get_session(SID)
+    _roll_back(store, lambda: session.append_message(_msg("m1")))
+    assert store.get_session(APP, SID) is None and session._generation() is None
+    session.append_message(_msg("m2"))
+    info = store.get_session(APP, SID)
+    assert info is not None and session._generation() == info.generation
+    assert [m["id"] for m in session.get_history()] == ["m2"]
+    assert manager.get_session(SID) is session
+
+
+def test_a_read_in_a_rolled_back_transaction_does_not_bind(store: Store) -> None:
+    """A handle's first read sees the transaction's own creation; rolled back, unbound."""
+    reader = store.session(APP, SID)
+
+    def create_then_read() -> None:
+        store.append_messages(APP, SID, [_msg("m1")])
+        assert [m["id"] for m in reader.get_path()] == ["m1"]
+
+    _roll_back(store, create_then_read)
+    assert reader.generation is None
+    store.append_messages(APP, SID, [_msg("n1")])
+    assert [m["id"] for m in reader.get_path()] == ["n1"]
+
+
+def test_a_manager_session_built_in_a_rolled_back_transaction_is_unbound(store: Store) -> None:
+    manager = threadline.SessionManager(store, app_name=APP)
+    built: list[threadline.Session] = []
+
+    def create_then_get() -> None:
+        store.append_messages(APP, SID, [_msg("m1")])
+        built.append(manager.get_session(SID))
+
+    _roll_back(store, create_then_get)
+    assert built[0]._generation() is None
+    built[0].append_message(_msg("n1"))
+    assert [m["id"] for m in built[0].get_history()] == ["n1"]
+
+
+def test_a_rolled_back_creation_leaves_no_binding_to_another_users_session(store: Store) -> None:
+    """SQLite numbers the next creation as the rolled-back one: the Session must not hold
+    that number, or it would act on another user's session as its own."""
+    mine = threadline.Session(store, app_name=APP, session_id=SID, user_id="u1")
+    _roll_back(store, lambda: mine.append_message(_msg("secret")))
+    theirs = threadline.Session(store, app_name=APP, session_id=SID, user_id="u2")
+    theirs.append_message(_msg("own"))
+    assert mine._generation() is None
+    store.delete_session(APP, SID)  # u2's session gone: u1's Session creates its own
+    mine.append_message(_msg("mine"))
+    info = store.get_session(APP, SID)
+    assert info is not None and info.user_id == "u1"
+    assert [m["id"] for m in mine.get_history()] == ["mine"]
+
+
+@pytest.mark.postgres
+def test_each_retried_attempt_of_a_transaction_starts_unbound(pg_dsn: str) -> None:
+    """PostgreSQL runs ``fn`` again after a deadlock: the first attempt's binding (to a
+    creation rolled back with it) is undone before the second runs."""
+    import psycopg
+
+    store = threadline.connect(pg_dsn)
+    try:
+        handle = store.session(APP, SID)
+        attempts: list[int | None] = []
+
+        def body() -> None:
+            attempts.append(handle.generation)
+            handle.append_messages([_msg("m1")])
+            if len(attempts) == 1:
+                raise psycopg.errors.DeadlockDetected("deadlock detected (simulated)")
+
+        store.transaction(body)
+        info = store.get_session(APP, SID)
+        assert attempts == [None, None]
+        assert info is not None and handle.generation == info.generation
+        assert [m["id"] for m in handle.get_path()] == ["m1"]
+    finally:
+        store.close()

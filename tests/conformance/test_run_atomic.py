@@ -557,3 +557,24 @@ def test_a_run_whose_session_is_created_again_meanwhile_stores_nothing_in_the_ne
     dump = store.dump_session("default", "s")
     assert dump.info.user_id == "ben"
     assert dump.messages == []
+
+
+def test_a_run_whose_commit_fails_on_a_new_session_leaves_it_unbound(store: Any) -> None:
+    """The failed commit created the session and rolled back: the next run creates it."""
+    from threadline import Session
+    from threadline.errors import InvalidArgumentError
+
+    session = Session(store, session_id="new", user_id=USER)
+    bad = {"on": True}
+
+    def after(ctx: Any) -> None:
+        if bad["on"]:  # refused by the store inside the commit, after the append
+            ctx.set_state("score", float("inf"))
+
+    runner = Runner(session, _script("first", "second"), hooks=Hooks(after_run=after))
+    with pytest.raises(InvalidArgumentError):
+        runner.run("one")
+    assert store.get_session("default", "new") is None
+    bad["on"] = False
+    assert text_of(runner.run("two").output) == "second"
+    assert [text_of(m) for m in session.get_history()] == ["two", "second"]

@@ -112,8 +112,20 @@ class SessionStore:
         """Bind to the session's current generation if it exists; True if bound."""
         info = self.store.get_session(self.app, self.session_id)
         if info is not None and info.generation:
-            self.generation = info.generation
+            self._bind_to(info.generation)
         return self.generation is not None
+
+    def _bind_to(self, generation: int) -> None:
+        """Bind to ``generation``; provisionally inside the store's ``transaction``: if it
+        rolls back (the creation seen or made in it with it), the handle is unbound again."""
+        previous, self.generation = self.generation, generation
+        on_rollback = getattr(self.store, "_on_rollback", None)  # a third-party store: none
+        if on_rollback is not None and previous != generation:
+            on_rollback(partial(self._unbind, generation, previous))
+
+    def _unbind(self, generation: int, previous: int | None) -> None:
+        if self.generation == generation:  # not bound to another one since
+            self.generation = previous
 
     def _call(self, method: Callable[..., R], write: bool, *args: Any, **kwargs: Any) -> R:
         """``method(app, session_id, ...)`` on this handle's generation (bound first)."""
@@ -129,7 +141,7 @@ class SessionStore:
             finally:
                 OBSERVED.reset(token)
             if noted:
-                self.generation = noted[0]
+                self._bind_to(noted[0])
             else:
                 self._bind()
             return result

@@ -157,6 +157,12 @@ def _check_owner(app: str, session_id: str, owner: str | None, user_id: str | No
         raise SessionNotFoundError(f"session {session_id!r} not found in app {app!r}")
 
 
+def _undo(callbacks: list[Callable[[], None]]) -> None:
+    """Call the rollback callbacks, latest first, and forget them."""
+    while callbacks:
+        callbacks.pop()()
+
+
 def _in_list(count: int) -> str:
     return "(" + ", ".join("?" * count) + ")"
 
@@ -316,16 +322,38 @@ class SQLBase(ABC):
         """
         if self._joined() is not None:
             return fn()
+        undo: list[Callable[[], None]] = []  # this attempt's _on_rollback callbacks
 
         def run(tx: Tx) -> T:
+            _undo(undo)  # a retried attempt: the one before it rolled back
             joined = _open.__dict__.setdefault("tx", {})
             joined[id(self)] = tx
+            undos = _open.__dict__.setdefault("undo", {})
+            undos[id(self)] = undo
             try:
                 return fn()
             finally:
-                del joined[id(self)]
+                del joined[id(self)], undos[id(self)]
 
-        return self._write("transaction", run)
+        try:
+            result = self._write("transaction", run)
+        except BaseException:
+            _undo(undo)  # fn raised, or the COMMIT failed
+            raise
+        undo.clear()
+        return result
+
+    def _on_rollback(self, callback: Callable[[], None]) -> bool:
+        """Inside :meth:`transaction` (this thread): call ``callback`` if that transaction
+        (this attempt of it) rolls back, and return True; outside one: False, nothing noted.
+        What a caller remembers of a write it made in the transaction (a handle's
+        generation) is undone with the write."""
+        undos: dict[int, list[Callable[[], None]]] | None = _open.__dict__.get("undo")
+        undo = undos.get(id(self)) if undos else None
+        if undo is None:
+            return False
+        undo.append(callback)
+        return True
 
     def _joined(self) -> Tx | None:
         """The transaction ``transaction`` holds open in this thread on this store, if any."""

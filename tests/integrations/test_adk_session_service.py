@@ -250,7 +250,9 @@ def write_as_before(store: Store, user: str, sid: str, state: dict[str, Any]) ->
     the ADK user id itself, whatever it is."""
     tl_id = threadline_session_id(user, sid)
     created = time.time()
-    store.create_session(APP, tl_id, user_id=user, metadata={"adk": {"id": sid, "created": created}})
+    store.create_session(
+        APP, tl_id, user_id=user, metadata={"adk": {"id": sid, "created": created}}
+    )
     store.update_state(APP, tl_id, user, {**state, INTERNAL_PREFIX + "adk": [None, created]})
 
 

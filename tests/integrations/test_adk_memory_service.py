@@ -11,7 +11,13 @@ from google.adk.events.event import Event
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from threadline.integrations.adk import ThreadlineMemoryService, ThreadlineSessionService
+from threadline._state import INTERNAL_PREFIX
+from threadline.errors import InvalidArgumentError
+from threadline.integrations.adk import (
+    ThreadlineMemoryService,
+    ThreadlineSessionService,
+    event_to_message,
+)
 from threadline.store import Store
 
 pytestmark = pytest.mark.asyncio
@@ -262,6 +268,40 @@ async def test_the_empty_user_id_has_a_memory_of_its_own(memory: ThreadlineMemor
     assert await found_texts(memory, "note", user="%") == ["Percent user note."]
     await memory.delete_memory(app_name=APP, user_id="", memory_id="ev-a")
     assert await found_texts(memory, "note", user="") == []
+
+
+async def test_memories_stored_under_percent_user_ids_stay_theirs_beside_the_empty_user(
+    memory: ThreadlineMemoryService, store: Store
+) -> None:
+    # As the adapter wrote them before user_id="" was allowed (686c7f1): each memory session
+    # owned by the ADK user id itself.
+    for user, tag in (("%", "a"), ("%%", "b")):
+        message = event_to_message(fact(tag, f"Old note {tag}."), message_id=f"ev-{tag}")
+        memory_id = "adk-memory:" + user.replace("%", "%25")
+        store.append_messages(APP, memory_id, [message], user_id=user)
+    await memory.add_session_to_memory(session_of("", "s1", fact("c", "Empty user note.")))
+    await memory.add_session_to_memory(session_of("%", "s2", fact("d", "New note d.")))
+    assert await found_texts(memory, "note", user="") == ["Empty user note."]
+    assert await found_texts(memory, "note", user="%") == ["Old note a.", "New note d."]
+    assert await found_texts(memory, "note", user="%%") == ["Old note b."]
+    await memory.delete_memory(app_name=APP, user_id="%%", memory_id="ev-b")
+    assert await found_texts(memory, "note", user="%%") == []
+    assert await found_texts(memory, "note", user="") == ["Empty user note."]
+
+
+async def test_the_empty_users_owner_name_is_refused_as_a_memory_user_id(
+    memory: ThreadlineMemoryService,
+) -> None:
+    name = INTERNAL_PREFIX + "adk:empty-user"
+    calls = [
+        memory.add_session_to_memory(session_of(name, "s1", fact("a", "A note."))),
+        memory.add_events_to_memory(app_name=APP, user_id=name, events=[fact("b", "B note.")]),
+        memory.search_memory(app_name=APP, user_id=name, query="note"),
+        memory.delete_memory(app_name=APP, user_id=name, memory_id="ev-a"),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidArgumentError, match="reserved"):
+            await call
 
 
 def _nfd(text: str) -> str:

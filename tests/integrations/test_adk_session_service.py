@@ -28,10 +28,12 @@ from google.genai import types
 
 import threadline
 from threadline._state import INTERNAL_PREFIX
+from threadline.errors import InvalidArgumentError
 from threadline.integrations.adk import (
     ThreadlineSessionService,
     event_to_message,
     message_to_event,
+    threadline_session_id,
 )
 from threadline.store import Store
 
@@ -237,6 +239,73 @@ async def test_an_empty_user_id_keeps_its_own_events_and_user_state(
     await service.delete_session(app_name=APP, user_id="", session_id="s")
     assert await reload(service, "", "s") is None
     assert await reload(service, "%", "s") is not None
+
+
+# The owner of ADK's user "": a name in threadline's reserved namespace.
+EMPTY_USER_OWNER = INTERNAL_PREFIX + "adk:empty-user"
+
+
+def write_as_before(store: Store, user: str, sid: str, state: dict[str, Any]) -> None:
+    """A session as the adapter wrote it before ``user_id=""`` was allowed (686c7f1): owned by
+    the ADK user id itself, whatever it is."""
+    tl_id = threadline_session_id(user, sid)
+    created = time.time()
+    store.create_session(
+        APP, tl_id, user_id=user, metadata={"adk": {"id": sid, "created": created}}
+    )
+    store.update_state(APP, tl_id, user, {**state, INTERNAL_PREFIX + "adk": [None, created]})
+
+
+async def test_sessions_stored_under_percent_user_ids_stay_theirs_beside_the_empty_user(
+    service: ThreadlineSessionService, store: Store
+) -> None:
+    write_as_before(store, "%", "s1", {"user:card": "4111-secret", "k": 1})
+    write_as_before(store, "%%", "s2", {"user:pin": "9"})
+    mine = await service.create_session(app_name=APP, user_id="", session_id="mine")
+    assert mine.state == {}  # none of the old users' user: keys
+    assert await service.get_user_state(app_name=APP, user_id="") == {}
+    info = store.get_session(APP, threadline_session_id("", "mine"))
+    assert info is not None and info.user_id == EMPTY_USER_OWNER
+    old = await reload(service, "%", "s1")
+    assert old is not None and old.state == {"user:card": "4111-secret", "k": 1}
+    older = await reload(service, "%%", "s2")
+    assert older is not None and older.state == {"user:pin": "9"}
+    assert await service.get_user_state(app_name=APP, user_id="%") == {"card": "4111-secret"}
+    assert await reload(service, "", "s1") is None
+    for user, ids in (("", ["mine"]), ("%", ["s1"]), ("%%", ["s2"])):
+        listed = (await service.list_sessions(app_name=APP, user_id=user)).sessions
+        assert [(s.user_id, s.id) for s in listed] == [(user, i) for i in ids]
+    everyone = (await service.list_sessions(app_name=APP)).sessions
+    assert sorted((s.user_id, s.id) for s in everyone) == [("", "mine"), ("%", "s1"), ("%%", "s2")]
+    await service.append_event(old, delta_event({"user:card": "5500-new"}))
+    assert await service.get_user_state(app_name=APP, user_id="%") == {"card": "5500-new"}
+    assert await service.get_user_state(app_name=APP, user_id="") == {}
+    await service.delete_session(app_name=APP, user_id="%%", session_id="s2")
+    assert await reload(service, "%%", "s2") is None
+    assert await reload(service, "", "mine") is not None
+
+
+async def test_the_empty_users_owner_name_is_refused_as_an_adk_user_id(
+    service: ThreadlineSessionService,
+) -> None:
+    await service.create_session(app_name=APP, user_id="", session_id="s", state={"user:k": 1})
+    name = EMPTY_USER_OWNER
+    calls = [
+        service.create_session(app_name=APP, user_id=name, session_id="s"),
+        service.create_session(app_name=APP, user_id=name, session_id="t"),
+        service.get_session(app_name=APP, user_id=name, session_id="s"),
+        service.list_sessions(app_name=APP, user_id=name),
+        service.get_user_state(app_name=APP, user_id=name),
+        service.delete_session(app_name=APP, user_id=name, session_id="s"),
+        service.append_event(
+            Session(id="s", app_name=APP, user_id=name), delta_event({"user:k": 2})
+        ),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidArgumentError, match="reserved"):
+            await call
+    everyone = (await service.list_sessions(app_name=APP)).sessions
+    assert [(s.user_id, s.id, s.state) for s in everyone] == [("", "s", {"user:k": 1})]
 
 
 async def test_list_sessions_orders_least_recently_updated_first(

@@ -9,8 +9,9 @@ How ADK's model maps onto threadline (docs: README "Google ADK"):
 * **Sessions** are keyed by ``(app, user, id)`` in ADK, by ``(app, id)`` in threadline, so the
   threadline session id is ``"<user>/<id>"`` (``%`` and ``/`` in the user id percent-encoded:
   the mapping is one-to-one) and the session is owned by the ADK user (``user_id=""`` is a
-  user like any other, as in ADK: a user id made only of ``%`` is owned by that id plus one
-  ``%``, since threadline user ids are never empty). The ADK id, the creation
+  user like any other, as in ADK: since threadline user ids are never empty, it is owned by
+  the reserved ``"__threadline__:adk:empty-user"``, and that name as an ADK user id is refused
+  with ``InvalidArgumentError``; every other user id is its own owner). The ADK id, the creation
   time (a float) and a marker live in the session's registry metadata under ``"adk"``; sessions
   of the app without that marker (written through threadline's own API) are not listed.
 * **Events** are messages: the event's content becomes the message parts
@@ -213,15 +214,26 @@ def threadline_session_id(user_id: str, session_id: str) -> str:
     return user_id.replace("%", "%25").replace("/", "%2F") + "/" + session_id
 
 
+# The owner of ADK's user "" (threadline user ids are never empty). Every other ADK user id is
+# its own owner, as versions before the empty one was allowed stored it, so their stores keep
+# working; this one is in threadline's reserved namespace, which no ADK user is expected to
+# have used, and an ADK user id equal to it is refused: the mapping stays one-to-one.
+_EMPTY_USER_OWNER = INTERNAL_PREFIX + "adk:empty-user"
+
+
 def _owner(user_id: str) -> str:
-    """The threadline owner of ADK's ``user_id``: the id itself, except that an id made only of
-    ``%`` (the empty one included: ADK allows it, threadline user ids are never empty) gets
-    one ``%`` more — one-to-one, :func:`_adk_user` undoes it."""
-    return user_id + "%" if not user_id.strip("%") else user_id
+    """The threadline owner of ADK's ``user_id``: the id itself, ``""`` excepted (owned by
+    :data:`_EMPTY_USER_OWNER`); that reserved name as an ADK user id is refused
+    (``InvalidArgumentError``). :func:`_adk_user` undoes it."""
+    if user_id == _EMPTY_USER_OWNER:
+        raise InvalidArgumentError(
+            f"user_id {user_id!r} is reserved (it owns the sessions of ADK's empty user id)"
+        )
+    return user_id or _EMPTY_USER_OWNER
 
 
 def _adk_user(owner: str) -> str:
-    return owner[:-1] if not owner.strip("%") else owner
+    return "" if owner == _EMPTY_USER_OWNER else owner
 
 
 def _check_delta(delta: Mapping[str, Any] | None) -> None:
@@ -438,7 +450,8 @@ def _read_marker(marker: str) -> tuple[int | None, str | None]:
 
 def _registry_entry(info: Any, user_id: str) -> dict[str, Any] | None:
     """The ``adk`` registry metadata of an ADK session of ``user_id``, else ``None``."""
-    if info is None or info.user_id != _owner(user_id):
+    owner = _owner(user_id)  # first: a reserved user id is refused even when nothing is there
+    if info is None or info.user_id != owner:
         return None
     entry = info.metadata.get(_KEY) if isinstance(info.metadata, Mapping) else None
     return dict(entry) if isinstance(entry, Mapping) and "id" in entry else None
@@ -910,6 +923,7 @@ class ThreadlineMemoryService(BaseMemoryService):
         events: Sequence[Event],
         refresh: bool = False,
     ) -> None:
+        owner = _owner(user_id)
         memory_id = _memory_session_id(user_id)
         forgotten = self.store.get_state(app_name, memory_id, None)
         messages = []
@@ -924,7 +938,6 @@ class ThreadlineMemoryService(BaseMemoryService):
             kept.append(event)
         if messages:
             # A message whose id is already there is not written again: adding is idempotent.
-            owner = _owner(user_id)
             stored = self.store.append_messages(app_name, memory_id, messages, user_id=owner)
             if refresh:  # as ADK's services, a session added again brings its events' last copy
                 for message, event, old in zip(messages, kept, stored, strict=True):
@@ -1016,6 +1029,7 @@ class ThreadlineMemoryService(BaseMemoryService):
         return order
 
     def _search_sync(self, app_name: str, user_id: str, query: str) -> list[MemoryEntry]:
+        _owner(user_id)  # refuses the reserved user id, as every other call does
         memory_id = _memory_session_id(user_id)
         entries = []
         for hit_id in self._ranked_ids(app_name, memory_id, query):
@@ -1050,10 +1064,11 @@ class ThreadlineMemoryService(BaseMemoryService):
         return SearchMemoryResponse(memories=memories)
 
     def _delete_sync(self, app_name: str, user_id: str, memory_id: str) -> None:
+        owner = _owner(user_id)
         session_id = _memory_session_id(user_id)
         if self.store.delete_messages(app_name, session_id, [memory_id]):
             forgotten = {_FORGOTTEN + memory_id: True}
-            self.store.update_state(app_name, session_id, _owner(user_id), forgotten)
+            self.store.update_state(app_name, session_id, owner, forgotten)
 
     async def delete_memory(
         self, *, app_name: str, user_id: str, memory_id: str | None = None

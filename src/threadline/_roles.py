@@ -31,9 +31,8 @@ _FOLDED: dict[str, tuple[str, str]] = {
     "bot": ("assistant", "threadline"),
     "chatbot": ("assistant", "threadline"),
 }
-# Roles older releases stored as they came (before the converters folded them): import and
-# fork copies map these; any other unknown role is refused there like on append.
-_LEGACY = ("developer", "model")
+# Where a legacy row's unknown role is kept when no API claims it (no to_* restores it there).
+_UNCLAIMED = "threadline"
 
 
 def stored_role(role: object) -> str:
@@ -78,21 +77,26 @@ def fold_message_role(message: Mapping[str, Any], provider: str) -> dict[str, An
 
 
 def fold_role(message: dict[str, Any]) -> dict[str, Any]:
-    """``message`` with a role older releases stored from another API (``developer``,
-    ``model``) mapped the way the converters map it: the role they give it, the original
-    kept under ``providerMetadata`` where the matching ``to_*`` restores it. Import and
-    ``fork`` copies run it; any other message is returned unchanged (the same object).
+    """``message`` with a role older releases stored as given (any non-empty string outside
+    :data:`ROLES`: ``developer``, ``model``, ``function``...) mapped the way the converters
+    map it: the role :func:`stored_role` gives it, the original kept under
+    ``providerMetadata`` — of the API it comes from, where the matching ``to_*`` restores it,
+    else under ``threadline``. Import and ``fork`` copies run it; any other message is
+    returned unchanged (the same object).
 
     >>> folded = fold_role({"id": "m1", "role": "developer", "parts": []})
     >>> folded["role"], folded["providerMetadata"]
     ('system', {'openai': {'role': 'developer'}})
-    >>> fold_role({"id": "m2", "role": "model", "parts": []})["providerMetadata"]
-    {'google': {'role': 'model'}}
+    >>> fold_role({"id": "m2", "role": "function", "parts": []})["role"]
+    'tool'
+    >>> fold_role({"id": "m3", "role": "data", "parts": []})["providerMetadata"]
+    {'threadline': {'role': 'data'}}
     """
     role = message.get("role")
-    if not isinstance(role, str) or role not in _LEGACY:
+    if not isinstance(role, str) or not role or role in ROLES:
         return message
-    return fold_message_role(message, _FOLDED[role][1])
+    folded = _FOLDED.get(role.lower())
+    return fold_message_role(message, folded[1] if folded is not None else _UNCLAIMED)
 
 
 def restore_role(message: Mapping[str, Any], provider: str) -> Any:

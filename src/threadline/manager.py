@@ -676,14 +676,21 @@ class SessionManager:
         """
         source = self._require(session_id, user_id)
         history = self.get_session(session_id).get_history(at_message_id)
-        child = self._child_of(source, name)
         # Copies take what an append takes: roles older releases stored from other APIs are
         # mapped as the converters map them (clarification 25).
         copies = [fold_role({**m, "id": new_id()}) for m in history]
-        if copies:
-            self.store.append_messages(
-                self.app_name, child.id, copies, None, user_id=source.user_id
-            )
+
+        def create_and_copy() -> SessionInfo:
+            child = self._child_of(source, name)
+            if copies:
+                self.store.append_messages(
+                    self.app_name, child.id, copies, None, user_id=source.user_id
+                )
+            return child
+
+        # One transaction: a refused copy leaves no empty child behind.
+        transaction = getattr(self.store, "transaction", None)
+        child = transaction(create_and_copy) if transaction is not None else create_and_copy()
         return self.get(child.id) or child
 
     def compact_and_split(

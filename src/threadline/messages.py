@@ -245,20 +245,20 @@ def _check_parts(parts: object) -> list[Any]:
         kind = part.get("type")
         if not isinstance(kind, str):
             raise InvalidMessageError(f"part {i} has no string 'type'")
-        if kind in _TEXT_KINDS and not isinstance(part.get("text"), str):
+        # A reasoning part may keep its text elsewhere (AI SDK v4: ``reasoning``).
+        has_text = kind == "text" or (kind == "reasoning" and "text" in part)
+        if has_text and not isinstance(part.get("text"), str):
             raise InvalidMessageError(f"part {i} ({kind}) must hold a string 'text'")
     return parts
-
-
-_TEXT_KINDS = ("text", "reasoning")
 
 
 def check_message(message: object) -> Message:
     """Raise ``InvalidMessageError`` unless ``message`` has the shape every stored message has:
     a usable string ``id``, a role of :data:`ROLES`, a ``parts`` list of dicts with a string
-    ``type`` (text and reasoning parts holding a string ``text``), ``metadata`` a dict when
-    present, ``createdAt`` a string when present. Copies nothing; the stores run it on every
-    write, whatever the way in, after :func:`normalize_message` made the message.
+    ``type`` (a text part holding a string ``text``, a reasoning part's ``text`` a string when
+    present), ``metadata`` a dict when present, ``createdAt`` a string when present. Copies
+    nothing; the stores run it on every write, whatever the way in, after
+    :func:`normalize_message` made the message.
 
     >>> check_message({"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]})["id"]
     'm1'

@@ -155,6 +155,18 @@ def test_show_draws_tool_calls_and_overlays(run: Run, demo_db: str) -> None:
     assert all(line.startswith("● ") for line in summarised)  # ...on the head's path
 
 
+def test_show_draws_a_reasoning_part_without_text(run: Run, tmp_path: Path) -> None:
+    # AI SDK v4 reasoning parts keep their text under "reasoning" (Amendment 13 stores them).
+    db = tmp_path / "v4.db"
+    session = Session.create(f"sqlite:///{db}").for_session("v4")
+    reasoning = {"type": "reasoning", "reasoning": "weighing Alfama", "details": []}
+    session.append_message({"id": "a1", "role": "assistant", "parts": [reasoning]})
+    session.store.close()
+    for command in ("show", "history"):
+        shown = run(command, str(db), "v4", "--width", "200")
+        assert shown.code == 0 and "💭 weighing Alfama" in shown.out
+
+
 def test_search_text_and_json(run: Run, demo_db: str) -> None:
     result = run("search", demo_db, "walkable river", "--app", "demo")
     assert result.code == 0 and "Is it walkable to the river?" in result.out

@@ -90,3 +90,19 @@ def raw_query(url: str, sql: str) -> list[tuple[Any, ...]]:
 
     with psycopg.connect(url) as conn:
         return [tuple(row) for row in conn.execute(sql)]
+
+
+def write_legacy_row(store: Any, message: dict[str, Any]) -> None:
+    """Overwrite the stored message ``message["id"]`` with ``message`` as a release before
+    the write checks could store it (any role string, a reasoning part without ``text``),
+    through the store's own connection: every backend, ``:memory:`` too."""
+    from threadline.messages import encode_message
+
+    def quoted(value: str) -> str:
+        return "'" + value.replace("'", "''") + "'"
+
+    sql = (
+        f"UPDATE tl_messages SET role = {quoted(message['role'])}, "
+        f"data = {quoted(encode_message(message))} WHERE id = {quoted(message['id'])}"
+    )
+    store._write("legacy row", lambda tx: tx.execute(sql))

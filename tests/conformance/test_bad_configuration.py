@@ -82,6 +82,16 @@ def test_a_postgres_url_option_given_twice_names_itself(pg_dsn: str) -> None:
             threadline.connect(pg_dsn + joiner + query)
 
 
+@pytest.mark.parametrize("option", ["min_size", "pool_min"])
+def test_an_unknown_postgres_url_option_names_itself(pg_dsn: str, option: str) -> None:
+    # libpq refuses options it does not know: a typo of pool_min_size is bad configuration.
+    joiner = "&" if "?" in pg_dsn else "?"
+    with pytest.raises(InvalidArgumentError, match=f"'{option}'.*pool_min_size"):
+        threadline.connect(f"{pg_dsn}{joiner}{option}=1")
+    with pytest.raises(StoreError, match="connect"):  # a server that is not there: no typo
+        threadline.connect("postgresql://postgres@127.0.0.1:1/none?connect_timeout=2")
+
+
 @pytest.mark.parametrize("value", ["abc", "", "-1", "5.0", " 5"])
 def test_a_corrupt_schema_version_is_a_store_error(file_store_url: str, value: str) -> None:
     threadline.connect(file_store_url).close()

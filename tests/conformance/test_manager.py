@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from threadline import (
+    InvalidMessageError,
     MessageNotFoundError,
     SessionExistsError,
     SessionInfo,
@@ -22,6 +23,8 @@ from threadline import (
     ThreadlineError,
 )
 from threadline.messages import assistant, text_of, user
+
+from .conftest import write_legacy_row
 
 INFO_FIELDS = {
     "id",
@@ -529,3 +532,13 @@ def test_append_all_with_parent_none_starts_a_new_root(store: Any) -> None:
     assert ids_of(manager.get_history("s")) == ["r1", "r2"]
     assert ids_of(manager.get_history("s", "m2")) == ["m1", "m2"]
     assert info(manager, "s").message_count == 4
+
+
+def test_a_refused_fork_leaves_no_child(store: Any) -> None:
+    manager = SessionManager(store, app_name="fork")
+    manager.append_all("src", [user("u one", id="m1"), assistant("a one", id="m2")])
+    # A row no release could write well-formed: the copy refuses it (Amendment 13).
+    write_legacy_row(store, {"id": "m2", "role": "assistant", "parts": [{"type": "text"}]})
+    with pytest.raises(InvalidMessageError):
+        manager.fork("src", "m2")
+    assert [i.id for i in manager.list().sessions] == ["src"]  # created and copied together

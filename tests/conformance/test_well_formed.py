@@ -17,7 +17,10 @@ from hypothesis import strategies as st
 import threadline
 from threadline.errors import InvalidArgumentError, InvalidMessageError
 from threadline.export import export_sessions, import_sessions
+from threadline.formats import to_anthropic, to_genai, to_openai_chat, to_openai_responses
 from threadline.messages import ROLES, check_message, fold_role
+
+from .conftest import write_legacy_row
 
 GOOD = {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
 BAD_MESSAGES = [
@@ -154,7 +157,7 @@ HOSTILE = [
         id="seq-int64-max",
     ),
     pytest.param(lambda r: r["compactions"].append(dict(r["compactions"][0])), id="dup-overlay"),
-    pytest.param(_message("role", "robot"), id="role-robot"),
+    pytest.param(_message("role", 5), id="role-number"),  # a role string is folded (25)
     pytest.param(_message("role", ""), id="role-empty"),
     pytest.param(_message("parts", "text"), id="parts-string"),
     pytest.param(_message("parts", [{"type": "text", "text": None}]), id="text-none"),
@@ -239,8 +242,74 @@ def _raw_write(url: str, sql: str) -> None:
 
 def test_fold_role_leaves_other_messages_alone() -> None:
     assert fold_role(GOOD) is GOOD
-    robot = {**GOOD, "role": "robot"}
-    assert fold_role(robot) is robot  # no converter knows it: an import refuses it
+    nameless = {**GOOD, "role": ""}
+    assert fold_role(nameless) is nameless  # no release stored it: an import refuses it
+
+
+@pytest.mark.parametrize(
+    ("role", "folded", "kept"),
+    [
+        ("function", "tool", {"openai": {"role": "function"}}),
+        ("data", "user", {"threadline": {"role": "data"}}),
+        ("robot", "user", {"threadline": {"role": "robot"}}),
+    ],
+)
+def test_any_legacy_role_is_folded_by_fork_import_and_copy(
+    store: Any, role: str, folded: str, kept: dict[str, Any]
+) -> None:
+    # Before the write checks any non-empty role string was stored as given (clarification 25:
+    # fork and import map it the way the converters do, the original kept).
+    manager = threadline.SessionManager(store, "app")
+    manager.append_all("s", [{"id": "old", "role": "user", "content": "42"}, GOOD])
+    write_legacy_row(store, {"id": "old", "role": role, "parts": [{"type": "text", "text": "42"}]})
+    assert store.get_message("app", "s", "old")["role"] == role
+    child = manager.fork("s", "m1")
+    first = manager.get_history(child.id)[0]
+    assert (first["role"], first["providerMetadata"]) == (folded, kept)
+    records = list(export_sessions(store, "app", session_ids=["s"]))
+    import_sessions(store, records, app="copy")
+    imported = store.get_message("copy", "s", "old")
+    assert (imported["role"], imported["providerMetadata"]) == (folded, kept)
+    assert all(check_message(m) for m in store.get_path("copy", "s"))
+    if role == "function":  # the API it came from gets it back
+        assert to_openai_chat([imported])[0]["role"] == "function"
+
+
+V4_REASONING = {"type": "reasoning", "reasoning": "hmm", "details": []}
+
+
+def test_a_reasoning_part_without_text_is_stored_and_converts_out(store: Any) -> None:
+    # AI SDK v4 keeps reasoning under "reasoning"; Amendment 13 asks only that text is a string.
+    session = threadline.SessionManager(store, "app").get_session("s")
+    parts = [V4_REASONING, {"type": "text", "text": "ok"}]
+    stored = session.append_message({"id": "a1", "role": "assistant", "parts": parts})
+    assert stored["parts"][0] == V4_REASONING
+    history = session.get_history()
+    assert to_anthropic(history)[1][0]["content"][0] == {"type": "thinking", "thinking": "hmm"}
+    assert to_genai(history)[0]["parts"][0] == {"text": "hmm", "thought": True}
+    assert to_openai_chat(history) == [{"role": "assistant", "content": "ok"}]
+    assert to_openai_responses(history)[-1]["content"] == "ok"
+    bad = {"id": "a2", "role": "assistant", "parts": [{"type": "reasoning", "text": None}]}
+    with pytest.raises(InvalidMessageError, match="text"):
+        session.append_message(bad)  # present, it is a string
+
+
+def test_legacy_v4_reasoning_rows_fork_update_and_import(store: Any) -> None:
+    manager = threadline.SessionManager(store, "app")
+    manager.append_all("s", [GOOD, {"id": "a1", "role": "assistant", "content": "ok"}])
+    legacy = {
+        "id": "a1",
+        "role": "assistant",
+        "parts": [V4_REASONING, {"type": "text", "text": "ok"}],
+    }
+    write_legacy_row(store, legacy)
+    child = manager.fork("s", "a1")
+    assert manager.get_history(child.id)[1]["parts"][0] == V4_REASONING
+    session = manager.get_session("s")
+    updated = session.update_message({**session.get_message("a1"), "metadata": {"x": 1}})
+    assert updated["parts"][0] == V4_REASONING
+    import_sessions(store, list(export_sessions(store, "app", session_ids=["s"])), app="copy")
+    assert store.get_message("copy", "s", "a1")["parts"][0] == V4_REASONING
 
 
 # A hostile message: any JSON-ish role, parts, text and createdAt.

@@ -248,7 +248,7 @@ def test_input_is_never_mutated_and_output_is_deep_copy() -> None:
         # Amendment 13: text parts hold strings, roles are the four stored ones.
         ({"role": "user", "parts": [{"type": "text", "text": object()}]}, "string 'text'"),
         ({"role": "user", "parts": [{"type": "text", "text": None}]}, "string 'text'"),
-        ({"role": "user", "parts": [{"type": "reasoning"}]}, "string 'text'"),
+        ({"role": "user", "parts": [{"type": "reasoning", "text": None}]}, "string 'text'"),
         ({"role": "robot", "content": "x"}, "'robot'"),
         ({"role": "model", "parts": []}, "'model'"),
     ],

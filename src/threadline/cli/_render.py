@@ -14,6 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from threadline.formats._common import text_in
 from threadline.messages import is_tool_part, parts_of, tool_name_of, with_answer
 
 __all__ = ["body", "clip", "prefixed"]
@@ -79,7 +80,7 @@ def _part(part: dict[str, Any], answers: Mapping[str, dict[str, Any]]) -> Text |
     if kind == "text":
         return Text(str(part.get("text", "")))
     if kind == "reasoning":
-        return Text("💭 " + str(part.get("text", "")), style="dim italic")
+        return Text("💭 " + text_in(part), style="dim italic")
     if is_tool_part(part):
         call_id = part.get("toolCallId")
         return _tool(with_answer(part, answers.get(call_id) if isinstance(call_id, str) else None))

@@ -110,11 +110,16 @@ def parts_in(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def text_in(part: Mapping[str, Any]) -> str:
     """A text part's text as a string: a stored text that is not one (``null``, a number
-    from an older store) comes out as its JSON (``null`` as ``""``).
+    from an older store) comes out as its JSON (``null`` as ``""``); a reasoning part
+    without ``text`` (AI SDK v4) gives its ``reasoning``.
 
     >>> text_in({"text": "hi"}), text_in({"text": None}), text_in({"text": 5})
     ('hi', '', '5')
+    >>> text_in({"type": "reasoning", "reasoning": "hmm"})
+    'hmm'
     """
+    if "text" not in part and isinstance(part.get("reasoning"), str):
+        return str(part["reasoning"])
     text = part.get("text")
     if isinstance(text, str):
         return text

@@ -157,6 +157,28 @@ def split_pool_options(url: str) -> tuple[str, int, int]:
     return urlunsplit(parts._replace(query="&".join(kept))), low, high
 
 
+# libpq's words for an option it does not know (in a URI query, or key=value).
+_UNKNOWN_OPTION = re.compile(r'invalid (?:URI query parameter:|connection option) "([^"]*)"')
+
+
+def _unknown_option(exc: Exception) -> InvalidArgumentError | None:
+    """An ``InvalidArgumentError`` naming the option when libpq refused ``exc`` for an
+    unknown option (a typo is bad configuration, not a failed connection), else ``None``.
+
+    >>> print(_unknown_option(ValueError('invalid URI query parameter: "min_size"')))
+    unknown store URL option 'min_size' (the pool options are pool_min_size and pool_max_size)
+    >>> _unknown_option(ValueError("connection refused")) is None
+    True
+    """
+    found = _UNKNOWN_OPTION.search(str(exc))
+    if found is None:
+        return None
+    return InvalidArgumentError(
+        f"unknown store URL option {found.group(1)!r} "
+        f"(the pool options are {' and '.join(POOL_DEFAULTS)})"
+    )
+
+
 # --------------------------------------------------------------------------- NUL-safe strings
 # PostgreSQL text cannot contain U+0000. Strings holding it are escaped with U+10FFFF (a
 # noncharacter no real text uses): NUL -> ESC "0", ESC -> ESC "E". Equality is preserved
@@ -417,7 +439,7 @@ class PostgresStore(SQLStore):
             with self._driver.connect(dsn, autocommit=True) as conn:
                 ensure_schema(conn)
         except self._driver.Error as exc:
-            raise StoreError("connect", exc) from exc
+            raise _unknown_option(exc) or StoreError("connect", exc) from exc
         self._pool = ServerPool(self._driver, pool_module, dsn, min_size, max_size)
 
     @property

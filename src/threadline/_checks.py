@@ -184,15 +184,30 @@ def checked(method: F, rules: Mapping[str, Callable[[str, Any], Any]] = RULES) -
     return wrapper  # type: ignore[return-value]
 
 
+def public_methods(cls: type) -> list[tuple[str, Callable[..., Any]]]:
+    """``(name, function)`` of every public method of ``cls``, its own or inherited (the SQL
+    store is composed of mixins), each once: the one its attribute lookup finds.
+
+    >>> class A:
+    ...     def f(self): ...
+    ...     def _g(self): ...
+    >>> class B(A):
+    ...     def f(self): ...
+    >>> [(name, fn.__qualname__) for name, fn in public_methods(B)]
+    [('f', 'B.f')]
+    """
+    seen: dict[str, Callable[..., Any]] = {}
+    for klass in cls.__mro__[:-1]:
+        for name, member in vars(klass).items():
+            if name not in seen and not name.startswith("_") and inspect.isfunction(member):
+                seen[name] = member
+    return list(seen.items())
+
+
 def check_every_public_method(
     cls: type, rules: Mapping[str, Callable[[str, Any], Any]] = RULES
 ) -> None:
-    """Apply :func:`checked` to every public method of ``cls``, its own or inherited (the
-    SQL store is composed of mixins), each once."""
-    seen: set[str] = set()
-    for klass in cls.__mro__[:-1]:
-        for name, member in list(vars(klass).items()):
-            if name in seen or name.startswith("_") or not inspect.isfunction(member):
-                continue
-            seen.add(name)
-            setattr(cls, name, checked(member, rules))
+    """Apply :func:`checked` to every public method of ``cls``, its own or inherited, each
+    once."""
+    for name, member in public_methods(cls):
+        setattr(cls, name, checked(member, rules))

@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+from threadline._checks import public_methods
 from threadline.errors import InvalidArgumentError, SessionNotFoundError
 
 __all__ = [
@@ -163,11 +164,6 @@ def takes_generation(method: Callable[..., Any]) -> bool:
 
 def bind_generations(cls: type) -> None:
     """Make every public method of ``cls`` that declares ``generation`` honour it."""
-    seen: set[str] = set()
-    for klass in cls.__mro__[:-1]:
-        for name, member in list(vars(klass).items()):
-            if name in seen or name.startswith("_") or not inspect.isfunction(member):
-                continue
-            seen.add(name)
-            if "generation" in inspect.signature(member).parameters:
-                setattr(cls, name, _checked(getattr(cls, name)))
+    for name, member in public_methods(cls):
+        if "generation" in inspect.signature(member).parameters:
+            setattr(cls, name, _checked(getattr(cls, name)))

@@ -52,6 +52,17 @@ def _stream_tenant(
     return request_tenant(request)  # settled by the Authenticate middleware
 
 
+def _resume_after(
+    last_event_id: str | None = Header(default=None, description="Resume after this event"),
+    resume: str | None = Query(
+        default=None, alias="last_event_id", description="Last-Event-ID, as a query parameter"
+    ),
+) -> str | None:
+    """Where a stream resumes: the ``Last-Event-ID`` header, or the query parameter an
+    ``EventSource`` (which cannot set headers) sends instead."""
+    return last_event_id or resume
+
+
 @routes.get(
     "/sessions/{session_id}/events",
     tags=["events"],
@@ -62,10 +73,7 @@ async def events(
     session_id: str,
     request: Request,
     tenant: Tenant = Depends(_stream_tenant),
-    last_event_id: str | None = Header(default=None, description="Resume after this event"),
-    resume: str | None = Query(
-        default=None, alias="last_event_id", description="Last-Event-ID, as a query parameter"
-    ),
+    resume_after: str | None = Depends(_resume_after),
 ) -> StreamingResponse:
     """Server-sent events of this session (the generation that exists now), from now on or
     after ``Last-Event-ID``: ``message`` (appended, with ``seq`` and ``parent_id``),
@@ -83,7 +91,7 @@ async def events(
         generation_of(info),
         sub,
         _gone(request),
-        last_event_id=last_event_id or resume,
+        last_event_id=resume_after,
     )
     headers = {
         "Cache-Control": "no-cache",
@@ -102,10 +110,7 @@ async def events(
 async def list_events(
     request: Request,
     tenant: Tenant = Depends(_stream_tenant),
-    last_event_id: str | None = Header(default=None, description="Resume after this event"),
-    resume: str | None = Query(
-        default=None, alias="last_event_id", description="Last-Event-ID, as a query parameter"
-    ),
+    resume_after: str | None = Depends(_resume_after),
 ) -> StreamingResponse:
     """Server-sent events of the session list this key sees (an app key: the app's sessions;
     a user-bound key: that user's only), from now on or after ``Last-Event-ID``: ``created``,
@@ -113,7 +118,7 @@ async def list_events(
     ``lagged`` and ``reset`` as for a session's stream. Ids are ``<watch>:<n>``, per worker."""
     sub = Subscriber()
     stream = hub(request).lists.subscribe(
-        tenant.app, tenant.user, sub, _gone(request), last_event_id=last_event_id or resume
+        tenant.app, tenant.user, sub, _gone(request), last_event_id=resume_after
     )
     headers = {
         "Cache-Control": "no-cache",

@@ -33,6 +33,7 @@ from threadline.context.providers import (
     StoreSearchProvider,
     StoreSkillProvider,
 )
+from threadline.session import _skill_name
 from threadline.store._lazy import LazyStore
 from threadline.tokens import estimate_tokens
 from threadline.types import ContextBlock
@@ -137,7 +138,7 @@ class RunEdits:
         return key
 
     def unload_skill(self, label: str, key: str) -> bool:
-        loaded = f"{label}:{key}" in self.session.loaded_skills
+        loaded = _skill_name(label, key) in self.session.loaded_skills
         self.edits.append(_Edit("unload", label, key, stored=self.session.store is not None))
         return loaded
 

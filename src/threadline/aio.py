@@ -991,7 +991,7 @@ class AsyncRunner(Runner):
             await _to_thread(session, turn.apply_memory, plan, result)
         if turn.overflow and self._on_overflow is not None:
             await _acall(self._on_overflow, list(turn.overflow))
-        for step in range(1, self.max_steps + 1):
+        for _ in range(self.max_steps):
             output = await _acall(self.model, turn.system, turn.messages(), turn.tools)
             calls = turn.take(output)
             if not calls:
@@ -1000,8 +1000,8 @@ class AsyncRunner(Runner):
                 name = turn.tool_name(part)
                 answer = await _to_thread(session, turn.tools.execute, name, part.get("input"))
                 turn.answer(part, answer)
-            if step == self.max_steps:
-                turn.stop_reason = "max_steps"
+        else:  # the last allowed model call still called a tool
+            turn.stop_reason = "max_steps"
         # From after_run on, the run goes on even if this await is cancelled: it commits whole
         # unless after_run raises. The tail runs as a task of its own, which aclose() waits for.
         tail = asyncio.ensure_future(self._complete(turn, session))

@@ -416,13 +416,20 @@ class SessionManager:
         >>> s.user_id, s is m.get_session("s1", user_id="ana"), m.get("s1")
         ('ana', True, None)
         """
-        key = (session_id, user_id)
         # One registry read per use, cached or not: a session deleted and created again (by
         # any process) is a new generation, and a Session bound to the old one is dropped
         # here instead of showing the new session its old owner's blocks (Amendment 11).
         info = self.store.get_session(self.app_name, session_id)
         if info is not None:
             self._check_visible(info, user_id)
+        return self._session_for(session_id, user_id, info)
+
+    def _session_for(
+        self, session_id: str, user_id: str | None, info: SessionInfo | None
+    ) -> Session:
+        """The cached ``Session`` for ``info`` (the registry row just read, visible to
+        ``user_id``), or a new one bound to its generation."""
+        key = (session_id, user_id)
         owner = info.user_id if info else user_id
         with self._lock:
             cached = self._sessions.get(key)
@@ -675,7 +682,7 @@ class SessionManager:
         ('s1', 'Take two', 2)
         """
         source = self._require(session_id, user_id)
-        history = self.get_session(session_id).get_history(at_message_id)
+        history = self._session_for(session_id, None, source).get_history(at_message_id)
         # Copies take what an append takes: roles older releases stored from other APIs are
         # mapped as the converters map them (clarification 25).
         copies = [fold_role({**m, "id": new_id()}) for m in history]

@@ -252,8 +252,8 @@ class _Turn:
             check_same_ids(sent, stored)
             session._note_skill_loads(stored)  # before the edits: one may unload them
             self.edits.replay_stored()
-            if stored_delta:
-                session.update_state(stored_delta)
+            if stored_delta:  # validated and split above: straight to the store
+                session._store_handle("state").update_state(stored_delta)
             return stored
 
         transaction = getattr(session.store, "transaction", None)
@@ -410,14 +410,14 @@ class Runner:
             turn.apply_memory(plan, _sync_call(turn.call_memory, covered))
         if turn.overflow and self._on_overflow is not None:
             _sync_call(self._on_overflow, list(turn.overflow))
-        for step in range(1, self.max_steps + 1):
+        for _ in range(self.max_steps):
             calls = turn.take(_sync_call(self.model, turn.system, turn.messages(), turn.tools))
             if not calls:
                 break
             for part in calls:
                 turn.answer(part, turn.tools.execute(turn.tool_name(part), part.get("input")))
-            if step == self.max_steps:
-                turn.stop_reason = "max_steps"
+        else:  # the last allowed model call still called a tool
+            turn.stop_reason = "max_steps"
         if self.hooks.after_run is not None:
             _sync_call(self.hooks.after_run, turn.context)
         result = turn.commit()

@@ -170,7 +170,7 @@ class TreeMixin(AttachmentMixin):
         delta: dict[str, Any],
         if_head: Any = UNSET,
         *,
-        encode: Callable[[Message], EncodedRow] | None = None,
+        encode: Callable[[Message], EncodedRow],
     ) -> list[Message]:
         key = (app, session_id)
         # Everything the append must know before writing, read in one round trip (Tx.many):
@@ -184,7 +184,7 @@ class TreeMixin(AttachmentMixin):
         # A tool result that does not know its tool: the parent's path tail, where its call
         # is looked for (clarification 32), read in the same round trip.
         tail_at = None
-        if encode is not None and any(_unnamed(row.message) for row in encoded):
+        if any(_unnamed(row.message) for row in encoded):
             tail_at = len(queries)
             if parent_id is AUTO:  # the newest rows by seq: the head's path tail, unbranched
                 queries.append((SQL_TAIL_BY_SEQ, (*key, TOOL_NAME_WINDOW)))
@@ -216,7 +216,7 @@ class TreeMixin(AttachmentMixin):
             known = {i: found[0] for i, found in zip(stored_ids, rows, strict=True)}
         head_id, last_seq = (state[0], state[1]) if state else (None, 0)
         parent = _start_parent(parent_id, state, node[0] if node else None)
-        if tail_at is not None and encode is not None:
+        if tail_at is not None:
             tail: list[Any] | None = results[tail_at]
             if parent_id is AUTO:
                 tail = chained_tail(results[tail_at])

@@ -568,20 +568,24 @@ class PostgresStore(SQLStore):
             return self._guarded(fn, write=True)(joined)
         driver = self._driver
         fn = self._guarded(fn, write=True)
-        for attempt in range(1, _WRITE_ATTEMPTS + 1):
-            self._joined_expected.pop(threading.get_ident(), None)
-            try:
-                with self._pool.connection() as conn:
-                    return self._transaction(conn, fn, lock)
-            except driver.Error as exc:
-                if getattr(exc, "sqlstate", None) in _RETRY_SQLSTATES and attempt < _WRITE_ATTEMPTS:
-                    continue
-                joined_expected = self._joined_expected.pop(threading.get_ident(), None)
-                expected = EXPECTED.get() or joined_expected
-                if expected is not None and STALE_MARKER in str(exc):
-                    raise stale_error(expected) from None
-                raise StoreError(operation, exc) from exc
-        raise AssertionError("unreachable")
+        thread = threading.get_ident()
+        try:
+            for attempt in range(1, _WRITE_ATTEMPTS + 1):
+                self._joined_expected.pop(thread, None)  # each attempt notes its own
+                try:
+                    with self._pool.connection() as conn:
+                        return self._transaction(conn, fn, lock)
+                except driver.Error as exc:
+                    retry = getattr(exc, "sqlstate", None) in _RETRY_SQLSTATES
+                    if retry and attempt < _WRITE_ATTEMPTS:
+                        continue
+                    expected = EXPECTED.get() or self._joined_expected.get(thread)
+                    if expected is not None and STALE_MARKER in str(exc):
+                        raise stale_error(expected) from None
+                    raise StoreError(operation, exc) from exc
+            raise AssertionError("unreachable")
+        finally:
+            self._joined_expected.pop(thread, None)
 
     def _transaction(self, conn: PgConn, fn: Callable[[Tx], T], lock: SessionKey | None) -> T:
         """``fn`` in one transaction on ``conn``, in pipeline mode: the lock and whatever

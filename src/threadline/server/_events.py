@@ -140,8 +140,9 @@ def _info(store: Store, app: str, session_id: str, generation: int) -> SessionIn
     return info
 
 
-def _last_seq(store: Store, app: str, session_id: str) -> int:
-    last = 0
+def _last_seq(store: Store, app: str, session_id: str, after: int = 0) -> int:
+    """The highest ``seq`` above ``after`` (``after`` itself if there is none)."""
+    last = after
     while page := store.get_tree(app, session_id, after_seq=last, limit=_PAGE, attachments="ref"):
         last = page[-1].seq
         del page
@@ -152,10 +153,8 @@ def _snapshot(store: Store, app: str, session_id: str, generation: int) -> _Seen
     """Where the session of ``generation`` is now; ``_Gone`` if that generation is not there."""
     info = _info(store, app, session_id, generation)
     # seqs are distinct and positive, so the last is at least the count: skip the bodies below
-    last = start = max(info.message_count - 1, 0)
-    while page := store.get_tree(app, session_id, after_seq=last, limit=_PAGE, attachments="ref"):
-        last = page[-1].seq
-        del page
+    start = max(info.message_count - 1, 0)
+    last = _last_seq(store, app, session_id, after=start)
     if last == start:  # nothing above: fewer seqs than the count says (deleted meanwhile)
         last = _last_seq(store, app, session_id)
     head = store.get_head(app, session_id)

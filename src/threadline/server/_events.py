@@ -506,12 +506,17 @@ class EventHub:
             loop.call_soon_threadsafe(self._changed_here, (app, session_id))
 
     def _changed_here(self, key: Key) -> None:
+        self._wake(key)
+        if self._outbox is not None:
+            self._outbox.put_nowait(key)
+
+    def _wake(self, key: Key) -> None:
+        """The session changed (here or on another worker): check its watch and its app's
+        list watch, if there are."""
         if key in self._watches:
             self._spawn(self._check(key))
         if self.lists.watched(key[0]):
             self._spawn(self.lists.check(key[0]))
-        if self._outbox is not None:
-            self._outbox.put_nowait(key)
 
     async def _watch(self, key: Key, generation: int) -> _Watch | None:
         """The live watch of ``generation`` (made if needed); ``None`` if it is gone."""
@@ -618,10 +623,7 @@ class EventHub:
                     await conn.execute(f"LISTEN {CHANNEL}")
                     async for note in conn.notifies():
                         app, session_id = json.loads(note.payload)
-                        if (app, session_id) in self._watches:
-                            self._spawn(self._check((app, session_id)))
-                        if self.lists.watched(app):
-                            self._spawn(self.lists.check(app))
+                        self._wake((app, session_id))
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -41,6 +41,7 @@ from starlette.types import Send
 
 from threadline.server._keys import iso_z
 from threadline.store import Store
+from threadline.store._common import datetime_to_us
 from threadline.types import SessionInfo
 
 _log = logging.getLogger("threadline.server")
@@ -68,7 +69,7 @@ def generation_of(info: SessionInfo) -> int:
     """
     if info.generation:
         return info.generation
-    return int(info.created_at.timestamp() * 1_000_000)  # a store that keeps no generations
+    return datetime_to_us(info.created_at)  # a store that keeps no generations
 
 
 def stamp_of(info: SessionInfo) -> int:
@@ -83,7 +84,7 @@ def stamp_of(info: SessionInfo) -> int:
     >>> stamp_of(manager.get("s1")) > first
     True
     """
-    return int(info.updated_at.timestamp() * 1_000_000)
+    return datetime_to_us(info.updated_at)
 
 
 def sse(event: str, data: dict[str, Any], event_id: str | None = None) -> str:

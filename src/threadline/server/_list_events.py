@@ -38,6 +38,7 @@ from threadline.server._events import (
 )
 from threadline.server._keys import iso_z
 from threadline.store import Store
+from threadline.store._common import datetime_to_us
 from threadline.types import SessionInfo
 
 _log = logging.getLogger("threadline.server")
@@ -45,10 +46,6 @@ _log = logging.getLogger("threadline.server")
 LOOKBACK_US = 2_000_000
 """How far behind its mark a read looks (µs): longer than a write takes to commit."""
 _PAGE = 100
-
-
-def _us(text: Any) -> int:
-    return int(text.timestamp() * 1_000_000)
 
 
 def session_data(info: SessionInfo) -> dict[str, Any]:
@@ -120,7 +117,8 @@ class ListWatch:
             stamp = stamp_of(info)
             if self.sent.get(key) == stamp:
                 continue
-            kind = "updated" if key in self.sent or _us(info.created_at) <= since else "created"
+            created = datetime_to_us(info.created_at)
+            kind = "updated" if key in self.sent or created <= since else "created"
             self.sent[key] = stamp
             items.append((stamp, info.user_id, kind, session_data(info)))
         for change in gone:
@@ -173,7 +171,7 @@ class ListFeed:
     async def _watch(self, app: str) -> ListWatch:
         watch = self._watches.get(app)
         if watch is None:
-            now = await asyncio.to_thread(lambda: _us(self.store.now()))
+            now = await asyncio.to_thread(lambda: datetime_to_us(self.store.now()))
             fresh = ListWatch(app, now)
             # what was written just before is not news: remembered as sent, not sent
             found, gone = await asyncio.to_thread(_read, self.store, app, now - LOOKBACK_US)

@@ -438,7 +438,6 @@ def expire_idle(watches: MutableMapping[_K, _W]) -> list[_K]:
 @dataclass
 class _Watch:
     seen: _Seen
-    session_id: str
     subscribers: set[Subscriber] = field(default_factory=set)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     history: _History = field(init=False)
@@ -535,7 +534,7 @@ class EventHub:
                 seen = await asyncio.to_thread(_snapshot, self.store, *key, generation)
             except _Gone:
                 return None
-            self._watches.setdefault(key, _Watch(seen, key[1]))
+            self._watches.setdefault(key, _Watch(seen))
         return None
 
     async def subscribe(

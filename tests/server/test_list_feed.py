@@ -41,7 +41,7 @@ def test_a_list_subscriber_that_falls_behind_gets_lagged(tmp_path: Path) -> None
         watch = feed._watches["a"]
         assert small not in watch.subscribers
         # a user-bound key resumes from the first event: only its own sessions come again
-        first = watch.history[0][2].split(b"\n")[0].decode()[len("id: ") :]
+        first = watch.history.entries[0][2][0].split(b"\n")[0].decode()[len("id: ") :]
         store.create_session("a", "other", user_id="u2")
         await feed.check("a")
         mine = Subscriber()

@@ -22,9 +22,18 @@ import json
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    MutableMapping,
+    Sized,
+)
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
 from starlette.responses import StreamingResponse
@@ -32,6 +41,7 @@ from starlette.types import Send
 
 from threadline.server._keys import iso_z
 from threadline.store import Store
+from threadline.store._common import datetime_to_us
 from threadline.types import SessionInfo
 
 _log = logging.getLogger("threadline.server")
@@ -59,7 +69,7 @@ def generation_of(info: SessionInfo) -> int:
     """
     if info.generation:
         return info.generation
-    return int(info.created_at.timestamp() * 1_000_000)  # a store that keeps no generations
+    return datetime_to_us(info.created_at)  # a store that keeps no generations
 
 
 def stamp_of(info: SessionInfo) -> int:
@@ -74,7 +84,7 @@ def stamp_of(info: SessionInfo) -> int:
     >>> stamp_of(manager.get("s1")) > first
     True
     """
-    return int(info.updated_at.timestamp() * 1_000_000)
+    return datetime_to_us(info.updated_at)
 
 
 def sse(event: str, data: dict[str, Any], event_id: str | None = None) -> str:
@@ -131,8 +141,9 @@ def _info(store: Store, app: str, session_id: str, generation: int) -> SessionIn
     return info
 
 
-def _last_seq(store: Store, app: str, session_id: str) -> int:
-    last = 0
+def _last_seq(store: Store, app: str, session_id: str, after: int = 0) -> int:
+    """The highest ``seq`` above ``after`` (``after`` itself if there is none)."""
+    last = after
     while page := store.get_tree(app, session_id, after_seq=last, limit=_PAGE, attachments="ref"):
         last = page[-1].seq
         del page
@@ -143,10 +154,8 @@ def _snapshot(store: Store, app: str, session_id: str, generation: int) -> _Seen
     """Where the session of ``generation`` is now; ``_Gone`` if that generation is not there."""
     info = _info(store, app, session_id, generation)
     # seqs are distinct and positive, so the last is at least the count: skip the bodies below
-    last = start = max(info.message_count - 1, 0)
-    while page := store.get_tree(app, session_id, after_seq=last, limit=_PAGE, attachments="ref"):
-        last = page[-1].seq
-        del page
+    start = max(info.message_count - 1, 0)
+    last = _last_seq(store, app, session_id, after=start)
     if last == start:  # nothing above: fewer seqs than the count says (deleted meanwhile)
         last = _last_seq(store, app, session_id)
     head = store.get_head(app, session_id)
@@ -311,38 +320,142 @@ class Subscriber:
         return None
 
 
+def visible(owner: str | None, user: str | None) -> bool:
+    """Whether a key bound to ``user`` (``None``: an app key) sees a session of ``owner``.
+
+    >>> visible("u1", None), visible("u1", "u1"), visible("u2", "u1"), visible(None, "u1")
+    (True, True, False, False)
+    """
+    return user is None or owner == user
+
+
+class _History:
+    """The batches a watch sent lately, for a ``Last-Event-ID`` to resume from: numbered
+    ``n`` (increasing), each with the owner of its session, bounded by :data:`BUFFER_BYTES`.
+
+    >>> history = _History(base=1)
+    >>> history.record(2, [b"a", b"b"], owner="u1"); history.record(3, [b"c"])
+    >>> history.after(2), history.after(1, user="u2"), history.after(0)
+    ([b'c'], [], None)
+    """
+
+    def __init__(self, base: int = 0) -> None:
+        self.entries: deque[tuple[int, str | None, list[bytes]]] = deque()
+        self.bytes = 0
+        self.base = base  # it holds every batch numbered above this
+
+    def record(self, n: int, chunks: list[bytes], owner: str | None = None) -> None:
+        self.entries.append((n, owner, chunks))
+        self.bytes += sum(map(len, chunks))
+        while self.entries and self.bytes > BUFFER_BYTES:
+            old, _, dropped = self.entries.popleft()
+            self.bytes -= sum(map(len, dropped))
+            self.base = old
+
+    def after(self, n: int, user: str | None = None) -> list[bytes] | None:
+        """The chunks numbered after ``n`` that ``user`` may see (``None``: some were
+        dropped already, not replayable)."""
+        if n < self.base:
+            return None
+        return [
+            chunk
+            for at, owner, chunks in self.entries
+            if at > n and visible(owner, user)
+            for chunk in chunks
+        ]
+
+
+async def pump(
+    sub: Subscriber, start: str, gone: Callable[[], Awaitable[bool]], keepalive: float
+) -> AsyncGenerator[bytes, None]:
+    """A subscriber's stream: the ``subscribed`` comment, then its chunks as they come (with
+    keepalive comments when quiet), until its final event or ``gone()`` (checked every
+    second: a closed stream is noticed without waiting for the next write)."""
+    # the id sets the client's Last-Event-ID before any event (no data: no event fired)
+    yield f": subscribed\nid: {start}\n\n".encode()
+    quiet = 0.0
+    while True:
+        chunk = sub.take()
+        if chunk is not None:
+            yield chunk
+            quiet = 0.0
+            continue
+        if sub.final is not None:
+            yield sub.final
+            return
+        sub.wake.clear()
+        try:
+            await asyncio.wait_for(sub.wake.wait(), 1.0)
+        except TimeoutError:
+            if await gone():
+                return
+            quiet += 1.0
+            if quiet >= keepalive:
+                quiet = 0.0
+                yield b": keepalive\n\n"
+
+
+def fan_out(
+    subs: Iterable[Subscriber],
+    chunks: list[bytes],
+    remove: Callable[[Subscriber], object],
+    sees: Callable[[Subscriber], bool] | None = None,
+) -> None:
+    """Put ``chunks`` to each subscriber (that ``sees`` them); one that lagged is removed."""
+    for sub in list(subs):
+        if sees is None or sees(sub):
+            for chunk in chunks:
+                sub.put(chunk)
+        if sub.final is not None:  # lagged: it leaves the watch now
+            remove(sub)
+
+
+class _Lingering(Protocol):
+    @property
+    def idle_since(self) -> float | None: ...
+    @property
+    def subscribers(self) -> Sized: ...
+
+
+_K = TypeVar("_K")
+_W = TypeVar("_W", bound=_Lingering)
+
+
+def expire_idle(watches: MutableMapping[_K, _W]) -> list[_K]:
+    """Drop the watches without subscribers for :data:`LINGER_SECONDS`; the keys of the
+    others (to check)."""
+    now = time.monotonic()
+    live: list[_K] = []
+    for key, watch in list(watches.items()):
+        if watch.idle_since is not None and now - watch.idle_since > LINGER_SECONDS:
+            if not watch.subscribers:
+                del watches[key]
+            continue
+        live.append(key)
+    return live
+
+
 @dataclass
 class _Watch:
     seen: _Seen
-    session_id: str
     subscribers: set[Subscriber] = field(default_factory=set)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    history: deque[tuple[int, list[bytes]]] = field(default_factory=deque)
-    history_bytes: int = 0
-    base: int = 0  # the history holds every batch with a stamp above this
+    history: _History = field(init=False)
     ended: bool = False
     idle_since: float | None = field(default_factory=time.monotonic)  # None: subscribed
 
     def __post_init__(self) -> None:
-        self.base = self.seen.stamp
+        self.history = _History(base=self.seen.stamp)  # numbered by stamp
 
     def event_id(self) -> str:
         return f"{self.seen.generation}:{self.seen.stamp}"
 
-    def record(self, stamp: int, batch: list[bytes]) -> None:
-        self.history.append((stamp, batch))
-        self.history_bytes += sum(map(len, batch))
-        while self.history and self.history_bytes > BUFFER_BYTES:
-            old, dropped = self.history.popleft()
-            self.history_bytes -= sum(map(len, dropped))
-            self.base = old
-
     def replay(self, last: tuple[int, int]) -> list[bytes] | None:
         """The batches after ``last`` (``None``: not replayable, the client must reload)."""
         generation, stamp = last
-        if generation != self.seen.generation or stamp < self.base:
+        if generation != self.seen.generation:
             return None
-        return [chunk for at, batch in self.history if at > stamp for chunk in batch]
+        return self.history.after(stamp)
 
     def end(self, final: bytes) -> None:
         self.ended = True
@@ -393,12 +506,17 @@ class EventHub:
             loop.call_soon_threadsafe(self._changed_here, (app, session_id))
 
     def _changed_here(self, key: Key) -> None:
+        self._wake(key)
+        if self._outbox is not None:
+            self._outbox.put_nowait(key)
+
+    def _wake(self, key: Key) -> None:
+        """The session changed (here or on another worker): check its watch and its app's
+        list watch, if there are."""
         if key in self._watches:
             self._spawn(self._check(key))
         if self.lists.watched(key[0]):
             self._spawn(self.lists.check(key[0]))
-        if self._outbox is not None:
-            self._outbox.put_nowait(key)
 
     async def _watch(self, key: Key, generation: int) -> _Watch | None:
         """The live watch of ``generation`` (made if needed); ``None`` if it is gone."""
@@ -416,7 +534,7 @@ class EventHub:
                 seen = await asyncio.to_thread(_snapshot, self.store, *key, generation)
             except _Gone:
                 return None
-            self._watches.setdefault(key, _Watch(seen, key[1]))
+            self._watches.setdefault(key, _Watch(seen))
         return None
 
     async def subscribe(
@@ -451,28 +569,9 @@ class EventHub:
                         sub.put(old)
                     watch.subscribers.add(sub)
                 start = watch.event_id()
-            # the id sets the client's Last-Event-ID before any event (no data: no event fired)
-            yield f": subscribed\nid: {start}\n\n".encode()
-            quiet = 0.0
-            while True:
-                chunk = sub.take()
-                if chunk is not None:
+            async with contextlib.aclosing(pump(sub, start, gone, keepalive)) as chunks:
+                async for chunk in chunks:
                     yield chunk
-                    quiet = 0.0
-                    continue
-                if sub.final is not None:
-                    yield sub.final
-                    return
-                sub.wake.clear()
-                try:
-                    await asyncio.wait_for(sub.wake.wait(), 1.0)
-                except TimeoutError:
-                    if await gone():
-                        return
-                    quiet += 1.0
-                    if quiet >= keepalive:
-                        quiet = 0.0
-                        yield b": keepalive\n\n"
         finally:
             watch.subscribers.discard(sub)
             if not watch.subscribers:
@@ -503,22 +602,13 @@ class EventHub:
             if not events:
                 return
             batch = _with_ids(events, watch.event_id())
-            watch.record(watch.seen.stamp, batch)
-            for sub in list(watch.subscribers):
-                for chunk in batch:
-                    sub.put(chunk)
-                if sub.final is not None:  # lagged: it leaves the watch now
-                    watch.subscribers.discard(sub)
+            watch.history.record(watch.seen.stamp, batch)
+            fan_out(watch.subscribers, batch, watch.subscribers.discard)
 
     async def _poll(self) -> None:
         while True:
             await asyncio.sleep(self.poll_interval)
-            now = time.monotonic()
-            for key, watch in list(self._watches.items()):
-                if watch.idle_since is not None and now - watch.idle_since > LINGER_SECONDS:
-                    if self._watches.get(key) is watch and not watch.subscribers:
-                        del self._watches[key]
-                    continue
+            for key in expire_idle(self._watches):
                 await self._check(key)
             await self.lists.poll()  # after the loop over the session watches
 
@@ -533,10 +623,7 @@ class EventHub:
                     await conn.execute(f"LISTEN {CHANNEL}")
                     async for note in conn.notifies():
                         app, session_id = json.loads(note.payload)
-                        if (app, session_id) in self._watches:
-                            self._spawn(self._check((app, session_id)))
-                        if self.lists.watched(app):
-                            self._spawn(self.lists.check(app))
+                        self._wake((app, session_id))
             except asyncio.CancelledError:
                 raise
             except Exception:

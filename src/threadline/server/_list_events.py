@@ -20,22 +20,25 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from threadline.server._events import (
-    BUFFER_BYTES,
-    LINGER_SECONDS,
     Subscriber,
+    _History,
+    expire_idle,
+    fan_out,
     generation_of,
     parse_event_id,
+    pump,
     sse,
     stamp_of,
+    visible,
 )
 from threadline.server._keys import iso_z
 from threadline.store import Store
+from threadline.store._common import datetime_to_us
 from threadline.types import SessionInfo
 
 _log = logging.getLogger("threadline.server")
@@ -43,10 +46,6 @@ _log = logging.getLogger("threadline.server")
 LOOKBACK_US = 2_000_000
 """How far behind its mark a read looks (µs): longer than a write takes to commit."""
 _PAGE = 100
-
-
-def _us(text: Any) -> int:
-    return int(text.timestamp() * 1_000_000)
 
 
 def session_data(info: SessionInfo) -> dict[str, Any]:
@@ -101,9 +100,7 @@ class ListWatch:
     sent: dict[tuple[str, int, str], int] = field(default_factory=dict)  # -> stamp
     subscribers: dict[Subscriber, str | None] = field(default_factory=dict)  # -> user filter
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    history: deque[Entry] = field(default_factory=deque)
-    history_bytes: int = 0
-    base: int = 0  # the history holds every event numbered above this
+    history: _History = field(default_factory=_History)  # numbered by ``n``
     idle_since: float | None = field(default_factory=time.monotonic)
 
     def event_id(self) -> str:
@@ -120,7 +117,8 @@ class ListWatch:
             stamp = stamp_of(info)
             if self.sent.get(key) == stamp:
                 continue
-            kind = "updated" if key in self.sent or _us(info.created_at) <= since else "created"
+            created = datetime_to_us(info.created_at)
+            kind = "updated" if key in self.sent or created <= since else "created"
             self.sent[key] = stamp
             items.append((stamp, info.user_id, kind, session_data(info)))
         for change in gone:
@@ -142,29 +140,22 @@ class ListWatch:
         return out
 
     def record(self, entry: Entry) -> None:
-        self.history.append(entry)
-        chunk = entry[2]
-        self.history_bytes += len(chunk)
-        while self.history and self.history_bytes > BUFFER_BYTES:
-            n, _, dropped = self.history.popleft()
-            self.history_bytes -= len(dropped)
-            self.base = n
+        n, owner, chunk = entry
+        self.history.record(n, [chunk], owner)
 
     def replay(self, last: tuple[int, int], user: str | None) -> list[bytes] | None:
         """The events after ``last`` this user may see (``None``: not replayable)."""
         epoch, n = last
-        if epoch != self.epoch or n < self.base or n > self.counter:
+        if epoch != self.epoch or n > self.counter:
             return None
-        return [chunk for at, owner, chunk in self.history if at > n and visible(owner, user)]
+        return self.history.after(n, user)
 
 
-def visible(owner: str | None, user: str | None) -> bool:
-    """Whether a key bound to ``user`` (``None``: an app key) sees a session of ``owner``.
-
-    >>> visible("u1", None), visible("u1", "u1"), visible("u2", "u1"), visible(None, "u1")
-    (True, True, False, False)
-    """
-    return user is None or owner == user
+def _seen_by(
+    users: dict[Subscriber, str | None], owner: str | None
+) -> Callable[[Subscriber], bool]:
+    """Whether a subscriber (of the user it filters on) sees a session of ``owner``."""
+    return lambda sub: visible(owner, users[sub])
 
 
 class ListFeed:
@@ -180,7 +171,7 @@ class ListFeed:
     async def _watch(self, app: str) -> ListWatch:
         watch = self._watches.get(app)
         if watch is None:
-            now = await asyncio.to_thread(lambda: _us(self.store.now()))
+            now = await asyncio.to_thread(lambda: datetime_to_us(self.store.now()))
             fresh = ListWatch(app, now)
             # what was written just before is not news: remembered as sent, not sent
             found, gone = await asyncio.to_thread(_read, self.store, app, now - LOOKBACK_US)
@@ -203,23 +194,20 @@ class ListFeed:
                     "threadline: reading the session list of %r failed", app, exc_info=True
                 )
                 return
+            users = watch.subscribers
             for entry in watch.absorb(found, gone):
                 watch.record(entry)
                 _, owner, chunk = entry
-                for sub, user in list(watch.subscribers.items()):
-                    if visible(owner, user):
-                        sub.put(chunk)
-                    if sub.final is not None:  # lagged: it leaves the watch now
-                        watch.subscribers.pop(sub, None)
+                fan_out(
+                    users,
+                    [chunk],
+                    lambda sub: users.pop(sub, None),
+                    _seen_by(users, owner),
+                )
 
     async def poll(self) -> None:
         """One round over the watches (called by the hub's poll loop)."""
-        now = time.monotonic()
-        for app, watch in list(self._watches.items()):
-            if watch.idle_since is not None and now - watch.idle_since > LINGER_SECONDS:
-                if self._watches.get(app) is watch and not watch.subscribers:
-                    del self._watches[app]
-                continue
+        for app in expire_idle(self._watches):
             await self.check(app)
 
     async def subscribe(
@@ -244,27 +232,9 @@ class ListFeed:
                     sub.put(old)
                 watch.subscribers[sub] = user
                 start = watch.event_id()
-            yield f": subscribed\nid: {start}\n\n".encode()
-            quiet = 0.0
-            while True:
-                chunk = sub.take()
-                if chunk is not None:
+            async with contextlib.aclosing(pump(sub, start, gone, keepalive)) as chunks:
+                async for chunk in chunks:
                     yield chunk
-                    quiet = 0.0
-                    continue
-                if sub.final is not None:
-                    yield sub.final
-                    return
-                sub.wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(sub.wake.wait(), 1.0)
-                    continue
-                if await gone():
-                    return
-                quiet += 1.0
-                if quiet >= keepalive:
-                    quiet = 0.0
-                    yield b": keepalive\n\n"
         finally:
             watch.subscribers.pop(sub, None)
             if not watch.subscribers:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from fastapi import Depends, Header, Query, Request, Security
 from fastapi.responses import StreamingResponse
@@ -63,6 +63,16 @@ def _resume_after(
     return last_event_id or resume
 
 
+def _stream(stream: AsyncIterator[bytes], sub: Subscriber) -> StreamingResponse:
+    """The response that sends ``stream`` (``sub``'s events), unbuffered by proxies."""
+    headers = {
+        "Cache-Control": "no-cache",
+        "X-Accel-Buffering": "no",
+        "X-Threadline-Worker": str(os.getpid()),  # which process serves the stream
+    }
+    return EventStreamResponse(stream, sub, headers=headers)
+
+
 @routes.get(
     "/sessions/{session_id}/events",
     tags=["events"],
@@ -93,12 +103,7 @@ async def events(
         _gone(request),
         last_event_id=resume_after,
     )
-    headers = {
-        "Cache-Control": "no-cache",
-        "X-Accel-Buffering": "no",
-        "X-Threadline-Worker": str(os.getpid()),  # which process serves the stream
-    }
-    return EventStreamResponse(stream, sub, headers=headers)
+    return _stream(stream, sub)
 
 
 @routes.get(
@@ -120,9 +125,4 @@ async def list_events(
     stream = hub(request).lists.subscribe(
         tenant.app, tenant.user, sub, _gone(request), last_event_id=resume_after
     )
-    headers = {
-        "Cache-Control": "no-cache",
-        "X-Accel-Buffering": "no",
-        "X-Threadline-Worker": str(os.getpid()),
-    }
-    return EventStreamResponse(stream, sub, headers=headers)
+    return _stream(stream, sub)

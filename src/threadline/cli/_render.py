@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from threadline.formats._common import text_in
+from threadline.internal import text_in
 from threadline.messages import is_tool_part, parts_of, tool_name_of, with_answer
 
 __all__ = ["body", "clip", "prefixed"]

@@ -20,7 +20,6 @@ from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import httpx
 
-from threadline._attachments import ref_sha
 from threadline.client import _wire as w
 from threadline.errors import (
     InvalidArgumentError,
@@ -30,6 +29,7 @@ from threadline.errors import (
     SessionNotFoundError,
     ThreadlineError,
 )
+from threadline.internal import ref_sha
 from threadline.messages import normalize_message, normalize_messages
 from threadline.types import (
     AUTO,

@@ -92,13 +92,12 @@ from google.adk.sessions.state import State
 from google.genai import types as genai_types
 from pydantic_core import to_jsonable_python
 
-from threadline._search_query import parse_query
-from threadline._state import INTERNAL_PREFIX
 from threadline.errors import HeadMovedError, InvalidArgumentError, SessionExistsError
 from threadline.errors import SessionNotFoundError as ThreadlineSessionNotFoundError
 from threadline.formats import from_genai, to_genai
+from threadline.internal import INTERNAL_PREFIX, is_sqlite, lazily, parse_query
 from threadline.messages import format_timestamp, parse_timestamp
-from threadline.store import UNSET, Store, _is_sqlite, _lazily
+from threadline.store import UNSET, Store
 
 __all__ = [
     "ThreadlineMemoryService",
@@ -471,7 +470,7 @@ class ThreadlineSessionService(BaseSessionService):
     """
 
     def __init__(self, store: str | os.PathLike[str] | Store) -> None:
-        self.store, self._owns_store = _lazily(store)
+        self.store, self._owns_store = lazily(store)
         # One lock per ADK session serialises this process's appends to it; a lock lives as
         # long as a task holds or awaits it.
         self._locks: weakref.WeakValueDictionary[tuple[str, str, str], asyncio.Lock] = (
@@ -479,7 +478,7 @@ class ThreadlineSessionService(BaseSessionService):
         )
         self._writer = (
             ThreadPoolExecutor(1, thread_name_prefix="threadline-adk-writer")
-            if _is_sqlite(store)
+            if is_sqlite(store)
             else None
         )
         # (app, threadline id) of sessions seen holding the bookkeeping key where earlier
@@ -899,7 +898,7 @@ class ThreadlineMemoryService(BaseMemoryService):
     """
 
     def __init__(self, store: str | os.PathLike[str] | Store, *, limit: int = 10) -> None:
-        self.store, self._owns_store = _lazily(store)
+        self.store, self._owns_store = lazily(store)
         self.limit = limit
         # (app, memory session) -> (its head id, {memory id: position in the order added})
         self._order: OrderedDict[tuple[str, str], tuple[str | None, dict[str, int]]]

@@ -32,12 +32,11 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from threadline.aio import _owning
 from threadline.errors import InvalidArgumentError
 from threadline.formats import from_openai_responses, to_openai_responses
+from threadline.internal import SessionStore, owning
 from threadline.messages import decode_message
 from threadline.session import Session
-from threadline.store._handle import SessionStore
 from threadline.store.base import Store
 from threadline.types import AUTO, AutoType, Message, SearchHit
 
@@ -91,7 +90,7 @@ class ThreadlineSession:
         self.session_id = session_id
         self.session_settings = _coerce_settings(session_settings)
         # A URL is opened at the first storage call, in a worker thread: not on the event loop.
-        self._session = _owning(
+        self._session = owning(
             lambda source: Session(
                 source, session_id=session_id, user_id=user_id, app_name=app_name
             ),

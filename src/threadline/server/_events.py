@@ -39,9 +39,9 @@ from urllib.parse import quote
 from starlette.responses import StreamingResponse
 from starlette.types import Send
 
+from threadline.internal import datetime_to_us
 from threadline.server._keys import iso_z
 from threadline.store import Store
-from threadline.store._common import datetime_to_us
 from threadline.types import SessionInfo
 
 _log = logging.getLogger("threadline.server")

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadline.internal import datetime_to_us
 from threadline.server._events import (
     Subscriber,
     _History,
@@ -38,7 +39,6 @@ from threadline.server._events import (
 )
 from threadline.server._keys import iso_z
 from threadline.store import Store
-from threadline.store._common import datetime_to_us
 from threadline.types import SessionInfo
 
 _log = logging.getLogger("threadline.server")

@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from threadline._state import scope_of
 from threadline.errors import InvalidArgumentError, SessionNotFoundError, StoreError
+from threadline.internal import scope_of
 from threadline.manager import SessionManager
 from threadline.server._keys import hash_key
 from threadline.session import Session

@@ -1,0 +1,43 @@
+"""The small internal API threadline's own transports and adapters build on.
+
+The service (``threadline.server``), the client, the CLI and the framework adapters
+(``threadline.integrations``) sit at the edge of the library: they import the public
+modules, their own package's private modules, and this module — never another package's
+underscore names (``tests/unit/test_structure.py`` walks the imports and holds that line).
+Everything here is defined once elsewhere and only named here.
+
+It is not part of the user API: a name may change in a minor release, noted in the
+CHANGELOG. A third-party adapter that wants the same footing may use it on those terms.
+
+>>> from threadline import internal
+>>> internal.scope_of("user:theme").value
+'user'
+>>> internal.is_sqlite("agent.db")
+True
+"""
+
+from __future__ import annotations
+
+from threadline._attachments import ref_sha
+from threadline._search_query import Term, parse_query
+from threadline._state import INTERNAL_PREFIX, scope_of
+from threadline.aio import _owning as owning
+from threadline.formats._common import text_in
+from threadline.store import _is_sqlite as is_sqlite
+from threadline.store import _lazily as lazily
+from threadline.store._common import datetime_to_us
+from threadline.store._handle import SessionStore
+
+__all__ = [
+    "INTERNAL_PREFIX",
+    "SessionStore",
+    "Term",
+    "datetime_to_us",
+    "is_sqlite",
+    "lazily",
+    "owning",
+    "parse_query",
+    "ref_sha",
+    "scope_of",
+    "text_in",
+]

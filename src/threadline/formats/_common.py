@@ -218,16 +218,15 @@ def result_value(part: Mapping[str, Any]) -> Any:
     return part["output"] if "output" in part else part.get("errorText")
 
 
-def with_meta(target: dict[str, Any], vendor: str, /, **fields: Any) -> dict[str, Any]:
-    """``target`` with ``fields`` (when any) under ``providerMetadata[vendor]``
-    (``vendor``: the LLM API's name, as the AI SDK keys it, e.g. ``"openai"``)."""
+def with_meta(target: dict[str, Any], provider: str, /, **fields: Any) -> dict[str, Any]:
+    """``target`` with ``fields`` (when any) under ``providerMetadata[provider]``."""
     if fields:
-        target["providerMetadata"] = {vendor: fields}
+        target["providerMetadata"] = {provider: fields}
     return target
 
 
-def meta_of(item: Mapping[str, Any], vendor: str) -> dict[str, Any]:
-    """A copy of ``item["providerMetadata"][vendor]`` (``{}`` when there is none).
+def meta_of(item: Mapping[str, Any], provider: str) -> dict[str, Any]:
+    """A copy of ``item["providerMetadata"][provider]`` (``{}`` when there is none).
 
     >>> meta_of({"providerMetadata": {"openai": {"a": 1}}}, "openai")
     {'a': 1}
@@ -235,8 +234,8 @@ def meta_of(item: Mapping[str, Any], vendor: str) -> dict[str, Any]:
     metadata = item.get("providerMetadata")
     if metadata is None:  # the common case, answered before any isinstance on an ABC
         return {}
-    if isinstance(metadata, Mapping) and isinstance(metadata.get(vendor), Mapping):
-        return dict(metadata[vendor])
+    if isinstance(metadata, Mapping) and isinstance(metadata.get(provider), Mapping):
+        return dict(metadata[provider])
     return {}
 
 

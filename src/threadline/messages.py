@@ -3,7 +3,7 @@
 Messages are plain dicts in AI SDK ``UIMessage`` shape. Everything here is pure: no I/O,
 and no function mutates the dict it is given. This module is their public home; each concern
 is defined in a private module of its own (``_message_ids``, ``_timestamps``, ``_normalize``,
-``_message_json``, ``_parts``) and re-exported here; builders and skill loads live here.
+``_message_json``, ``_message_parts``) and re-exported here; builders and skill loads live here.
 
 >>> m = normalize_message({"role": "user", "content": "hi"}, now="2026-11-21T10:00:00.000Z")
 >>> m["parts"], m["createdAt"]
@@ -17,8 +17,7 @@ from typing import Any
 from threadline._message_ids import OVERLAY_ID_PREFIX, is_overlay_id, new_id, validate_message_id
 from threadline._message_json import compact_json, decode_message, encode_message
 from threadline._message_json import dumps as dumps  # the stores' encoder; not in __all__
-from threadline._normalize import check_message, normalize_message, normalize_messages
-from threadline._parts import (
+from threadline._message_parts import (
     TOOL_NAME_WINDOW,
     UNNAMED_TOOL,
     answers_of,
@@ -34,6 +33,7 @@ from threadline._parts import (
     tool_name_of,
     with_answer,
 )
+from threadline._normalize import check_message, normalize_message, normalize_messages
 from threadline._roles import ROLES, fold_message_role, fold_role, restore_role, stored_role
 from threadline._timestamps import format_timestamp, now_iso, parse_timestamp
 from threadline.formats._common import has_output, is_result_only

@@ -223,8 +223,9 @@ class SessionListing:
     the head message's ``createdAt`` (as stored, ``None`` without messages), its
     session-scoped state (no ``app:``/``user:`` keys) and its registry row as ``info``.
 
-    ``info`` is decoded from the row when first read, so a caller that needs only the id,
-    owner, head and state (an adapter listing 10,000 sessions) does not pay for it.
+    ``info`` may be given as a function that makes it (the store's decoder of the row),
+    called when ``info`` is first read, so a caller that needs only the id, owner, head and
+    state (an adapter listing 10,000 sessions) does not pay for it.
     ``internal`` holds the session's internal keys (the reserved ``__threadline__:`` prefix:
     an adapter's bookkeeping, written with a ``Store`` write's ``state_delta``), for the
     adapter that wrote them; they are in no state, nor in :meth:`to_dict`.
@@ -238,21 +239,26 @@ class SessionListing:
     """
 
     __slots__ = (
-        "_info", "_row", "head_id", "id", "internal", "last_message_at", "state", "user_id"
+        "_decode", "_info", "head_id", "id", "internal", "last_message_at", "state", "user_id"
     )  # fmt: skip
 
     def __init__(
         self,
-        row: tuple[Any, ...],
+        id: str,
+        user_id: str | None,
+        info: SessionInfo | Callable[[], SessionInfo],
         state: dict[str, Any],
         head_id: str | None,
         last_message_at: str | None,
         internal: dict[str, Any] | None = None,
     ) -> None:
-        self._row = row
-        self._info: SessionInfo | None = None
-        self.id: str = row[0]
-        self.user_id: str | None = row[2]
+        if isinstance(info, SessionInfo):
+            self._info: SessionInfo | None = info
+            self._decode: Callable[[], SessionInfo] | None = None
+        else:
+            self._info, self._decode = None, info
+        self.id = id
+        self.user_id = user_id
         self.state = state
         self.head_id = head_id
         self.last_message_at = last_message_at
@@ -268,11 +274,11 @@ class SessionListing:
         >>> store.list_sessions_with_state("default").sessions[0].info.name
         'Trip'
         """
-        if self._info is None:
-            from threadline.store._common import row_to_session_info
-
-            self._info = row_to_session_info(self._row)
-        return self._info
+        info = self._info
+        if info is None:
+            assert self._decode is not None  # given whenever info was not
+            info = self._info = self._decode()
+        return info
 
     def to_dict(self) -> dict[str, Any]:
         """The listing as a plain dict (``info`` as its own ``to_dict()``).

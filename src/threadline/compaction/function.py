@@ -27,6 +27,7 @@ from typing import Any
 from threadline.errors import CompactionError, InvalidArgumentError
 from threadline.messages import (
     compact_json,
+    has_output,
     is_overlay_id,
     is_tool_part,
     parts_of,
@@ -57,13 +58,6 @@ _IGNORED_PART_TYPES = frozenset({"step-start"})
 # --------------------------------------------------------------------------- tool boundaries
 
 
-def _has_output(part: dict[str, Any]) -> bool:
-    state = part.get("state")
-    if isinstance(state, str):
-        return state.startswith("output")
-    return "output" in part or "errorText" in part
-
-
 def _call_ids(message: Message) -> tuple[set[str], bool]:
     """Tool-call ids in ``message`` and whether it holds any tool call at all."""
     calls = [p for p in parts_of(message) if is_tool_part(p)]
@@ -75,7 +69,7 @@ def _call_ids(message: Message) -> tuple[set[str], bool]:
 
 
 def _pending_call(message: Message) -> bool:
-    return any(is_tool_part(p) and not _has_output(p) for p in parts_of(message))
+    return any(is_tool_part(p) and not has_output(p) for p in parts_of(message))
 
 
 def is_tool_result(message: Message, previous: Message) -> bool:
@@ -93,7 +87,7 @@ def is_tool_result(message: Message, previous: Message) -> bool:
     True
     """
     parts = [p for p in parts_of(message) if p.get("type") not in _IGNORED_PART_TYPES]
-    only_results = bool(parts) and all(is_tool_part(p) and _has_output(p) for p in parts)
+    only_results = bool(parts) and all(is_tool_part(p) and has_output(p) for p in parts)
     if message.get("role") != "tool" and not only_results:
         return False
     prev_ids, prev_has_calls = _call_ids(previous)
@@ -167,7 +161,7 @@ def keep_boundary(messages: Sequence[Message], keep: int) -> int:
 
 def _only_results(message: Message) -> bool:
     parts = [p for p in parts_of(message) if p.get("type") not in _IGNORED_PART_TYPES]
-    only = bool(parts) and all(is_tool_part(p) and _has_output(p) for p in parts)
+    only = bool(parts) and all(is_tool_part(p) and has_output(p) for p in parts)
     return message.get("role") == "tool" or only
 
 

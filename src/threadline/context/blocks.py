@@ -3,6 +3,8 @@
 :class:`ContextBlocks` is what a ``Session`` delegates its block methods to. Providers are
 resolved lazily: the first read of any block wires auto providers, calls ``init(label)`` once
 and reads ``get()``; later reads come from the cache until :meth:`ContextBlocks.reload`.
+Internal names call the provider wired for a block its *source*, apart from the message
+stores (``SessionProvider``) that the public word "provider" also names.
 
 >>> from threadline.context.providers import StaticContext
 >>> blocks = ContextBlocks([ContextConfig("soul", provider=StaticContext("Be kind."))])
@@ -79,10 +81,11 @@ class ContextConfig:
 
 @dataclass
 class _Slot:
-    """A registered block and, once resolved, its provider and cached value."""
+    """A registered block and, once resolved, its source (the provider wired for it) and
+    cached value."""
 
     config: ContextConfig
-    provider: Any = None
+    source: Any = None
     kind: ProviderKind = "readonly"
     writable: bool = False
     block: ContextBlock | None = None
@@ -105,12 +108,12 @@ def appended(existing: str, content: str) -> str:
     return existing + sep + content
 
 
-def _optional_text(value: object, provider: object, method: str) -> str | None:
-    """A provider result must be a string or None; anything else is a provider bug."""
+def _optional_text(value: object, source: object, method: str) -> str | None:
+    """A block source's result must be a string or None; anything else is its bug."""
     if value is None or isinstance(value, str):
         return value
     raise ThreadlineError(
-        f"{type(provider).__name__}.{method}() must return a string or None; "
+        f"{type(source).__name__}.{method}() must return a string or None; "
         f"got {type(value).__name__}"
     )
 
@@ -199,7 +202,7 @@ class ContextBlocks:
         return len(self._slots)
 
     # -- resolution and reads -------------------------------------------------------------------
-    def _auto_provider(self, config: ContextConfig) -> StoreContextProvider:
+    def _store_source(self, config: ContextConfig) -> StoreContextProvider:
         if self._store is None:
             raise ThreadlineError(
                 f'context block "{config.label}" has no provider and this session has no '
@@ -217,22 +220,22 @@ class ContextBlocks:
         )
 
     def _resolve(self, slot: _Slot) -> Any:
-        """Wire the slot's provider and call its ``init(label)`` — once per slot."""
-        if slot.provider is not None:
-            return slot.provider
+        """Wire the slot's source and call its ``init(label)`` — once per slot."""
+        if slot.source is not None:
+            return slot.source
         config = slot.config
         if config.provider is None:
-            provider: Any = self._auto_provider(config)
+            source: Any = self._store_source(config)
         else:
-            provider = as_provider(config.provider)
-        if has_method(provider, "for_session"):
-            provider = provider.for_session(self._app_name, self._session_id, self._user_id)
-        if has_method(provider, "init"):
-            call_provider(provider, "init", config.label)
-        slot.kind = provider_kind(provider)
-        slot.writable = has_method(provider, "set")
-        slot.provider = provider
-        return provider
+            source = as_provider(config.provider)
+        if has_method(source, "for_session"):
+            source = source.for_session(self._app_name, self._session_id, self._user_id)
+        if has_method(source, "init"):
+            call_provider(source, "init", config.label)
+        slot.kind = provider_kind(source)
+        slot.writable = has_method(source, "set")
+        slot.source = source
+        return source
 
     def _make_block(self, slot: _Slot, content: str) -> ContextBlock:
         config = slot.config
@@ -249,8 +252,8 @@ class ContextBlocks:
         )
 
     def _read(self, slot: _Slot) -> ContextBlock:
-        provider = self._resolve(slot)
-        content = _optional_text(call_provider(provider, "get"), provider, "get")
+        source = self._resolve(slot)
+        content = _optional_text(call_provider(source, "get"), source, "get")
         # Stored values are never validated against max_tokens here: reading must not fail.
         slot.block = self._make_block(slot, content or "")
         return slot.block
@@ -356,7 +359,7 @@ class ContextBlocks:
 
     def _store_text(self, slot: _Slot, content: str) -> ContextBlock:
         self._check_size(slot, content)  # before set(): an oversized write leaves no trace
-        call_provider(slot.provider, "set", content)
+        call_provider(slot.source, "set", content)
         slot.block = self._make_block(slot, content)
         return slot.block
 
@@ -498,9 +501,9 @@ class ContextBlocks:
             self._check_size(slot, content)
             key = entry_key(content, title)
             if slot.kind == "skill" and description is not None:
-                call_provider(slot.provider, "set", key, content, description)
+                call_provider(slot.source, "set", key, content, description)
             else:
-                call_provider(slot.provider, "set", key, content)
+                call_provider(slot.source, "set", key, content)
             self._read(slot)  # the listing or summary changed
             return key
 
@@ -517,8 +520,8 @@ class ContextBlocks:
         """
         with self._lock:
             slot = self._keyed_slot(label, "skill")
-            provider = slot.provider
-        return _optional_text(call_provider(provider, "load", key), provider, "load")
+            source = slot.source
+        return _optional_text(call_provider(source, "load", key), source, "load")
 
     def search(self, label: str, query: str) -> str | None:
         """Run a search block's ``search(query)``; ``None`` when it found nothing.
@@ -537,5 +540,5 @@ class ContextBlocks:
         """
         with self._lock:
             slot = self._keyed_slot(label, "search")
-            provider = slot.provider
-        return _optional_text(call_provider(provider, "search", query), provider, "search")
+            source = slot.source
+        return _optional_text(call_provider(source, "search", query), source, "search")

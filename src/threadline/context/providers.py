@@ -105,10 +105,10 @@ def as_provider(value: object) -> object:
     )
 
 
-def _need_label(label: str | None, provider: object) -> str:
+def _need_label(label: str | None, source: object) -> str:
     if label is None:
         raise ThreadlineError(
-            f"{type(provider).__name__} has no label: pass label=... or register it as a "
+            f"{type(source).__name__} has no label: pass label=... or register it as a "
             "context block (the session calls init(label))"
         )
     return label

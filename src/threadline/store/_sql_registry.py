@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from threadline._state import INTERNAL_JSON, split_internal
@@ -84,7 +85,8 @@ def _stored_state(text: str | None) -> tuple[dict[str, Any], dict[str, Any] | No
 def _listing(row: tuple[Any, ...]) -> SessionListing:
     """A row of ``list_sessions_with_state``: its state object decoded, internal keys apart."""
     state, internal = _stored_state(row[16])
-    return SessionListing(row, state, row[17], row[18], internal)
+    info = partial(row_to_session_info, row)  # decoded when first read
+    return SessionListing(row[0], row[2], info, state, row[17], row[18], internal)
 
 
 def _session_state(row: tuple[Any, ...]) -> SessionState:

@@ -1,8 +1,8 @@
 """The client's methods have the library's signatures: ``RemoteSession`` those of
-``Session``, ``AsyncRemoteSession`` those of ``AsyncSession``, ``Client``/``AsyncClient``
-those of ``SessionManager`` — names, kinds, defaults and (resolved) types, as
-``inspect.signature`` and ``typing.get_type_hints`` see them on the class and on an instance.
-No server is needed: the methods are only looked at."""
+``Session``, ``AsyncRemoteSession`` those of ``AsyncSession``, ``Client`` those of
+``SessionManager``, ``AsyncClient`` those of ``SessionManager`` and ``AsyncSessionManager``:
+names, kinds, defaults and (resolved) types of the signature ``inspect.signature`` shows, on
+the class and on an instance. No server is needed: the methods are only looked at."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from typing import Any, Literal
 
 import pytest
 
+import threadline.aio
 import threadline.client
 import threadline.manager
 import threadline.session
-from threadline.aio import AsyncSession, AsyncToolset
+from threadline.aio import AsyncSession, AsyncSessionManager, AsyncToolset
 from threadline.client import AsyncClient, AsyncRemoteSession, Client, RemoteSession
 from threadline.manager import SessionManager
 from threadline.session import Session
@@ -50,6 +51,7 @@ NAMES = {
     **vars(typing),
     **vars(threadline.session),
     **vars(threadline.manager),
+    **vars(threadline.aio),
     **vars(threadline.client),
 }
 
@@ -81,13 +83,17 @@ def _manager_get_history(
     raise NotImplementedError
 
 
-PENDING = {(SessionManager, "get_history"): _manager_get_history}
+PENDING = {
+    (SessionManager, "get_history"): _manager_get_history,
+    (AsyncSessionManager, "get_history"): _manager_get_history,
+}
 
 PAIRS = [
     (Session, RemoteSession),
     (AsyncSession, AsyncRemoteSession),
     (SessionManager, Client),
     (SessionManager, AsyncClient),
+    (AsyncSessionManager, AsyncClient),
 ]
 
 

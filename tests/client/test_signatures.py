@@ -25,7 +25,7 @@ from threadline.session import Session
 from threadline.types import Message
 
 # The allowed differences: what the method hands out is the client's own twin.
-OWN_RESULT = {
+OWN_RESULT: dict[str, set[Any]] = {
     "get_session": {RemoteSession, AsyncRemoteSession},
     "tools": {AsyncToolset},  # AsyncClient.tools(): a Toolset whose execute is awaited
 }
@@ -83,7 +83,7 @@ def _manager_get_history(
     raise NotImplementedError
 
 
-PENDING = {
+PENDING: dict[tuple[type, str], Callable[..., Any]] = {
     (SessionManager, "get_history"): _manager_get_history,
     (AsyncSessionManager, "get_history"): _manager_get_history,
 }

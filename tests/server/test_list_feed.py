@@ -8,8 +8,8 @@ import asyncio
 from pathlib import Path
 
 import threadline
-from threadline.server._events import Subscriber
 from threadline.server._list_events import ListFeed
+from threadline.server._sse import Subscriber
 
 
 async def _never_gone() -> bool:

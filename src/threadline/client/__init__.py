@@ -37,8 +37,10 @@ import httpx
 
 from threadline.aio import AsyncToolset
 from threadline.client import _wire
-from threadline.client._calls import ManagerCalls, Plan, R, SessionCalls
 from threadline.client._drive import Awaiting, Blocking, adrive, drive
+from threadline.client._manager_calls import ManagerCalls
+from threadline.client._plan import Plan, R
+from threadline.client._session_calls import SessionCalls
 from threadline.client._wire import AuthenticationError, Call, RemoteError
 from threadline.errors import ThreadlineError
 from threadline.tools import SEARCH_RESULT_LIMIT, Tool, Toolset, make_session_search_tool

@@ -1,4 +1,4 @@
-"""Running a plan (:mod:`threadline.client._calls`) over a transport, and the descriptors that
+"""Running a plan (:mod:`threadline.client._plan`) over a transport, and the descriptors that
 turn each plan into a blocking method (``Client``) or a coroutine method (``AsyncClient``)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
-from threadline.client._calls import Plan
+from threadline.client._plan import Plan
 from threadline.client._wire import Call
 from threadline.errors import ThreadlineError
 
@@ -63,24 +63,41 @@ class _Method(Generic[P, R]):
     owner's ``_run`` on the plan method of the same name of the owner's ``_calls`` object.
 
     ``prototype`` is that plan method bound to any instance: it gives the name, the docs and,
-    for type checkers, the arguments and the result."""
+    for type checkers, the arguments and the result. ``inspect.signature`` and
+    ``typing.get_type_hints`` see the method as a plain one: on the class with ``self``
+    (``RemoteSession.get_history``), bound without it, and the result ``R`` (not ``Plan[R]``).
+    """
 
     def __init__(self, prototype: Callable[P, Plan[R]]) -> None:
         self.__name__ = prototype.__name__
         self.__doc__ = prototype.__doc__
+        self.__wrapped__ = prototype  # its module's globals resolve the annotations
         signature = inspect.signature(prototype)
         result = signature.return_annotation  # "Plan[R]" (a string: postponed annotations)
         if isinstance(result, str) and result.startswith("Plan[") and result.endswith("]"):
             result = result[len("Plan[") : -1]  # the method returns (or its coroutine gives) R
         else:
             result = inspect.Signature.empty
-        self.__signature__ = signature.replace(return_annotation=result)
+        self._bound_signature = signature.replace(return_annotation=result)
+        own = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        self.__signature__ = self._bound_signature.replace(
+            parameters=[own, *self._bound_signature.parameters.values()]
+        )
+        self.__annotations__ = {
+            **{k: v for k, v in prototype.__annotations__.items() if k != "return"},
+            **({} if result is inspect.Signature.empty else {"return": result}),
+        }
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.__qualname__ = f"{owner.__qualname__}.{name}"
 
     def _bound(self, obj: Any) -> Callable[..., Any]:
         raise NotImplementedError
+
+    def __call__(self, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """``RemoteSession.get_history(session, ...)``, as for any method looked up on its
+        class."""
+        return self._bound(obj)(*args, **kwargs)
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
@@ -89,7 +106,9 @@ class _Method(Generic[P, R]):
         method.__name__ = self.__name__
         method.__qualname__ = self.__qualname__
         method.__doc__ = self.__doc__
-        method.__signature__ = self.__signature__  # type: ignore[attr-defined]
+        method.__wrapped__ = self.__wrapped__  # type: ignore[attr-defined]
+        method.__signature__ = self._bound_signature  # type: ignore[attr-defined]
+        method.__annotations__ = self.__annotations__
         return method
 
 

@@ -19,7 +19,7 @@ import httpx
 
 from threadline import errors
 from threadline.errors import InvalidArgumentError, StoreError, ThreadlineError
-from threadline.types import AUTO, Message, SessionInfo, SessionPage
+from threadline.types import AUTO, CompactResult, Message, SessionInfo, SessionPage
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -259,3 +259,42 @@ def session_page(response: httpx.Response) -> SessionPage:
     return SessionPage(
         [as_type(SessionInfo, item) for item in data["sessions"]], data.get("next_cursor")
     )
+
+
+def str_or_none(value: Any) -> str | None:
+    """A JSON value as an optional string (``head_id``)."""
+    return None if value is None else str(value)
+
+
+def tool_list(value: Any) -> list[dict[str, Any]]:
+    """The tool definitions of ``GET .../tools`` as dicts."""
+    return [dict(item) for item in value]
+
+
+def true(response: httpx.Response) -> bool:
+    """Decoder of an answer that only says the thing was there (a delete of a message)."""
+    return True
+
+
+def attachment(response: httpx.Response) -> bytes | str:
+    """Decoder of an attachment: ``str`` for a text type, else ``bytes``."""
+    if response.headers.get("content-type", "").startswith("text/"):
+        return response.text
+    return response.content
+
+
+def compact_result(response: httpx.Response) -> CompactResult | None:
+    """Decoder of ``POST .../compact``: a ``CompactResult``, or ``None`` when declined."""
+    data = response.json()
+    result = data.get("result") if isinstance(data, dict) and "result" in data else data
+    return None if result is None else as_type(CompactResult, result)
+
+
+def tool_result(response: httpx.Response) -> str:
+    """Decoder of a tool run: its result text."""
+    return str(response.json()["result"])
+
+
+def json_lines(response: httpx.Response) -> list[dict[str, Any]]:
+    """Decoder of a JSON Lines answer (``GET /v1/export``)."""
+    return [json.loads(line) for line in response.text.splitlines() if line.strip()]

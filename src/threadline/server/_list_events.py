@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadline.internal import datetime_to_us
-from threadline.server._events import (
+from threadline.server._keys import iso_z
+from threadline.server._sse import (
+    History,
     Subscriber,
-    _History,
     expire_idle,
     fan_out,
     generation_of,
@@ -37,7 +38,6 @@ from threadline.server._events import (
     stamp_of,
     visible,
 )
-from threadline.server._keys import iso_z
 from threadline.store import Store
 from threadline.types import SessionInfo
 
@@ -100,7 +100,7 @@ class ListWatch:
     sent: dict[tuple[str, int, str], int] = field(default_factory=dict)  # -> stamp
     subscribers: dict[Subscriber, str | None] = field(default_factory=dict)  # -> user filter
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    history: _History = field(default_factory=_History)  # numbered by ``n``
+    history: History = field(default_factory=History)  # numbered by ``n``
     idle_since: float | None = field(default_factory=time.monotonic)
 
     def event_id(self) -> str:

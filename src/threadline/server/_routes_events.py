@@ -14,7 +14,7 @@ from fastapi.security import HTTPAuthorizationCredentials
 
 from threadline.server._auth import bearer_key
 from threadline.server._deps import bearer, hub, request_tenant, router
-from threadline.server._events import EventStreamResponse, Subscriber, generation_of
+from threadline.server._sse import EventStreamResponse, Subscriber, generation_of
 from threadline.server._tenancy import Tenant, Tenants
 
 routes = router()

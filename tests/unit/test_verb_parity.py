@@ -1,0 +1,579 @@
+"""Issue 24: one verb table (``threadline._verbs``), every transport checked against it.
+
+The home of a verb is ``Session.<name>``: its signature is taken by ``inspect``. Each transport
+column of the table is checked here: ``SessionManager`` / ``AsyncSessionManager`` (session id
+first, ``user_id=None`` last), ``AsyncSession`` (the twin rule), ``RemoteSession`` /
+``AsyncRemoteSession``, ``Client`` / ``AsyncClient`` (the manager's signature), the HTTP routes
+(the app's OpenAPI schema: method, path, where each parameter travels, its default) and the
+``threadline`` commands (options and positionals). Then errors: the same typed error on every
+transport, on a real SQLite file and the real app. ``docs/verbs.md`` is the table rendered.
+
+A known defect is one ``xfail(strict=True)`` check below: it fails once fixed, and its mark goes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections.abc
+import datetime
+import inspect
+import re
+import typing
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import threadline
+import threadline.client._calls
+import threadline.manager
+import threadline.session
+from threadline import Session, SessionManager
+from threadline._verbs import (
+    MANAGER_ONLY,
+    NOT_VERBS,
+    TWIN_NAMES,
+    VERBS,
+    VERBS_BY_NAME,
+    Route,
+    Verb,
+)
+from threadline.aio import AsyncSession, AsyncSessionManager
+from threadline.client import AsyncClient, AsyncRemoteSession, Client, RemoteSession
+from threadline.errors import InvalidArgumentError, SessionNotFoundError
+from threadline.types import AUTO
+
+DOC = Path(__file__).parents[2] / "docs" / "verbs.md"
+
+# -- known defects (owner: the fix; the lead removes the mark once it lands) --------------------
+KNOWN: dict[tuple[str, str], str] = {
+    ("SessionManager", "get_history"): "manager: **options instead of Session.get_history's "
+    "keyword-only limit/max_tokens/after/runs/branch/attachments",
+    ("AsyncSessionManager", "get_history"): "follows SessionManager.get_history (_off)",
+    ("Client", "get_history"): "client: ManagerCalls.get_history takes **options",
+    ("AsyncClient", "get_history"): "client: ManagerCalls.get_history takes **options",
+    ("Client", "append_all"): "client: returns list[Message], SessionManager an AppendResult",
+    ("AsyncClient", "append_all"): "client: returns list[Message], not AppendResult",
+}
+
+
+def _known(owner: str, name: str) -> Any:
+    reason = KNOWN.get((owner, name))
+    mark = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(owner, name, marks=mark, id=f"{owner}.{name}")
+
+
+# -- signatures, normalised ----------------------------------------------------------------------
+_NS: dict[str, Any] = {}
+for _module in (
+    typing,
+    collections.abc,
+    datetime,
+    threadline.types,
+    threadline.session,
+    threadline.manager,
+    threadline.aio,
+    threadline.client._calls,
+    threadline.client,
+):
+    _NS.update(vars(_module))
+
+
+def _ann(annotation: Any) -> str:
+    """An annotation as comparable text: strings evaluated (postponed annotations, module
+    aliases such as ``_Messages``), module paths dropped."""
+    if annotation is inspect.Parameter.empty:
+        return ""
+    if isinstance(annotation, str):
+        try:
+            annotation = eval(annotation, _NS)  # noqa: S307 - our own annotations
+        except Exception:
+            return annotation
+    text = annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+    return re.sub(r"\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_])", "", text)
+
+
+def _twin(text: str) -> str:
+    names = "|".join(sorted(TWIN_NAMES, key=len, reverse=True))
+    return re.sub(rf"\b({names})\b", lambda m: TWIN_NAMES[m.group(1)], text)
+
+
+Shape = tuple[list[tuple[str, Any, Any, str]], str]
+
+
+def _shape(fn: Callable[..., Any]) -> Shape:
+    """(parameters as (name, kind, default, annotation), result), ``self`` left out."""
+    sig = inspect.signature(fn)
+    params = [
+        (p.name, p.kind, p.default, _ann(p.annotation))
+        for p in sig.parameters.values()
+        if p.name != "self"
+    ]
+    return params, _ann(sig.return_annotation)
+
+
+def _home(verb: Verb) -> Shape:
+    member = inspect.getattr_static(Session, verb.name)
+    if isinstance(member, property):
+        assert member.fget is not None
+        return [], _ann(inspect.signature(member.fget).return_annotation)
+    return _shape(getattr(Session, verb.name))
+
+
+def _forwarder(verb: Verb) -> Shape:
+    """The manager's signature derived from the home: ``session_id`` first, ``user_id`` last."""
+    params, result = _home(verb)
+    session_id = ("session_id", inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect._empty, "str")
+    user_id = ("user_id", inspect.Parameter.KEYWORD_ONLY, None, "str | None")
+    if verb.kind == "property":
+        result = "dict[str, Any]"  # a copy of the mapping the property reads
+    return [session_id, *params, user_id], result
+
+
+_PLAIN_CLIENT = Client("http://127.0.0.1:9")
+_ASYNC_CLIENT = AsyncClient("http://127.0.0.1:9")
+OBJECTS: dict[str, Any] = {
+    "Session": Session,
+    "AsyncSession": AsyncSession,
+    "SessionManager": SessionManager,
+    "AsyncSessionManager": AsyncSessionManager,
+    "RemoteSession": _PLAIN_CLIENT.get_session("s"),  # descriptors: methods of an instance
+    "AsyncRemoteSession": _ASYNC_CLIENT.get_session("s"),
+    "Client": _PLAIN_CLIENT,
+    "AsyncClient": _ASYNC_CLIENT,
+}
+
+
+def _public(owner: str) -> set[str]:
+    cls = OBJECTS[owner] if isinstance(OBJECTS[owner], type) else type(OBJECTS[owner])
+    return {n for n in dir(cls) if not n.startswith("_")}
+
+
+def _is_async(owner: str) -> bool:
+    return owner.startswith("Async")
+
+
+def _check(owner: str, name: str, wanted: Shape) -> list[str]:
+    """What differs between ``owner.name`` and ``wanted`` (an async owner: after the twin
+    substitution, and awaited)."""
+    obj = OBJECTS[owner]
+    cls = obj if isinstance(obj, type) else type(obj)
+    static = inspect.getattr_static(cls, name, None)
+    if static is None:
+        return [f"{owner} has no {name}"]
+    params, result = wanted
+    if _is_async(owner):
+        params = [(n, k, d, _twin(a)) for n, k, d, a in params]
+        result = _twin(result)
+    if isinstance(static, property):
+        if _is_async(owner) or params[:1] and params[0][0] == "session_id":
+            return [f"{owner}.{name} is a property, a method is due"]
+        assert static.fget is not None
+        got: Shape = ([], _ann(inspect.signature(static.fget).return_annotation))
+    else:
+        method = getattr(obj, name)
+        got = _shape(method)
+        if _is_async(owner) and not inspect.iscoroutinefunction(method):
+            return [f"{owner}.{name} is not awaitable"]
+    problems = []
+    if got[0] != params:
+        problems.append(f"parameters {got[0]} != {params}")
+    if got[1] != result:
+        problems.append(f"result {got[1]!r} != {result!r}")
+    return problems
+
+
+# -- the table covers the home -------------------------------------------------------------------
+def test_every_public_member_of_session_is_a_verb_or_declared_not_one() -> None:
+    members = _public("Session")
+    assert members - set(VERBS_BY_NAME) - NOT_VERBS == set(), "new verbs: add them to the table"
+    assert set(VERBS_BY_NAME) - members == set(), "the table names a verb Session lacks"
+    assert len(VERBS_BY_NAME) == len(VERBS)
+
+
+@pytest.mark.parametrize("owner", ["SessionManager", "AsyncSessionManager"])
+def test_every_manager_method_is_a_forwarder_or_the_managers_own(owner: str) -> None:
+    forwarders = {v.manager for v in VERBS if v.manager}
+    assert _public(owner) - forwarders - set(MANAGER_ONLY) - NOT_VERBS == set()
+    assert forwarders - _public(owner) == set()
+
+
+@pytest.mark.parametrize("owner", ["RemoteSession", "AsyncRemoteSession"])
+def test_remote_sessions_carry_exactly_the_declared_verbs(owner: str) -> None:
+    assert _public(owner) - NOT_VERBS == {v.name for v in VERBS if v.remote}
+
+
+@pytest.mark.parametrize("owner", ["Client", "AsyncClient"])
+def test_clients_carry_exactly_the_declared_manager_methods(owner: str) -> None:
+    declared = {v.manager for v in VERBS if v.client} | {n for n, c in MANAGER_ONLY.items() if c}
+    extras = {"close", "base_url", "export_sessions", "import_sessions"}  # the client's own
+    assert _public(owner) - extras == declared
+
+
+# -- each transport against the home -------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("owner", "name"),
+    [_known("AsyncSession", v.name) for v in VERBS]
+    + [_known(o, v.name) for o in ("RemoteSession", "AsyncRemoteSession") for v in VERBS if v.remote],
+)
+def test_session_twins_and_remote_sessions_have_the_home_signature(owner: str, name: str) -> None:
+    assert _check(owner, name, _home(VERBS_BY_NAME[name])) == []
+
+
+MANAGED = [v for v in VERBS if v.manager]
+
+
+@pytest.mark.parametrize(
+    ("owner", "name"),
+    [_known(o, v.manager) for o in ("SessionManager", "AsyncSessionManager") for v in MANAGED]
+    + [_known(o, v.manager) for o in ("Client", "AsyncClient") for v in MANAGED if v.client],
+)
+def test_managers_and_clients_forward_with_session_id_first_and_user_id_last(
+    owner: str, name: str
+) -> None:
+    verb = next(v for v in MANAGED if v.manager == name)
+    wanted = _forwarder(verb)
+    if owner.startswith("SessionManager") or owner == "AsyncSessionManager":
+        # The manager may return a richer subclass (AppendResult is a list[Message]).
+        got = _shape(getattr(SessionManager, name))[1]
+        sub = eval(got, _NS) if got.isidentifier() else None
+        if isinstance(sub, type) and issubclass(sub, list) and wanted[1].startswith("list["):
+            wanted = (wanted[0], got)
+    else:
+        wanted = (wanted[0], _shape(getattr(SessionManager, name))[1])  # the manager's result
+    assert _check(owner, name, wanted) == []
+
+
+@pytest.mark.parametrize(
+    ("owner", "name"),
+    [_known(o, n) for o in ("Client", "AsyncClient") for n, c in MANAGER_ONLY.items() if c],
+)
+def test_the_clients_manager_methods_have_the_managers_signature(owner: str, name: str) -> None:
+    wanted = _shape(getattr(SessionManager, name))
+    if name in ("get_session", "tools"):  # a remote handle / remote tools: compare parameters
+        got = _shape(getattr(OBJECTS[owner], name))
+        assert got[0] == wanted[0]
+        return
+    assert _check(owner, name, wanted) == []
+
+
+def test_the_check_sees_a_difference() -> None:
+    """Not vacuous: a missing forwarder parameter and a wrong default are reported."""
+
+    class Loose:
+        def append(self, session_id: str, message: Any, **options: Any) -> Any: ...
+
+    OBJECTS["Loose"] = Loose
+    try:
+        assert len(_check("Loose", "append", _forwarder(VERBS_BY_NAME["append_message"]))) == 2
+    finally:
+        del OBJECTS["Loose"]
+
+
+# -- HTTP ----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def openapi() -> dict[str, Any]:
+    from threadline.server import create_app
+
+    with threadline.connect(":memory:") as store:
+        schema: dict[str, Any] = create_app(store).openapi()
+    return schema
+
+
+def _body_fields(schema: dict[str, Any], spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The properties a request body may carry (``$ref``, ``anyOf`` and ``allOf`` followed)."""
+    if "$ref" in schema:
+        schema = spec["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    fields = dict(schema.get("properties", {}))
+    required = set(schema.get("required", ()))
+    for key in ("anyOf", "allOf", "oneOf"):
+        for part in schema.get(key, ()):
+            fields.update(_body_fields(part, spec))
+    for name in fields:
+        fields[name] = {**fields[name], "required": name in required}
+    return fields
+
+
+def _operation(spec: dict[str, Any], route: Route) -> dict[str, Any]:
+    operation = spec["paths"].get(route.path, {}).get(route.method.lower())
+    assert operation is not None, f"no route {route.method} {route.path}"
+    return dict(operation)
+
+
+def _wire(spec: dict[str, Any], route: Route) -> dict[str, dict[str, Any]]:
+    """Every wire parameter of a route as ``"<where>:<name>"``, headers left out."""
+    operation = _operation(spec, route)
+    wire = {
+        f"{p['in']}:{p['name']}": {**p.get("schema", {}), "required": p.get("required", False)}
+        for p in operation.get("parameters", ())
+        if p["in"] in ("path", "query")
+    }
+    body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+    if body is not None:
+        wire["body"] = {"required": operation["requestBody"].get("required", False)}
+        for name, prop in _body_fields(body["schema"], spec).items():
+            wire[f"field:{name}"] = prop
+    return wire
+
+
+def _default_problem(place: str, wire: dict[str, Any], default: Any) -> str | None:
+    if default is AUTO:  # the head: travels as absence
+        return None if not wire["required"] else f"{place} is required, AUTO is its absence"
+    if default is inspect.Parameter.empty:
+        return None if wire["required"] or place.startswith("path") else f"{place} optional"
+    if wire["required"]:
+        return f"{place} is required, the verb's default is {default!r}"
+    if wire.get("default") != default and not (default is None and "default" not in wire):
+        return f"{place} default {wire.get('default')!r} != {default!r}"
+    return None
+
+
+HTTP_VERBS = [v for v in VERBS if v.http]
+
+
+@pytest.mark.parametrize("verb", HTTP_VERBS, ids=[v.name for v in HTTP_VERBS])
+def test_each_http_route_carries_the_verbs_parameters_with_its_defaults(
+    openapi: dict[str, Any], verb: Verb
+) -> None:
+    assert verb.http is not None
+    wire = _wire(openapi, verb.http)
+    params = inspect.signature(getattr(Session, verb.name)).parameters if verb.kind == "method" else {}
+    problems = [f"{n} not carried" for n in params if n != "self" and n not in verb.http.params]
+    for name, place in verb.http.params.items():
+        if place == "client":
+            continue
+        place = place.removeprefix("each:")
+        if place not in wire:
+            problems.append(f"{name}: no {place} on the route")
+            continue
+        if place != "body":
+            problem = _default_problem(place, wire[place], params[name].default)
+            if problem:
+                problems.append(f"{name}: {problem}")
+    assert problems == []
+
+
+def test_every_wire_parameter_of_a_verbs_route_is_a_verb_parameter(
+    openapi: dict[str, Any],
+) -> None:
+    claimed: dict[tuple[str, str], set[str]] = {}
+    for verb in HTTP_VERBS:
+        assert verb.http is not None
+        key = (verb.http.method, verb.http.path)
+        places = {p.removeprefix("each:") for p in verb.http.params.values()}
+        claimed.setdefault(key, {"path:session_id", "body"}).update(
+            places | {f"{w}:{x}" for x in verb.http.extra for w in ("path", "query", "field")}
+        )
+    unclaimed = {
+        f"{method} {path}": sorted(set(_wire(openapi, Route(method, path))) - places)
+        for (method, path), places in claimed.items()
+    }
+    assert {k: v for k, v in unclaimed.items() if v} == {}
+
+
+# The routes of one session that are no verb's: the manager's own calls and the wire's own.
+SESSION_ROUTES_NOT_VERBS = {
+    ("GET", "/v1/sessions/{session_id}"),  # get
+    ("PATCH", "/v1/sessions/{session_id}"),  # rename
+    ("DELETE", "/v1/sessions/{session_id}"),  # delete
+    ("POST", "/v1/sessions/{session_id}/fork"),
+    ("POST", "/v1/sessions/{session_id}/rewind"),
+    ("POST", "/v1/sessions/{session_id}/usage"),  # add_usage
+    ("GET", "/v1/sessions/{session_id}/tree"),  # the viewer's paged tree
+    ("POST", "/v1/sessions/{session_id}/tools/{name}"),  # Toolset.execute of tools()
+    ("GET", "/v1/sessions/{session_id}/events"),  # server-sent events
+}
+
+
+def test_every_route_of_a_session_is_a_verbs_or_declared(openapi: dict[str, Any]) -> None:
+    routes = {
+        (method.upper(), path)
+        for path, operations in openapi["paths"].items()
+        if path.startswith("/v1/sessions/{session_id}")
+        for method in operations
+    }
+    verbs = {(v.http.method, v.http.path) for v in HTTP_VERBS if v.http}
+    assert routes - verbs - SESSION_ROUTES_NOT_VERBS == set()
+    assert SESSION_ROUTES_NOT_VERBS - routes == set()
+
+
+# -- CLI -----------------------------------------------------------------------------------------
+CLI_VERBS = [v for v in VERBS if v.cli]
+
+
+@pytest.mark.parametrize("verb", CLI_VERBS, ids=[v.name for v in CLI_VERBS])
+def test_each_command_carries_the_declared_parameters(verb: Verb) -> None:
+    import typer.main
+
+    from threadline.cli import app
+
+    assert verb.cli is not None
+    command = typer.main.get_command(app).commands[verb.cli.name]  # type: ignore[attr-defined]
+    options = {opt: p for p in command.params for opt in p.opts}
+    usage = (command.options_metavar or "").split()
+    assert "SESSION_ID" in usage
+    params = inspect.signature(getattr(Session, verb.name)).parameters
+    for name, where in verb.cli.params.items():
+        default = params[name].default
+        if where.startswith("--"):
+            assert where in options, f"{verb.cli.name} has no {where}"
+            if default is not inspect.Parameter.empty:
+                assert options[where].default == default
+        else:
+            assert where in usage and default is inspect.Parameter.empty
+
+
+# -- the table for people ------------------------------------------------------------------------
+def _render() -> str:
+    def yes(flag: object) -> str:
+        return "yes" if flag else ""
+
+    lines = [
+        "| verb (`Session.`) | `SessionManager.` | Client | RemoteSession | HTTP | CLI |",
+        "|---|---|---|---|---|---|",
+    ]
+    for v in VERBS:
+        name = f"`{v.name}`" + (" (property)" if v.kind == "property" else "")
+        manager = f"`{v.manager}`" if v.manager else ""
+        http = f"`{v.http.method} {v.http.path.removeprefix('/v1')}`" if v.http else ""
+        if v.http and v.http.params:
+            where = ", ".join(f"{k}→{w}" for k, w in v.http.params.items())
+            http += f" ({where})"
+        cli = ""
+        if v.cli:
+            cli = f"`threadline {v.cli.name}`"
+            if v.cli.params:
+                cli += " (" + ", ".join(f"{k}→`{w}`" for k, w in v.cli.params.items()) + ")"
+        lines.append(f"| {name} | {manager} | {yes(v.client)} | {yes(v.remote)} | {http} | {cli} |")
+    return "\n".join(lines) + "\n"
+
+
+BEGIN, END = "<!-- verbs:begin (generated: tests/unit/test_verb_parity.py) -->", "<!-- verbs:end -->"
+
+
+def test_docs_verbs_md_is_the_table() -> None:
+    """``docs/verbs.md`` holds the rendered table between its markers (regenerate: run this
+    test with ``THREADLINE_WRITE_VERBS=1``)."""
+    import os
+
+    text = DOC.read_text(encoding="utf-8")
+    head, _, rest = text.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    fresh = f"{head}{BEGIN}\n{_render()}{END}{tail}"
+    if os.environ.get("THREADLINE_WRITE_VERBS"):
+        DOC.write_text(fresh, encoding="utf-8")
+    assert text == fresh
+
+
+# -- errors: the same typed error on every transport (a real SQLite file, the real app) --------
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    from starlette.testclient import TestClient
+
+    from threadline.server import create_app, create_key
+
+    url = str(tmp_path / "verbs.db")
+    with threadline.connect(url) as store:
+        key = create_key(store, "travel")
+        manager = SessionManager(store, "travel")
+        manager.create(session_id="ana-s", user_id="ana")
+        manager.append("ana-s", {"role": "user", "content": "hi"}, user_id="ana")
+        with TestClient(create_app(store)) as http:
+            http.headers["authorization"] = f"Bearer {key}"
+            yield {"store": store, "manager": manager, "http": http, "key": key}
+
+
+# A representative verb set: (verb, its arguments, the typed error, the HTTP statuses).
+ERRORS: list[tuple[str, tuple[Any, ...], dict[str, Any], type[Exception]]] = [
+    ("get_history", (), {"limit": 0}, InvalidArgumentError),
+    ("update_state", ("not a mapping",), {}, InvalidArgumentError),
+    ("search", ("",), {}, InvalidArgumentError),
+    ("delete_messages", ("not-a-list",), {}, InvalidArgumentError),
+]
+
+
+def _manager_calls(world: dict[str, Any], verb: str, args: Any, kw: Any, user: str | None) -> Any:
+    """Each transport's call of ``verb`` on ``ana-s`` as ``user`` (sync and async, in process
+    and over HTTP), as (transport, thunk) pairs."""
+    manager, http, key = world["manager"], world["http"], world["key"]
+    name = VERBS_BY_NAME[verb].manager
+    client = Client("http://testserver", key, http_client=http)
+    amanager = AsyncSessionManager(world["store"], "travel")
+
+    async def aclient_call(remote: bool) -> Any:
+        import httpx
+
+        transport = httpx.ASGITransport(app=http.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as raw:
+            async with AsyncClient("http://testserver", key, http_client=raw) as c:
+                if remote:
+                    return await getattr(c.get_session("ana-s", user_id=user), verb)(*args, **kw)
+                return await getattr(c, name)("ana-s", *args, user_id=user, **kw)  # type: ignore[arg-type]
+
+    async def asession_call() -> Any:
+        session = await amanager.get_session("ana-s", user_id=user)
+        return await getattr(session, verb)(*args, **kw)
+
+    calls: dict[str, Callable[[], Any]] = {
+        "Session": lambda: getattr(manager.get_session("ana-s", user_id=user), verb)(*args, **kw),
+        "AsyncSession": lambda: asyncio.run(asession_call()),
+        "RemoteSession": lambda: getattr(client.get_session("ana-s", user_id=user), verb)(
+            *args, **kw
+        ),
+        "AsyncRemoteSession": lambda: asyncio.run(aclient_call(True)),
+    }
+    if name:
+        calls["SessionManager"] = lambda: getattr(manager, name)("ana-s", *args, user_id=user, **kw)
+        calls["AsyncSessionManager"] = lambda: asyncio.run(
+            getattr(amanager, name)("ana-s", *args, user_id=user, **kw)
+        )
+        if VERBS_BY_NAME[verb].client:
+            calls["Client"] = lambda: getattr(client, name)("ana-s", *args, user_id=user, **kw)
+            calls["AsyncClient"] = lambda: asyncio.run(aclient_call(False))
+    return calls
+
+
+def _raised(thunk: Callable[[], Any]) -> str:
+    try:
+        thunk()
+    except Exception as exc:
+        return type(exc).__name__
+    return "no error"
+
+
+@pytest.mark.parametrize(("verb", "args", "kw", "error"), ERRORS, ids=[e[0] for e in ERRORS])
+def test_an_invalid_argument_is_the_same_typed_error_on_every_transport(
+    world: dict[str, Any], verb: str, args: Any, kw: Any, error: type[Exception]
+) -> None:
+    calls = _manager_calls(world, verb, args, kw, "ana")
+    raised = {transport: _raised(thunk) for transport, thunk in calls.items()}
+    assert raised == dict.fromkeys(calls, error.__name__)
+
+
+MISSING = ["get_history", "get_compactions", "update_state", "clear_messages", "append_messages"]
+MISSING_ARGS: dict[str, tuple[Any, ...]] = {
+    "update_state": ({"k": 1},),
+    "append_messages": ([{"role": "user", "content": "x"}],),
+}
+
+
+@pytest.mark.parametrize("verb", MISSING)
+def test_another_users_session_is_missing_on_every_transport(
+    world: dict[str, Any], verb: str
+) -> None:
+    calls = _manager_calls(world, verb, MISSING_ARGS.get(verb, ()), {}, "bob")
+    if "Session" in calls:  # get_session itself refuses: the handle is never made
+        del calls["Session"], calls["AsyncSession"]
+        with pytest.raises(SessionNotFoundError):
+            world["manager"].get_session("ana-s", user_id="bob")
+    raised = {transport: _raised(thunk) for transport, thunk in calls.items()}
+    assert raised == dict.fromkeys(calls, "SessionNotFoundError")
+
+
+def test_http_statuses_of_the_typed_errors(world: dict[str, Any]) -> None:
+    http = world["http"]
+    assert http.get("/v1/sessions/nope/messages").status_code == 404
+    assert http.get("/v1/sessions/ana-s/messages", params={"limit": 0}).status_code in (400, 422)
+    assert http.patch("/v1/sessions/ana-s/state", json=[1]).status_code in (400, 422)
+    assert http.get("/v1/sessions/ana-s/search", params={"q": ""}).status_code == 400

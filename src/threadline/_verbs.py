@@ -65,7 +65,9 @@ class Route:
     """The HTTP route carrying a verb: ``method`` and ``path`` (as in the OpenAPI schema)
     and, for each verb parameter, where it travels (:data:`WHERE`). ``extra`` names wire
     parameters that are not verb parameters (the path's ``message_id`` of an update is the
-    message's ``id``; a query ``format`` picks the schema flavour).
+    message's ``id``; a query ``format`` picks the schema flavour). ``otherwise`` is the route
+    taken when a parameter whose default is ``None`` travels in the path and is left out
+    (``get_path_length()`` of the head).
 
     >>> Route("GET", "/v1/sessions/{session_id}/state").params
     mappingproxy({})
@@ -75,13 +77,16 @@ class Route:
     path: str
     params: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     extra: tuple[str, ...] = ()
+    otherwise: Route | None = None
 
 
 @dataclass(frozen=True)
 class Command:
     """The ``threadline`` command carrying a verb: ``name`` and, for each carried verb
     parameter, its option (``--leaf``) or positional argument (``MESSAGE_ID``, as in the
-    usage line); ``SESSION_ID`` and ``--app/--user/--db`` are every command's.
+    usage line); ``session`` names how the session is chosen (``SESSION_ID``, or ``--session``
+    for a command that reads the whole app without it); ``--app/--user/--db`` are every
+    command's.
 
     >>> Command("checkout", {"leaf_id": "MESSAGE_ID"}).name
     'checkout'
@@ -89,6 +94,7 @@ class Command:
 
     name: str
     params: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    session: str = "SESSION_ID"
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,7 @@ VERBS: tuple[Verb, ...] = (
             "POST",
             _APPEND,
             _p(message="body", parent_id="query:parent_id", state_delta="field:state_delta"),
+            extra=("messages", "parent_id"),  # the batch form; its parent: query or body
         ),
     ),
     Verb(
@@ -140,7 +147,12 @@ VERBS: tuple[Verb, ...] = (
         manager="append_all",
         client=True,
         remote=True,
-        http=Route("POST", _APPEND, _p(messages="field:messages", parent_id="query:parent_id")),
+        http=Route(
+            "POST",
+            _APPEND,
+            _p(messages="field:messages", parent_id="query:parent_id"),
+            extra=("parent_id", "state_delta"),  # also in the body; a delta: one message only
+        ),
     ),
     Verb(
         "update_message",
@@ -167,7 +179,12 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "get_path_length",
         remote=True,
-        http=Route("GET", f"{_ONE}/path_length", _p(leaf_id="path:message_id")),
+        http=Route(
+            "GET",
+            f"{_ONE}/path_length",
+            _p(leaf_id="path:message_id"),
+            otherwise=Route("GET", f"{_S}/head"),
+        ),
     ),
     Verb(
         "get_branches",
@@ -206,7 +223,7 @@ VERBS: tuple[Verb, ...] = (
         "search",
         remote=True,
         http=Route("GET", f"{_S}/search", _p(query="query:q", limit="query:limit")),
-        cli=Command("search", _p(query="QUERY", limit="--limit")),
+        cli=Command("search", _p(query="QUERY", limit="--limit"), session="--session"),
     ),
     # -- compaction
     Verb("add_compaction", manager="add_compaction"),
@@ -314,7 +331,7 @@ TWINS: tuple[tuple[str, str], ...] = (
 """Sync class → async twin. A twin method takes the sync parameters exactly (names, kinds,
 defaults, annotations) and is awaited; builders (:data:`NOT_VERBS`, ``get_session`` of the
 clients) stay plain; a ``Session`` property read from storage (``state``, ``loaded_skills``)
-is a coroutine method of the twin."""
+is a coroutine method of the twin, returning a copy (a ``Mapping`` property: a ``dict``)."""
 
 TWIN_NAMES: Mapping[str, str] = MappingProxyType(dict(TWINS))
 """The one allowed annotation difference: a sync class named in it is its async twin."""

@@ -166,8 +166,13 @@ VERBS: tuple[Verb, ...] = (
         remote=True,
         http=Route("DELETE", _ONE, _p(ids="each:path:message_id")),
     ),
-    Verb("clear_messages", manager="clear_messages", client=True, remote=True,
-         http=Route("DELETE", _APPEND)),  # fmt: skip
+    Verb(
+        "clear_messages",
+        manager="clear_messages",
+        client=True,
+        remote=True,
+        http=Route("DELETE", _APPEND),
+    ),
     Verb("get_message", remote=True, http=Route("GET", _ONE, _p(message_id="path:message_id"))),
     Verb("get_latest_leaf", remote=True, http=Route("GET", f"{_S}/head")),
     Verb(
@@ -241,13 +246,18 @@ VERBS: tuple[Verb, ...] = (
         cli=Command("compact"),
     ),
     # -- blocks and the prompt
-    Verb("get_context_block", remote=True,
-         http=Route("GET", f"{_S}/blocks/{{label}}", _p(label="path:label"))),  # fmt: skip
+    Verb(
+        "get_context_block",
+        remote=True,
+        http=Route("GET", f"{_S}/blocks/{{label}}", _p(label="path:label")),
+    ),
     Verb("get_context_blocks", remote=True, http=Route("GET", f"{_S}/blocks")),
     Verb(
         "replace_context_block",
         remote=True,
-        http=Route("PUT", f"{_S}/blocks/{{label}}", _p(label="path:label", content="field:content")),
+        http=Route(
+            "PUT", f"{_S}/blocks/{{label}}", _p(label="path:label", content="field:content")
+        ),
     ),
     Verb(
         "append_context_block",

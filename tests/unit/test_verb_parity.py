@@ -40,7 +40,7 @@ from threadline._verbs import (
     Verb,
 )
 from threadline.aio import AsyncSession, AsyncSessionManager
-from threadline.client import AsyncClient, AsyncRemoteSession, Client, RemoteSession
+from threadline.client import AsyncClient, Client
 from threadline.errors import InvalidArgumentError, SessionNotFoundError
 from threadline.types import AUTO
 
@@ -87,7 +87,7 @@ def _ann(annotation: Any) -> str:
         return ""
     if isinstance(annotation, str):
         try:
-            annotation = eval(annotation, _NS)  # noqa: S307 - our own annotations
+            annotation = eval(annotation, _NS)  # our own annotations
         except Exception:
             return annotation
     text = annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
@@ -171,7 +171,7 @@ def _check(owner: str, name: str, wanted: Shape) -> list[str]:
         # Read from storage: a coroutine method of the twin, returning a copy.
         result = re.sub(r"^Mapping\[", "dict[", result)
     if isinstance(static, property):
-        if _is_async(owner) or params[:1] and params[0][0] == "session_id":
+        if _is_async(owner) or (params[:1] and params[0][0] == "session_id"):
             return [f"{owner}.{name} is a property, a method is due"]
         assert static.fget is not None
         got: Shape = ([], _ann(inspect.signature(static.fget).return_annotation))
@@ -219,7 +219,12 @@ def test_clients_carry_exactly_the_declared_manager_methods(owner: str) -> None:
 @pytest.mark.parametrize(
     ("owner", "name"),
     [_known("AsyncSession", v.name) for v in VERBS]
-    + [_known(o, v.name) for o in ("RemoteSession", "AsyncRemoteSession") for v in VERBS if v.remote],
+    + [
+        _known(o, v.name)
+        for o in ("RemoteSession", "AsyncRemoteSession")
+        for v in VERBS
+        if v.remote
+    ],
 )
 def test_session_twins_and_remote_sessions_have_the_home_signature(owner: str, name: str) -> None:
     assert _check(owner, name, _home(VERBS_BY_NAME[name])) == []
@@ -238,7 +243,7 @@ def test_managers_and_clients_forward_with_session_id_first_and_user_id_last(
 ) -> None:
     verb = next(v for v in MANAGED if v.manager == name)
     wanted = _forwarder(verb)
-    if owner.startswith("SessionManager") or owner == "AsyncSessionManager":
+    if owner in ("SessionManager", "AsyncSessionManager"):
         # The manager may return a richer subclass (AppendResult is a list[Message]).
         got = _shape(getattr(SessionManager, name))[1]
         sub = eval(got, _NS) if got.isidentifier() else None
@@ -343,7 +348,9 @@ def test_each_http_route_carries_the_verbs_parameters_with_its_defaults(
 ) -> None:
     assert verb.http is not None
     wire = _wire(openapi, verb.http)
-    params = inspect.signature(getattr(Session, verb.name)).parameters if verb.kind == "method" else {}
+    params = (
+        inspect.signature(getattr(Session, verb.name)).parameters if verb.kind == "method" else {}
+    )
     problems = [f"{n} not carried" for n in params if n != "self" and n not in verb.http.params]
     for name, place in verb.http.params.items():
         if place == "client":
@@ -458,7 +465,10 @@ def _render() -> str:
     return "\n".join(lines) + "\n"
 
 
-BEGIN, END = "<!-- verbs:begin (generated: tests/unit/test_verb_parity.py) -->", "<!-- verbs:end -->"
+BEGIN, END = (
+    "<!-- verbs:begin (generated: tests/unit/test_verb_parity.py) -->",
+    "<!-- verbs:end -->",
+)
 
 
 def test_docs_verbs_md_is_the_table() -> None:
@@ -545,11 +555,13 @@ def _manager_calls(world: dict[str, Any], verb: str, args: Any, kw: Any, user: s
         import httpx
 
         transport = httpx.ASGITransport(app=http.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as raw:
-            async with AsyncClient("http://testserver", key, http_client=raw) as c:
-                if remote:
-                    return await getattr(c.get_session("ana-s", user_id=user), verb)(*args, **kw)
-                return await getattr(c, name)("ana-s", *args, user_id=user, **kw)  # type: ignore[arg-type]
+        async with (
+            httpx.AsyncClient(transport=transport, base_url="http://testserver") as raw,
+            AsyncClient("http://testserver", key, http_client=raw) as c,
+        ):
+            if remote:
+                return await getattr(c.get_session("ana-s", user_id=user), verb)(*args, **kw)
+            return await getattr(c, str(name))("ana-s", *args, user_id=user, **kw)
 
     async def asession_call() -> Any:
         session = await amanager.get_session("ana-s", user_id=user)
@@ -617,3 +629,33 @@ def test_http_statuses_of_the_typed_errors(world: dict[str, Any]) -> None:
     assert http.get("/v1/sessions/ana-s/messages", params={"limit": 0}).status_code in (400, 422)
     assert http.patch("/v1/sessions/ana-s/state", json=[1]).status_code in (400, 422)
     assert http.get("/v1/sessions/ana-s/search", params={"q": "hi", "limit": 0}).status_code == 422
+
+
+ERROR_CLASSES = sorted(
+    (
+        cls
+        for name in threadline.errors.__all__
+        if isinstance(cls := getattr(threadline.errors, name), type)
+        and issubclass(cls, threadline.errors.ThreadlineError)
+    ),
+    key=lambda cls: cls.__name__,
+)
+
+
+@pytest.mark.parametrize("cls", ERROR_CLASSES, ids=[c.__name__ for c in ERROR_CLASSES])
+def test_every_typed_error_crosses_http_as_itself(cls: type[Exception]) -> None:
+    """The server answers a library error with its status and name; the client raises the
+    same class from that answer (404 missing, 409 exists, 503 storage, else 400)."""
+    import httpx
+
+    from threadline.client._wire import error_from
+    from threadline.server._errors import body, message_of, status_of
+
+    try:
+        exc = cls("boom")
+    except TypeError:
+        pytest.skip(f"{cls.__name__} takes other arguments")
+    status = status_of(exc)  # type: ignore[arg-type]
+    response = httpx.Response(status, json=body(cls.__name__, message_of(exc)))
+    again = error_from(response)
+    assert type(again) is cls and getattr(again, "status_code", None) == status

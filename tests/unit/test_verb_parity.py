@@ -485,22 +485,68 @@ def test_docs_verbs_md_is_the_table() -> None:
     assert text == fresh
 
 
-# -- errors: the same typed error on every transport (a real SQLite file, the real app) --------
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    from starlette.testclient import TestClient
+# -- errors: the same typed error on every transport (a real SQLite file, a real uvicorn) ------
+CLIENT_TESTS = Path(__file__).parents[1] / "client"  # served_app: the app the client tests serve
 
-    from threadline.server import create_app, create_key
 
-    url = str(tmp_path / "verbs.db")
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A SQLite file with ``ana-s`` (owned by ana), served by uvicorn as the client tests
+    serve it, and the in-process manager on the same file."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    from threadline.server import create_key
+
+    folder = tmp_path_factory.mktemp("verbs")
+    url = str(folder / "verbs.db")
     with threadline.connect(url) as store:
         key = create_key(store, "travel")
         manager = SessionManager(store, "travel")
         manager.create(session_id="ana-s", user_id="ana")
         manager.append("ana-s", {"role": "user", "content": "hi"}, user_id="ana")
-        with TestClient(create_app(store)) as http:
-            http.headers["authorization"] = f"Bearer {key}"
-            yield {"store": store, "manager": manager, "http": http, "key": key}
+        port = _free_port()
+        env = {**os.environ, "THREADLINE_CLIENT_TEST_DB": url}
+        env["PYTHONPATH"] = os.pathsep.join([str(CLIENT_TESTS), env.get("PYTHONPATH", "")])
+        command = [sys.executable, "-m", "uvicorn", "--factory", "served_app:make"]
+        command += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+        log = folder / "uvicorn.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                assert process.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, log.read_text()
+                try:
+                    if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    time.sleep(0.1)
+            headers = {"authorization": f"Bearer {key}"}
+            with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
+                yield {"store": store, "manager": manager, "http": http, "key": key, "url": base}
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 # A representative verb set: (verb, its arguments, the typed error, the HTTP statuses).
@@ -546,19 +592,13 @@ ERRORS = [
 def _manager_calls(world: dict[str, Any], verb: str, args: Any, kw: Any, user: str | None) -> Any:
     """Each transport's call of ``verb`` on ``ana-s`` as ``user`` (sync and async, in process
     and over HTTP), as (transport, thunk) pairs."""
-    manager, http, key = world["manager"], world["http"], world["key"]
+    manager, key, url = world["manager"], world["key"], world["url"]
     name = VERBS_BY_NAME[verb].manager
-    client = Client("http://testserver", key, http_client=http)
+    client = Client(url, key)
     amanager = AsyncSessionManager(world["store"], "travel")
 
     async def aclient_call(remote: bool) -> Any:
-        import httpx
-
-        transport = httpx.ASGITransport(app=http.app)
-        async with (
-            httpx.AsyncClient(transport=transport, base_url="http://testserver") as raw,
-            AsyncClient("http://testserver", key, http_client=raw) as c,
-        ):
+        async with AsyncClient(url, key) as c:
             if remote:
                 return await getattr(c.get_session("ana-s", user_id=user), verb)(*args, **kw)
             return await getattr(c, str(name))("ana-s", *args, user_id=user, **kw)

@@ -41,7 +41,14 @@ from threadline._verbs import (
 )
 from threadline.aio import AsyncSession, AsyncSessionManager
 from threadline.client import AsyncClient, Client
-from threadline.errors import InvalidArgumentError, SessionNotFoundError
+from threadline.errors import (
+    BlockNotFoundError,
+    BlockTooLargeError,
+    InvalidArgumentError,
+    InvalidMessageError,
+    MessageNotFoundError,
+    SessionNotFoundError,
+)
 from threadline.types import AUTO
 
 DOC = Path(__file__).parents[2] / "docs" / "verbs.md"
@@ -498,6 +505,20 @@ def _free_port() -> int:
         return port
 
 
+def _served_app() -> Any:
+    """tests/client/served_app.py: its ``configure`` is the server's and the manager's here."""
+    import importlib.util
+    import sys
+
+    name = "verb_parity_served_app"
+    spec = importlib.util.spec_from_file_location(name, CLIENT_TESTS / "served_app.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # its dataclass looks its module up
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A SQLite file with ``ana-s`` (owned by ana), served by uvicorn as the client tests
@@ -515,7 +536,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     url = str(folder / "verbs.db")
     with threadline.connect(url) as store:
         key = create_key(store, "travel")
-        manager = SessionManager(store, "travel")
+        served = _served_app()
+        manager = served.configure(SessionManager(store, "travel"))  # as the server's
         manager.create(session_id="ana-s", user_id="ana")
         manager.append("ana-s", {"role": "user", "content": "hi"}, user_id="ana")
         port = _free_port()
@@ -539,7 +561,15 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                     time.sleep(0.1)
             headers = {"authorization": f"Bearer {key}"}
             with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
-                yield {"store": store, "manager": manager, "http": http, "key": key, "url": base}
+                yield {
+                    "store": store,
+                    "manager": manager,
+                    "http": http,
+                    "key": key,
+                    "url": base,
+                    "configure": served.configure,
+                    "summarize": served.summarize,
+                }
         finally:
             process.terminate()
             try:
@@ -549,42 +579,78 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 process.wait()
 
 
-# A representative verb set: (verb, its arguments, the typed error, the HTTP statuses).
-def _error_case(verb: str, args: tuple[Any, ...], kw: dict[str, Any], defect: str = "") -> Any:
+# A representative verb set: (verb, its arguments, the typed error every transport raises).
+def _error_case(
+    verb: str,
+    args: tuple[Any, ...],
+    kw: dict[str, Any],
+    error: type[Exception] = InvalidArgumentError,
+    defect: str = "",
+    *,
+    case: str,
+) -> Any:
     marks = [pytest.mark.xfail(strict=True, reason=defect)] if defect else []
-    return pytest.param(verb, args, kw, InvalidArgumentError, marks=marks, id=verb)
+    return pytest.param(verb, args, kw, error, marks=marks, id=f"{verb}-{case}")
 
 
+_HI = {"role": "user", "content": "hi"}
 ERRORS = [
-    _error_case("get_history", (), {"limit": 0}),
-    _error_case("update_state", ("not a mapping",), {}),
+    _error_case("get_history", (), {"limit": 0}, case="limit-0"),
+    _error_case("get_history", (), {"attachments": "bad"}, case="attachments"),
+    _error_case("get_history", (), {"after": "not a date"}, case="after"),
+    _error_case("get_history", ("nope",), {}, MessageNotFoundError, case="missing-leaf"),
+    _error_case("update_state", ("not a mapping",), {}, case="not-a-mapping"),
+    _error_case("append_message", ({"role": 5},), {}, InvalidMessageError, case="bad-role"),
+    _error_case("append_message", (_HI, "nope"), {}, MessageNotFoundError, case="no-parent"),
+    _error_case(
+        "update_message", ({**_HI, "id": "nope"},), {}, MessageNotFoundError, case="missing"
+    ),
+    _error_case("checkout", ("nope",), {}, MessageNotFoundError, case="missing"),
+    _error_case("get_path_length", ("nope",), {}, MessageNotFoundError, case="missing"),
+    _error_case("get_message", (5,), {}, case="not-a-string"),
+    _error_case("read_attachment", ("sha256:00",), {}, case="not-a-ref"),
+    _error_case("replace_context_block", ("nope", "x"), {}, BlockNotFoundError, case="missing"),
+    _error_case(
+        "replace_context_block", ("memory", "word " * 2000), {}, BlockTooLargeError, case="big"
+    ),
     _error_case(
         "search",
         ("hi",),
         {"limit": 0},
-        "client: SessionCalls.search answers [] for limit < 1 (and a non-str query) instead "
-        "of raising InvalidArgumentError",
+        defect="client: SessionCalls.search answers [] for limit < 1 and for a non-str query "
+        "instead of raising InvalidArgumentError",
+        case="limit-0",
+    ),
+    _error_case(
+        "get_state",
+        (5,),
+        {},
+        defect="client: SessionCalls.get_state answers the default for a key that is not a "
+        "non-empty str instead of raising InvalidArgumentError",
+        case="bad-key",
     ),
     _error_case(
         "get_message",
         ("",),
         {},
-        "client: w.segment accepts '': GET .../messages/ answers None (sync) or a "
+        defect="client: w.segment accepts '': GET .../messages/ answers None (sync) or a "
         "JSONDecodeError (async)",
+        case="empty-id",
     ),
-    _error_case("checkout", ("",), {}),
     _error_case(
         "delete_messages",
         ("not-a-list",),
         {},
-        "client: SessionCalls.delete_messages takes a str as one id; the library refuses it",
+        defect="client: SessionCalls.delete_messages takes a str as one id; the library refuses it",
+        case="a-str",
     ),
     _error_case(
         "get_context_block",
         ("",),
         {},
-        "client: an empty label reaches GET .../blocks (the list): TypeError, not "
+        defect="client: an empty label reaches GET .../blocks (the list): TypeError, not "
         "InvalidArgumentError (w.segment accepts '')",
+        case="empty-label",
     ),
 ]
 
@@ -596,6 +662,7 @@ def _manager_calls(world: dict[str, Any], verb: str, args: Any, kw: Any, user: s
     name = VERBS_BY_NAME[verb].manager
     client = Client(url, key)
     amanager = AsyncSessionManager(world["store"], "travel")
+    amanager.with_context("memory", max_tokens=200).on_compaction(world["summarize"])
 
     async def aclient_call(remote: bool) -> Any:
         async with AsyncClient(url, key) as c:
@@ -635,7 +702,7 @@ def _raised(thunk: Callable[[], Any]) -> str:
 
 
 @pytest.mark.parametrize(("verb", "args", "kw", "error"), ERRORS)
-def test_an_invalid_argument_is_the_same_typed_error_on_every_transport(
+def test_a_bad_call_is_the_same_typed_error_on_every_transport(
     world: dict[str, Any], verb: str, args: Any, kw: Any, error: type[Exception]
 ) -> None:
     calls = _manager_calls(world, verb, args, kw, "ana")

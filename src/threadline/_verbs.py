@@ -67,7 +67,8 @@ class Route:
     parameters that are not verb parameters (the path's ``message_id`` of an update is the
     message's ``id``; a query ``format`` picks the schema flavour). ``otherwise`` is the route
     taken when a parameter whose default is ``None`` travels in the path and is left out
-    (``get_path_length()`` of the head).
+    (``get_path_length()`` of the head). ``caps`` are the server's own upper bounds (a page
+    of search hits is at most 1000 over HTTP); every other bound is the library's.
 
     >>> Route("GET", "/v1/sessions/{session_id}/state").params
     mappingproxy({})
@@ -78,6 +79,7 @@ class Route:
     params: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     extra: tuple[str, ...] = ()
     otherwise: Route | None = None
+    caps: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True)
@@ -227,7 +229,12 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "search",
         remote=True,
-        http=Route("GET", f"{_S}/search", _p(query="query:q", limit="query:limit")),
+        http=Route(
+            "GET",
+            f"{_S}/search",
+            _p(query="query:q", limit="query:limit"),
+            caps=MappingProxyType({"limit": 1000}),
+        ),
         cli=Command("search", _p(query="QUERY", limit="--limit"), session="--session"),
     ),
     # -- compaction

@@ -374,7 +374,35 @@ def test_each_http_route_carries_the_verbs_parameters_with_its_defaults(
             problem = _default_problem(place, wire[place], default)
             if problem:
                 problems.append(f"{name}: {problem}")
+            problems += _bound_problems(name, wire[place], verb.http.caps.get(name))
     assert problems == []
+
+
+def _bounds(schema: dict[str, Any], key: str) -> set[Any]:
+    found = {schema[key]} if key in schema else set()
+    for part in schema.get("anyOf", ()):
+        found |= _bounds(part, key)
+    return found
+
+
+def _bound_problems(name: str, schema: dict[str, Any], cap: int | None) -> list[str]:
+    """The wire's bounds of an integer parameter are the library's (``_checks``): the same
+    minimum, and no maximum but a declared cap of the server."""
+    import functools
+
+    from threadline._checks import API_RULES
+    from threadline._validate import check_int
+
+    rule = API_RULES.get(name)
+    if not (isinstance(rule, functools.partial) and rule.func is check_int):
+        return []
+    wanted = {rule.keywords["minimum"]}
+    problems = []
+    if _bounds(schema, "minimum") not in (wanted, set()):
+        problems.append(f"{name}: wire minimum {_bounds(schema, 'minimum')} != library {wanted}")
+    if _bounds(schema, "maximum") != ({cap} if cap is not None else set()):
+        problems.append(f"{name}: wire maximum {_bounds(schema, 'maximum')}, declared {cap}")
+    return problems
 
 
 def test_every_wire_parameter_of_a_verbs_route_is_a_verb_parameter(
@@ -594,6 +622,10 @@ def _error_case(
 
 
 _HI = {"role": "user", "content": "hi"}
+EMPTY_SEGMENT = (
+    "client: w.segment accepts '' (an empty id or label makes another route's path: "
+    "None, TypeError, JSONDecodeError or 405 instead of InvalidArgumentError)"
+)
 ERRORS = [
     _error_case("get_history", (), {"limit": 0}, case="limit-0"),
     _error_case("get_history", (), {"attachments": "bad"}, case="attachments"),
@@ -633,8 +665,7 @@ ERRORS = [
         "get_message",
         ("",),
         {},
-        defect="client: w.segment accepts '': GET .../messages/ answers None (sync) or a "
-        "JSONDecodeError (async)",
+        defect=EMPTY_SEGMENT,
         case="empty-id",
     ),
     _error_case(
@@ -648,10 +679,10 @@ ERRORS = [
         "get_context_block",
         ("",),
         {},
-        defect="client: an empty label reaches GET .../blocks (the list): TypeError, not "
-        "InvalidArgumentError (w.segment accepts '')",
+        defect=EMPTY_SEGMENT,
         case="empty-label",
     ),
+    _error_case("append_context_block", ("", "x"), {}, defect=EMPTY_SEGMENT, case="empty-label"),
 ]
 
 
@@ -708,6 +739,24 @@ def test_a_bad_call_is_the_same_typed_error_on_every_transport(
     calls = _manager_calls(world, verb, args, kw, "ana")
     raised = {transport: _raised(thunk) for transport, thunk in calls.items()}
     assert raised == dict.fromkeys(calls, error.__name__)
+
+
+ACCEPTED = [
+    ("get_history", (), {"max_tokens": 0}),  # the leaf only (HTTP refused it before issue 24)
+    ("get_history", (), {"runs": 0}),
+    ("search", ("hi",), {"limit": 1000}),
+]
+
+
+@pytest.mark.parametrize(
+    ("verb", "args", "kw"), ACCEPTED, ids=[f"{v}-{kw}" for v, _, kw in ACCEPTED]
+)
+def test_a_call_one_transport_accepts_every_transport_accepts(
+    world: dict[str, Any], verb: str, args: Any, kw: Any
+) -> None:
+    calls = _manager_calls(world, verb, args, kw, "ana")
+    raised = {transport: _raised(thunk) for transport, thunk in calls.items()}
+    assert raised == dict.fromkeys(calls, "no error")
 
 
 MISSING = ["get_history", "get_compactions", "update_state", "clear_messages", "append_messages"]

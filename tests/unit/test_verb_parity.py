@@ -96,7 +96,7 @@ def _ann(annotation: Any) -> str:
         try:
             annotation = eval(annotation, _NS)  # our own annotations
         except Exception:
-            return annotation
+            return str(annotation)
     text = annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
     return re.sub(r"\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_])", "", text)
 
@@ -242,8 +242,8 @@ MANAGED = [v for v in VERBS if v.manager]
 
 @pytest.mark.parametrize(
     ("owner", "name"),
-    [_known(o, v.manager) for o in ("SessionManager", "AsyncSessionManager") for v in MANAGED]
-    + [_known(o, v.manager) for o in ("Client", "AsyncClient") for v in MANAGED if v.client],
+    [_known(o, str(v.manager)) for o in ("SessionManager", "AsyncSessionManager") for v in MANAGED]
+    + [_known(o, str(v.manager)) for o in ("Client", "AsyncClient") for v in MANAGED if v.client],
 )
 def test_managers_and_clients_forward_with_session_id_first_and_user_id_last(
     owner: str, name: str
@@ -473,6 +473,21 @@ def test_each_command_carries_the_declared_parameters(verb: Verb) -> None:
                 assert options[where].default == default
         else:
             assert where in usage and default is inspect.Parameter.empty
+
+
+# The commands that are no per-session verb's: the manager's own calls and the tool's own.
+COMMANDS_NOT_VERBS = {"sessions", "show", "export", "import", "fork", "delete", "serve", "demo"}
+
+
+def test_every_command_is_a_verbs_or_declared() -> None:
+    import typer.main
+
+    from threadline.cli import app
+
+    group = typer.main.get_command(app)
+    commands = set(group.commands) - {"keys"}  # type: ignore[attr-defined]
+    verbs = {v.cli.name for v in CLI_VERBS if v.cli}
+    assert commands - verbs == COMMANDS_NOT_VERBS
 
 
 # -- the table for people ------------------------------------------------------------------------

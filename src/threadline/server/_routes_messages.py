@@ -142,7 +142,7 @@ def get_history(
     leaf_id: str | None = None,
     limit: int | None = Query(default=None, ge=1, description="The last N messages"),
     max_tokens: int | None = Query(
-        default=None, ge=1, description="Oldest dropped until the estimate fits (leaf kept)"
+        default=None, ge=0, description="Oldest dropped until the estimate fits (leaf kept)"
     ),
     after: str | None = Query(
         default=None,

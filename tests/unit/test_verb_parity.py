@@ -26,7 +26,8 @@ from typing import Any
 import pytest
 
 import threadline
-import threadline.client._calls
+import threadline.client._manager_calls
+import threadline.client._session_calls
 import threadline.manager
 import threadline.session
 from threadline import Session, SessionManager
@@ -58,10 +59,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("SessionManager", "get_history"): "manager: **options instead of Session.get_history's "
     "keyword-only limit/max_tokens/after/runs/branch/attachments",
     ("AsyncSessionManager", "get_history"): "follows SessionManager.get_history (_off)",
-    ("Client", "get_history"): "client: ManagerCalls.get_history takes **options",
-    ("AsyncClient", "get_history"): "client: ManagerCalls.get_history takes **options",
-    ("Client", "append_all"): "client: returns list[Message], SessionManager an AppendResult",
-    ("AsyncClient", "append_all"): "client: returns list[Message], not AppendResult",
 }
 
 
@@ -81,7 +78,8 @@ for _module in (
     threadline.session,
     threadline.manager,
     threadline.aio,
-    threadline.client._calls,
+    threadline.client._session_calls,
+    threadline.client._manager_calls,
     threadline.client,
 ):
     _NS.update(vars(_module))

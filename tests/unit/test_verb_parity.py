@@ -5,7 +5,9 @@ column of the table is checked here: ``SessionManager`` / ``AsyncSessionManager`
 first, ``user_id=None`` last), ``AsyncSession`` (the twin rule), ``RemoteSession`` /
 ``AsyncRemoteSession``, ``Client`` / ``AsyncClient`` (the manager's signature), the HTTP routes
 (the app's OpenAPI schema: method, path, where each parameter travels, its default) and the
-``threadline`` commands (options and positionals). Then errors: the same typed error on every
+``threadline`` commands (options and positionals). A client method, made from its plan, looks
+the same on its class as on an instance. This is the one definition of "same signature" (the
+client's tests hold none of their own). Then errors: the same typed error on every
 transport, on a real SQLite file and the real app. ``docs/verbs.md`` is the table rendered.
 
 A known defect is one ``xfail(strict=True)`` check below: it fails once fixed, and its mark goes.
@@ -265,11 +267,32 @@ def test_managers_and_clients_forward_with_session_id_first_and_user_id_last(
 )
 def test_the_clients_manager_methods_have_the_managers_signature(owner: str, name: str) -> None:
     wanted = _shape(getattr(SessionManager, name))
-    if name in ("get_session", "tools"):  # a remote handle / remote tools: compare parameters
-        got = _shape(getattr(OBJECTS[owner], name))
-        assert got[0] == wanted[0]
+    if name == "get_session":  # the client's own handle, made without a request (GET_SESSION)
+        method = getattr(OBJECTS[owner], name)
+        assert _shape(method) == (wanted[0], owner.replace("Client", "RemoteSession"))
+        assert not inspect.iscoroutinefunction(method)
         return
     assert _check(owner, name, wanted) == []
+
+
+CLIENTS = ["RemoteSession", "AsyncRemoteSession", "Client", "AsyncClient"]
+
+
+@pytest.mark.parametrize("owner", CLIENTS)
+def test_a_client_method_looks_the_same_on_its_class_and_on_an_instance(owner: str) -> None:
+    """A client method is made from its plan (``client._drive``): on the class it shows
+    ``self`` then the instance's parameters, the plan's result (not ``Plan[...]``) and the
+    class's qualified name, as a method written out would."""
+    obj = OBJECTS[owner]
+    cls = type(obj)
+    methods = [n for n in _public(owner) if callable(inspect.getattr_static(cls, n))]
+    assert len(methods) >= 15
+    for name in methods:
+        on_class, on_instance = getattr(cls, name), getattr(obj, name)
+        assert next(iter(inspect.signature(on_class).parameters)) == "self", name
+        assert _shape(on_class) == _shape(on_instance), name
+        assert on_class.__qualname__ == f"{cls.__name__}.{name}"
+        assert not _shape(on_instance)[1].startswith("Plan["), name
 
 
 def test_the_check_sees_a_difference() -> None:

@@ -781,6 +781,42 @@ def test_another_users_session_is_missing_on_every_transport(
     assert raised == dict.fromkeys(calls, "SessionNotFoundError")
 
 
+# The manager's own calls a client carries: the same argument rules (threadline._checks).
+MANAGER_ERRORS = [
+    ("search", ("hi",), {"limit": 0}),
+    ("search", (5,), {}),
+    ("list", (), {"limit": 0}),
+    ("forget_user", ("",), {}),
+    ("get", ("",), {}),
+    ("rename", ("ana-s", 5), {}),
+    ("get_session", ("",), {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "kw"), MANAGER_ERRORS, ids=[f"{n}-{a}-{k}" for n, a, k in MANAGER_ERRORS]
+)
+def test_a_bad_call_of_the_managers_own_is_the_same_error_on_every_transport(
+    world: dict[str, Any], name: str, args: Any, kw: Any
+) -> None:
+    manager, key, url = world["manager"], world["key"], world["url"]
+    amanager = AsyncSessionManager(world["store"], "travel")
+
+    async def aclient_call() -> Any:
+        async with AsyncClient(url, key) as c:
+            result = getattr(c, name)(*args, **kw)
+            return await result if inspect.isawaitable(result) else result
+
+    calls: dict[str, Callable[[], Any]] = {
+        "SessionManager": lambda: getattr(manager, name)(*args, **kw),
+        "AsyncSessionManager": lambda: asyncio.run(getattr(amanager, name)(*args, **kw)),
+        "Client": lambda: getattr(Client(url, key), name)(*args, **kw),
+        "AsyncClient": lambda: asyncio.run(aclient_call()),
+    }
+    raised = {transport: _raised(thunk) for transport, thunk in calls.items()}
+    assert raised == dict.fromkeys(calls, "InvalidArgumentError")
+
+
 def test_http_statuses_of_the_typed_errors(world: dict[str, Any]) -> None:
     http = world["http"]
     assert http.get("/v1/sessions/nope/messages").status_code == 404

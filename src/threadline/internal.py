@@ -10,7 +10,7 @@ It is not part of the user API: a name may change in a minor release, noted in t
 CHANGELOG. A third-party adapter that wants the same footing may use it on those terms.
 
 >>> from threadline import internal
->>> internal.scope_of("user:theme").value
+>>> internal.scope_of("user:theme")
 'user'
 >>> internal.is_sqlite("agent.db")
 True
@@ -19,8 +19,10 @@ True
 from __future__ import annotations
 
 from threadline._attachments import ref_sha
+from threadline._checks import API_RULES, check_every_public_method
 from threadline._search_query import Term, parse_query
 from threadline._state import INTERNAL_PREFIX, scope_of
+from threadline._validate import check_id
 from threadline.aio import _owning as owning
 from threadline.formats._common import text_in
 from threadline.store import _is_sqlite as is_sqlite
@@ -29,9 +31,12 @@ from threadline.store._common import datetime_to_us
 from threadline.store._handle import SessionStore
 
 __all__ = [
+    "API_RULES",
     "INTERNAL_PREFIX",
     "SessionStore",
     "Term",
+    "check_every_public_method",
+    "check_id",
     "datetime_to_us",
     "is_sqlite",
     "lazily",

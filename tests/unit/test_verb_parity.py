@@ -5,7 +5,9 @@ column of the table is checked here: ``SessionManager`` / ``AsyncSessionManager`
 first, ``user_id=None`` last), ``AsyncSession`` (the twin rule), ``RemoteSession`` /
 ``AsyncRemoteSession``, ``Client`` / ``AsyncClient`` (the manager's signature), the HTTP routes
 (the app's OpenAPI schema: method, path, where each parameter travels, its default) and the
-``threadline`` commands (options and positionals). Then errors: the same typed error on every
+``threadline`` commands (options and positionals). A client method, made from its plan, looks
+the same on its class as on an instance. This is the one definition of "same signature" (the
+client's tests hold none of their own). Then errors: the same typed error on every
 transport, on a real SQLite file and the real app. ``docs/verbs.md`` is the table rendered.
 
 A known defect is one ``xfail(strict=True)`` check below: it fails once fixed, and its mark goes.
@@ -26,7 +28,8 @@ from typing import Any
 import pytest
 
 import threadline
-import threadline.client._calls
+import threadline.client._manager_calls
+import threadline.client._session_calls
 import threadline.manager
 import threadline.session
 from threadline import Session, SessionManager
@@ -58,10 +61,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("SessionManager", "get_history"): "manager: **options instead of Session.get_history's "
     "keyword-only limit/max_tokens/after/runs/branch/attachments",
     ("AsyncSessionManager", "get_history"): "follows SessionManager.get_history (_off)",
-    ("Client", "get_history"): "client: ManagerCalls.get_history takes **options",
-    ("AsyncClient", "get_history"): "client: ManagerCalls.get_history takes **options",
-    ("Client", "append_all"): "client: returns list[Message], SessionManager an AppendResult",
-    ("AsyncClient", "append_all"): "client: returns list[Message], not AppendResult",
 }
 
 
@@ -81,7 +80,8 @@ for _module in (
     threadline.session,
     threadline.manager,
     threadline.aio,
-    threadline.client._calls,
+    threadline.client._session_calls,
+    threadline.client._manager_calls,
     threadline.client,
 ):
     _NS.update(vars(_module))
@@ -267,11 +267,32 @@ def test_managers_and_clients_forward_with_session_id_first_and_user_id_last(
 )
 def test_the_clients_manager_methods_have_the_managers_signature(owner: str, name: str) -> None:
     wanted = _shape(getattr(SessionManager, name))
-    if name in ("get_session", "tools"):  # a remote handle / remote tools: compare parameters
-        got = _shape(getattr(OBJECTS[owner], name))
-        assert got[0] == wanted[0]
+    if name == "get_session":  # the client's own handle, made without a request (GET_SESSION)
+        method = getattr(OBJECTS[owner], name)
+        assert _shape(method) == (wanted[0], owner.replace("Client", "RemoteSession"))
+        assert not inspect.iscoroutinefunction(method)
         return
     assert _check(owner, name, wanted) == []
+
+
+CLIENTS = ["RemoteSession", "AsyncRemoteSession", "Client", "AsyncClient"]
+
+
+@pytest.mark.parametrize("owner", CLIENTS)
+def test_a_client_method_looks_the_same_on_its_class_and_on_an_instance(owner: str) -> None:
+    """A client method is made from its plan (``client._drive``): on the class it shows
+    ``self`` then the instance's parameters, the plan's result (not ``Plan[...]``) and the
+    class's qualified name, as a method written out would."""
+    obj = OBJECTS[owner]
+    cls = type(obj)
+    methods = [n for n in _public(owner) if callable(inspect.getattr_static(cls, n))]
+    assert len(methods) >= 15
+    for name in methods:
+        on_class, on_instance = getattr(cls, name), getattr(obj, name)
+        assert next(iter(inspect.signature(on_class).parameters)) == "self", name
+        assert _shape(on_class) == _shape(on_instance), name
+        assert on_class.__qualname__ == f"{cls.__name__}.{name}"
+        assert not _shape(on_instance)[1].startswith("Plan["), name
 
 
 def test_the_check_sees_a_difference() -> None:
@@ -637,10 +658,6 @@ def _error_case(
 
 
 _HI = {"role": "user", "content": "hi"}
-EMPTY_SEGMENT = (
-    "client: w.segment accepts '' (an empty id or label makes another route's path: "
-    "None, TypeError, JSONDecodeError or 405 instead of InvalidArgumentError)"
-)
 ERRORS = [
     _error_case("get_history", (), {"limit": 0}, case="limit-0"),
     _error_case("get_history", (), {"attachments": "bad"}, case="attachments"),
@@ -660,44 +677,14 @@ ERRORS = [
     _error_case(
         "replace_context_block", ("memory", "word " * 2000), {}, BlockTooLargeError, case="big"
     ),
-    _error_case(
-        "search",
-        ("hi",),
-        {"limit": 0},
-        defect="client: SessionCalls.search answers [] for limit < 1 and for a non-str query "
-        "instead of raising InvalidArgumentError",
-        case="limit-0",
-    ),
-    _error_case(
-        "get_state",
-        (5,),
-        {},
-        defect="client: SessionCalls.get_state answers the default for a key that is not a "
-        "non-empty str instead of raising InvalidArgumentError",
-        case="bad-key",
-    ),
-    _error_case(
-        "get_message",
-        ("",),
-        {},
-        defect=EMPTY_SEGMENT,
-        case="empty-id",
-    ),
-    _error_case(
-        "delete_messages",
-        ("not-a-list",),
-        {},
-        defect="client: SessionCalls.delete_messages takes a str as one id; the library refuses it",
-        case="a-str",
-    ),
-    _error_case(
-        "get_context_block",
-        ("",),
-        {},
-        defect=EMPTY_SEGMENT,
-        case="empty-label",
-    ),
-    _error_case("append_context_block", ("", "x"), {}, defect=EMPTY_SEGMENT, case="empty-label"),
+    _error_case("search", ("hi",), {"limit": 0}, case="limit-0"),
+    _error_case("search", (5,), {}, case="not-a-string"),
+    _error_case("get_state", (5,), {}, case="bad-key"),
+    _error_case("get_state", ("",), {}, case="empty-key"),
+    _error_case("get_message", ("",), {}, case="empty-id"),
+    _error_case("delete_messages", ("not-a-list",), {}, case="a-str"),
+    _error_case("get_context_block", ("",), {}, case="empty-label"),
+    _error_case("append_context_block", ("", "x"), {}, case="empty-label"),
 ]
 
 
@@ -792,6 +779,42 @@ def test_another_users_session_is_missing_on_every_transport(
             world["manager"].get_session("ana-s", user_id="bob")
     raised = {transport: _raised(thunk) for transport, thunk in calls.items()}
     assert raised == dict.fromkeys(calls, "SessionNotFoundError")
+
+
+# The manager's own calls a client carries: the same argument rules (threadline._checks).
+MANAGER_ERRORS = [
+    ("search", ("hi",), {"limit": 0}),
+    ("search", (5,), {}),
+    ("list", (), {"limit": 0}),
+    ("forget_user", ("",), {}),
+    ("get", ("",), {}),
+    ("rename", ("ana-s", 5), {}),
+    ("get_session", ("",), {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "kw"), MANAGER_ERRORS, ids=[f"{n}-{a}-{k}" for n, a, k in MANAGER_ERRORS]
+)
+def test_a_bad_call_of_the_managers_own_is_the_same_error_on_every_transport(
+    world: dict[str, Any], name: str, args: Any, kw: Any
+) -> None:
+    manager, key, url = world["manager"], world["key"], world["url"]
+    amanager = AsyncSessionManager(world["store"], "travel")
+
+    async def aclient_call() -> Any:
+        async with AsyncClient(url, key) as c:
+            result = getattr(c, name)(*args, **kw)
+            return await result if inspect.isawaitable(result) else result
+
+    calls: dict[str, Callable[[], Any]] = {
+        "SessionManager": lambda: getattr(manager, name)(*args, **kw),
+        "AsyncSessionManager": lambda: asyncio.run(getattr(amanager, name)(*args, **kw)),
+        "Client": lambda: getattr(Client(url, key), name)(*args, **kw),
+        "AsyncClient": lambda: asyncio.run(aclient_call()),
+    }
+    raised = {transport: _raised(thunk) for transport, thunk in calls.items()}
+    assert raised == dict.fromkeys(calls, "InvalidArgumentError")
 
 
 def test_http_statuses_of_the_typed_errors(world: dict[str, Any]) -> None:

@@ -25,6 +25,7 @@ from threadline.errors import (
     SessionExistsError,
     SessionNotFoundError,
 )
+from threadline.internal import API_RULES, check_every_public_method
 from threadline.types import (
     AUTO,
     AppendResult,
@@ -158,9 +159,7 @@ class ManagerCalls:
         >>> client.forget_user("ana"), client.get("s1")
         (1, None)
         """
-        if not isinstance(user_id, str) or not user_id:
-            raise InvalidArgumentError("user_id must be a non-empty string")
-        path = f"/v1/users/{w.segment(user_id)}"
+        path = f"/v1/users/{w.segment(user_id, 'user_id')}"
         return (yield from ask(w.Call("DELETE", path, w.field("sessions_deleted", int))))
 
     # -- messages (the manager's shortcuts to one session) ---------------------------------------
@@ -390,8 +389,6 @@ class ManagerCalls:
         >>> [hit.session_id for hit in client.search("hotel", user_id="ana")]
         ['s1']
         """
-        if not isinstance(query, str) or limit < 1:
-            return []
         params = {"q": query, "limit": limit, "user_id": user_id}
         return (yield from ask(w.Call("GET", "/v1/search", w.list_of(SearchHit, "hits"), params)))
 
@@ -464,3 +461,7 @@ class ManagerCalls:
             w.RawBody(lines.encode(), "application/x-ndjson"),
         )
         return (yield from ask(call))
+
+
+# The library's argument rules, by parameter name (as on ``SessionManager``).
+check_every_public_method(ManagerCalls, API_RULES)

@@ -24,7 +24,7 @@ from threadline.errors import (
     SessionNotFoundError,
     ThreadlineError,
 )
-from threadline.internal import ref_sha
+from threadline.internal import API_RULES, check_every_public_method, check_id, ref_sha
 from threadline.messages import normalize_message, normalize_messages
 from threadline.types import (
     AUTO,
@@ -66,7 +66,9 @@ class SessionCalls:
     """The ``Session`` methods of one remote session (see ``RemoteSession``)."""
 
     def __init__(self, session_id: str, user_id: str | None = None) -> None:
-        w.segment(session_id)  # a bad id fails here, before any request
+        w.segment(session_id, "session_id")  # a bad id fails here, before any request
+        if user_id is not None:
+            check_id("user_id", user_id)
         self._session_id = session_id
         self._user_id = user_id
         self._owner_checked = False
@@ -177,7 +179,7 @@ class SessionCalls:
         (1, None)
         """
         deleted = 0
-        for message_id in [ids] if isinstance(ids, str) else list(ids):
+        for message_id in ids:
             path = self._path("messages", message_id)
             found = yield from ask(w.Call("DELETE", path, w.true, none_if_missing=True))
             deleted += 1 if found else 0
@@ -331,8 +333,6 @@ class SessionCalls:
         >>> [hit.content for hit in s.search("lisbon")]
         ['Where should I stay in Lisbon?']
         """
-        if not isinstance(query, str) or limit < 1:
-            return []
         call = w.Call(
             "GET", self._path("search"), w.list_of(SearchHit, "hits"), {"q": query, "limit": limit}
         )
@@ -487,3 +487,8 @@ class SessionCalls:
             kind = type(delta).__name__
             raise InvalidArgumentError(f"a state delta must be a mapping, got {kind}")
         yield from ask(w.Call("PATCH", self._path("state"), w.nothing, None, dict(delta)))
+
+
+# The library's argument rules, by parameter name (as on ``Session``): a bad argument raises
+# the same typed error before any request.
+check_every_public_method(SessionCalls, API_RULES)

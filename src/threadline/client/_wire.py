@@ -19,6 +19,7 @@ import httpx
 
 from threadline import errors
 from threadline.errors import InvalidArgumentError, StoreError, ThreadlineError
+from threadline.internal import check_id
 from threadline.types import AUTO, CompactResult, Message, SessionInfo, SessionPage
 
 T = TypeVar("T")
@@ -157,11 +158,17 @@ def _query_value(value: Any) -> Any:
     return value
 
 
-def segment(value: str) -> str:
-    """One URL path segment (ids may hold any character, ``/`` included)."""
-    if not isinstance(value, str):
-        raise InvalidArgumentError(f"an id must be a string, got {type(value).__name__}")
-    quoted = quote(value, safe="")
+def segment(value: str, what: str = "an id") -> str:
+    """One URL path segment (ids may hold any character, ``/`` included), checked as the
+    library checks an id: an empty one would make another route's path.
+
+    >>> segment("a/b"), segment("..")
+    ('a%2Fb', '%2E%2E')
+    >>> segment("")
+    Traceback (most recent call last):
+    threadline.errors.InvalidArgumentError: an id must be a non-empty string, got ''
+    """
+    quoted = quote(check_id(what, value), safe="")
     # "." and ".." would be dot-segments, removed from the path by URL normalisation.
     return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
 

@@ -4,8 +4,9 @@ One :class:`~threadline.SessionManager` per app, built on first use and handed t
 ``configure`` hook. A key reaches only its app; a user-bound key reaches only the sessions
 owned by exactly its user (``owned_by``: not the app's owner-less ones, which the library's
 in-process rule, ``visible_to``, lets any user see; both in ``threadline._ownership``) —
-anything else is reported missing (404), never forbidden, so ids do not leak. A user-bound key may not write what every user of the app sees (``app:`` state,
-app-scoped blocks): that is forbidden (403).
+anything else is reported missing (404), never forbidden, so ids do not leak. A user-bound
+key may not write what every user of the app sees (``app:`` state, app-scoped blocks): that
+is forbidden (403).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from threadline.types import (
     SessionPage,
 )
 
-__all__ = ["SPLIT_PREFIX", "SessionManager"]
+__all__ = ["SessionManager"]
 
 # Aliases: inside SessionManager the name ``list`` is the method, not the builtin.
 _Messages = list[Message]

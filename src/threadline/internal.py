@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from threadline._attachments import ref_sha
 from threadline._checks import API_RULES, check_every_public_method
+from threadline._ownership import not_found, owned_by, visible_to
 from threadline._search_query import Term, parse_query
 from threadline._state import INTERNAL_PREFIX, scope_of
 from threadline._validate import check_id
@@ -40,9 +41,12 @@ __all__ = [
     "datetime_to_us",
     "is_sqlite",
     "lazily",
+    "not_found",
+    "owned_by",
     "owning",
     "parse_query",
     "ref_sha",
     "scope_of",
     "text_in",
+    "visible_to",
 ]

@@ -2,10 +2,11 @@
 
 One :class:`~threadline.SessionManager` per app, built on first use and handed to the
 ``configure`` hook. A key reaches only its app; a user-bound key reaches only the sessions
-owned by exactly its user (not the app's owner-less ones, which the library's in-process
-rules let any user see) — anything else is reported missing (404), never forbidden, so ids
-do not leak. A user-bound key may not write what every user of the app sees (``app:`` state,
-app-scoped blocks): that is forbidden (403).
+owned by exactly its user (``owned_by``: not the app's owner-less ones, which the library's
+in-process rule, ``visible_to``, lets any user see; both in ``threadline._ownership``) —
+anything else is reported missing (404), never forbidden, so ids do not leak. A user-bound
+key may not write what every user of the app sees (``app:`` state, app-scoped blocks): that
+is forbidden (403).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from threadline.errors import InvalidArgumentError, SessionNotFoundError, StoreError
-from threadline.internal import scope_of
+from threadline.errors import InvalidArgumentError, StoreError
+from threadline.internal import not_found, owned_by, scope_of
 from threadline.manager import SessionManager
 from threadline.server._keys import hash_key
 from threadline.session import Session
@@ -57,8 +58,8 @@ class Tenant:
         """The session's registry row; ``SessionNotFoundError`` if it does not exist or is
         not owned by the key's user (for a user-bound key: owner-less sessions are missing)."""
         info = self.manager.get(session_id)
-        if info is None or not self._owns(info.user_id):
-            raise SessionNotFoundError(f"session {session_id!r} not found")
+        if info is None or not owned_by(info.user_id, self.user):
+            raise not_found(session_id)
         return info
 
     def session(self, session_id: str) -> Session:
@@ -72,13 +73,10 @@ class Tenant:
         info = self.manager.get(session_id)
         if info is None:
             return self.manager.get_session(session_id, user_id=self.user)
-        if not self._owns(info.user_id):
-            raise SessionNotFoundError(f"session {session_id!r} not found")
+        if not owned_by(info.user_id, self.user):
+            raise not_found(session_id)
         # the owner's Session object, the one reads use (a manager caches one per owner given)
         return self.manager.get_session(session_id, user_id=info.user_id)
-
-    def _owns(self, owner: str | None) -> bool:
-        return self.user is None or owner == self.user
 
     def check_state(self, delta: object) -> None:
         """:class:`Forbidden` if a user-bound key's state delta touches ``app:`` keys.

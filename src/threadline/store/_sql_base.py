@@ -12,13 +12,13 @@ from datetime import datetime
 from typing import Any, NamedTuple, Protocol, Self, TypeVar
 
 from threadline._attachments import ATTACH_MIN_BYTES, MARKER_JSON, Blob, extract, refuse_marker
+from threadline._ownership import check_visible
 from threadline._search_query import MatchMode, Term
 from threadline._validate import check_max_message_bytes, check_size_policy
 from threadline.errors import (
     InvalidArgumentError,
     InvalidMessageError,
     MessageTooLargeError,
-    SessionNotFoundError,
 )
 from threadline.messages import (
     check_message,
@@ -152,9 +152,9 @@ def _check_owner(app: str, session_id: str, owner: str | None, user_id: str | No
     """A write naming a user to a session another user owns finds no such session.
 
     The owner is fixed when the session is created; later writes never claim or change it.
+    The rule is :func:`threadline._ownership.check_visible`'s.
     """
-    if user_id is not None and owner is not None and owner != user_id:
-        raise SessionNotFoundError(f"session {session_id!r} not found in app {app!r}")
+    check_visible(app, session_id, owner, user_id)
 
 
 def _undo(callbacks: list[Callable[[], None]]) -> None:

@@ -107,7 +107,10 @@ class Verb:
     ``manager``: the ``SessionManager`` (and ``AsyncSessionManager``) method's name;
     ``client``: ``Client``/``AsyncClient`` carry that manager method too; ``remote``:
     ``RemoteSession``/``AsyncRemoteSession`` carry ``<name>``; ``http`` / ``cli``: the route
-    and the command. ``kind`` is ``"method"`` or ``"property"``.
+    and the command. ``kind`` is ``"method"`` or ``"property"``. ``manager_defaults``: the
+    parameters whose default differs at ``SessionManager``/``AsyncSessionManager``, as
+    ``(default, annotation)`` text (``get_history``'s ``limit`` is the manager's own
+    ``max_messages`` cap unless given: ``AUTO``).
 
     >>> Verb("get_message", remote=True).manager is None
     True
@@ -120,6 +123,9 @@ class Verb:
     http: Route | None = None
     cli: Command | None = None
     kind: str = "method"
+    manager_defaults: Mapping[str, tuple[str, str]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
 
 def _p(**params: str) -> Mapping[str, str]:
@@ -203,6 +209,7 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "get_history",
         manager="get_history",
+        manager_defaults=MappingProxyType({"limit": ("AUTO", "int | AutoType | None")}),
         client=True,
         remote=True,
         http=Route(

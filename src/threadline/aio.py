@@ -877,7 +877,7 @@ class AsyncSessionManager:
     purge = _off(SessionManager.purge)
     upsert = _off(SessionManager.upsert)
     append_all = _off(SessionManager.append_all)
-    get_history = _off(SessionManager.get_history)  # type: ignore[arg-type]
+    get_history = _off(SessionManager.get_history)
     get_message_count = _off(SessionManager.get_message_count)
     clear_messages = _off(SessionManager.clear_messages)
     delete_messages = _off(SessionManager.delete_messages)

@@ -282,13 +282,13 @@ class SessionManager(ManagerBase):
         session_id: str,
         leaf_id: str | None = None,
         *,
-        user_id: str | None = None,
         limit: int | AutoType | None = AUTO,
         max_tokens: int | None = None,
         after: datetime | str | float | None = None,
         runs: int | None = None,
         branch: str | None = None,
         attachments: Literal["inline", "ref"] = "inline",
+        user_id: str | None = None,
     ) -> _Messages:
         """History of a session (see ``Session.get_history`` for ``runs``, ``limit``,
         ``max_tokens``, ``after``, ``branch``, ``attachments``).

@@ -57,11 +57,7 @@ from threadline.types import AUTO
 DOC = Path(__file__).parents[2] / "docs" / "verbs.md"
 
 # -- known defects (owner: the fix; the lead removes the mark once it lands) --------------------
-KNOWN: dict[tuple[str, str], str] = {
-    ("SessionManager", "get_history"): "manager: **options instead of Session.get_history's "
-    "keyword-only limit/max_tokens/after/runs/branch/attachments",
-    ("AsyncSessionManager", "get_history"): "follows SessionManager.get_history (_off)",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def _known(owner: str, name: str) -> Any:
@@ -128,9 +124,18 @@ def _home(verb: Verb) -> Shape:
     return _shape(getattr(Session, verb.name))
 
 
-def _forwarder(verb: Verb) -> Shape:
-    """The manager's signature derived from the home: ``session_id`` first, ``user_id`` last."""
+def _forwarder(verb: Verb, owner: str = "SessionManager") -> Shape:
+    """The manager's signature derived from the home: ``session_id`` first, ``user_id`` last
+    (and, at the managers, the verb's declared ``manager_defaults``)."""
     params, result = _home(verb)
+    if owner in ("SessionManager", "AsyncSessionManager"):
+        declared = verb.manager_defaults
+        params = [
+            (n, k, eval(declared[n][0], _NS), _ann(declared[n][1]))
+            if n in declared
+            else (n, k, d, a)
+            for n, k, d, a in params
+        ]
     session_id = ("session_id", inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect._empty, "str")
     user_id = ("user_id", inspect.Parameter.KEYWORD_ONLY, None, "str | None")
     if verb.kind == "property":
@@ -249,7 +254,7 @@ def test_managers_and_clients_forward_with_session_id_first_and_user_id_last(
     owner: str, name: str
 ) -> None:
     verb = next(v for v in MANAGED if v.manager == name)
-    wanted = _forwarder(verb)
+    wanted = _forwarder(verb, owner)
     if owner in ("SessionManager", "AsyncSessionManager"):
         # The manager may return a richer subclass (AppendResult is a list[Message]).
         got = _shape(getattr(SessionManager, name))[1]

@@ -19,6 +19,7 @@ from rich.console import Console
 import threadline
 from threadline.errors import StoreError
 from threadline.export import isoformat_utc, session_json, usage_json
+from threadline.internal import owned_by
 from threadline.store.base import Store
 from threadline.types import SessionInfo
 
@@ -164,7 +165,7 @@ def require_app(store: Store, app: str) -> None:
 def require_session(store: Store, app: str, session_id: str, user: str | None) -> SessionInfo:
     """The session's registry row, or ``CliError`` saying what is missing."""
     info = store.get_session(app, session_id)
-    if info is not None and (user is None or info.user_id == user):
+    if info is not None and owned_by(info.user_id, user):
         return info
     require_app(store, app)
     whose = f" for user {user!r}" if user is not None else ""

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from threadline.internal import datetime_to_us
+from threadline.internal import datetime_to_us, owned_by
 from threadline.server._keys import iso_z
 from threadline.server._sse import (
     History,
@@ -36,7 +36,6 @@ from threadline.server._sse import (
     pump,
     sse,
     stamp_of,
-    visible,
 )
 from threadline.store import Store
 from threadline.types import SessionInfo
@@ -155,7 +154,7 @@ def _seen_by(
     users: dict[Subscriber, str | None], owner: str | None
 ) -> Callable[[Subscriber], bool]:
     """Whether a subscriber (of the user it filters on) sees a session of ``owner``."""
-    return lambda sub: visible(owner, users[sub])
+    return lambda sub: owned_by(owner, users[sub])
 
 
 class ListFeed:

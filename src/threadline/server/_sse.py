@@ -28,7 +28,7 @@ from typing import Any, Protocol, TypeVar
 from starlette.responses import StreamingResponse
 from starlette.types import Send
 
-from threadline.internal import datetime_to_us
+from threadline.internal import datetime_to_us, owned_by
 from threadline.types import SessionInfo
 
 BUFFER_BYTES = 4 * 1024 * 1024
@@ -138,15 +138,6 @@ class Subscriber:
         return None
 
 
-def visible(owner: str | None, user: str | None) -> bool:
-    """Whether a key bound to ``user`` (``None``: an app key) sees a session of ``owner``.
-
-    >>> visible("u1", None), visible("u1", "u1"), visible("u2", "u1"), visible(None, "u1")
-    (True, True, False, False)
-    """
-    return user is None or owner == user
-
-
 class History:
     """The batches a watch sent lately, for a ``Last-Event-ID`` to resume from: numbered
     ``n`` (increasing), each with the owner of its session, bounded by :data:`BUFFER_BYTES`.
@@ -178,7 +169,7 @@ class History:
         return [
             chunk
             for at, owner, chunks in self.entries
-            if at > n and visible(owner, user)
+            if at > n and owned_by(owner, user)
             for chunk in chunks
         ]
 

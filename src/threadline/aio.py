@@ -551,7 +551,7 @@ class AsyncSession:
     get_context_blocks = _off(Session.get_context_blocks)
     replace_context_block = _off(Session.replace_context_block)
     append_context_block = _off(Session.append_context_block)
-    add_context = _off(Session.add_context)  # type: ignore[arg-type]  # see _off
+    add_context = _off(Session.add_context)
     remove_context = _off(Session.remove_context)
     freeze_system_prompt = _off(Session.freeze_system_prompt)
     refresh_system_prompt = _off(Session.refresh_system_prompt)

@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, Self
 
 from threadline._run_edits import RunEdits
+from threadline._session_compaction import check_compact_result, overlay_ends
 from threadline._settings import async_compactor, returns_coroutine
 from threadline._state import split_delta, validate_delta
 from threadline._turns import as_messages, check_same_ids, context_window, fixed_cost, pending_calls
@@ -44,7 +45,7 @@ from threadline.compaction.overlays import apply_overlays
 from threadline.errors import CompactionError, InvalidArgumentError, ThreadlineError
 from threadline.manager import SessionManager
 from threadline.messages import is_overlay_id, normalize_message
-from threadline.session import Session, _overlay_ends, check_compact_result
+from threadline.session import Session
 from threadline.tools import Toolset, build_context_tools
 from threadline.types import Compaction, Message
 
@@ -192,7 +193,7 @@ class _Turn:
         """Show the model the summary in place of what fell out; it is stored after the
         commit (``after_commit``), as an overlay."""
         result = check_compact_result(result)
-        ends = _overlay_ends(plan, result)
+        ends = overlay_ends(plan, result)
         if result is None or ends is None:
             return
         self.overlay = (*ends, result.summary)

@@ -18,10 +18,10 @@ True
 
 from __future__ import annotations
 
+from threadline._async_calls import owning
 from threadline._attachments import ref_sha
 from threadline._search_query import Term, parse_query
 from threadline._state import INTERNAL_PREFIX, scope_of
-from threadline.aio import _owning as owning
 from threadline.formats._common import text_in
 from threadline.store import _is_sqlite as is_sqlite
 from threadline.store import _lazily as lazily

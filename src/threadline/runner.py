@@ -28,7 +28,6 @@ list of messages (OpenAI Chat messages too); ``tools`` is the session's
 from __future__ import annotations
 
 import inspect
-import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,7 +43,6 @@ from threadline.types import Message
 
 __all__ = ["Hooks", "RunContext", "Runner", "TurnResult"]
 
-logger = logging.getLogger("threadline.runner")
 
 #: What a model function is: ``model(system, messages, tools)``.
 Model = Callable[[str, list[Message], Toolset], Any]

@@ -27,13 +27,13 @@ import re
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from threadline._session_state import skill_name
 from threadline.context.blocks import appended
 from threadline.context.providers import (
     StoreContextProvider,
     StoreSearchProvider,
     StoreSkillProvider,
 )
-from threadline.session import _skill_name
 from threadline.store._lazy import LazyStore
 from threadline.tokens import estimate_tokens
 from threadline.types import ContextBlock
@@ -138,7 +138,7 @@ class RunEdits:
         return key
 
     def unload_skill(self, label: str, key: str) -> bool:
-        loaded = _skill_name(label, key) in self.session.loaded_skills
+        loaded = skill_name(label, key) in self.session.loaded_skills
         self.edits.append(_Edit("unload", label, key, stored=self.session.store is not None))
         return loaded
 

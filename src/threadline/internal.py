@@ -18,13 +18,13 @@ True
 
 from __future__ import annotations
 
+from threadline._async_calls import owning
 from threadline._attachments import ref_sha
 from threadline._checks import API_RULES, check_every_public_method
 from threadline._ownership import not_found, owned_by, visible_to
 from threadline._search_query import Term, parse_query
 from threadline._state import INTERNAL_PREFIX, scope_of
 from threadline._validate import check_id
-from threadline.aio import _owning as owning
 from threadline.formats._common import text_in
 from threadline.store import _is_sqlite as is_sqlite
 from threadline.store import _lazily as lazily

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from threadline import Runner, Session, SessionManager, Toolset
+from threadline import Runner, Session, SessionManager, StateView, Toolset
 from threadline.aio import (
     AsyncRunner,
     AsyncSession,
@@ -199,3 +199,85 @@ def test_async_session_takes_the_parent_positionally() -> None:
 
     ids = asyncio.run(main())
     assert len(ids) == 2
+
+
+# SessionManager.get_history (**options) and get_or_create (**fields), and the clients
+# mirroring them, still take catch-alls: their sync twins are to be typed first.
+TYPED = [(s, t) for s, t in PAIRS if isinstance(s, (Session, Runner, Toolset, StateView))]
+
+
+@pytest.mark.parametrize(("sync", "twin"), TYPED, ids=[type(s).__name__ for s, _ in TYPED])
+def test_no_async_twin_method_takes_a_catch_all(sync: Any, twin: Any) -> None:
+    """Real typed signatures: no ``*args``/``**options`` on either side (``add_context`` took
+    ``**options`` before it took ``with_context``'s options)."""
+    loose = {
+        name: str(_signature(getattr(obj, METHOD_NAMES.get(name, name) if obj is twin else name)))
+        for name in _public_methods(sync)
+        for obj in (sync, twin)
+        if name != "__init__"
+        and any(
+            p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+            for p in _signature(
+                getattr(obj, METHOD_NAMES.get(name, name) if obj is twin else name)
+            ).parameters.values()
+        )
+    }
+    assert loose == {}
+
+
+def test_automatic_compaction_follows_one_rule_in_both_twins() -> None:
+    """``compact_after`` then ``compact_when`` after an append: the async session (awaiting an
+    async function) makes the same overlays as the sync one (``_automatic_compactions``)."""
+    import asyncio
+
+    from threadline import CompactResult
+    from threadline.messages import text_of
+
+    def summarize(history: list[Any], context: Any = None) -> CompactResult:
+        return CompactResult(history[0]["id"], history[-1]["id"], f"{len(history)} earlier")
+
+    async def asummarize(history: list[Any], context: Any = None) -> CompactResult:
+        return summarize(history, context)
+
+    words = [{"id": f"m{i}", "role": "user", "content": f"word {i}"} for i in range(9)]
+    sync = Session.create(":memory:").on_compaction(summarize).compact_when(4, keep=2)
+    sync = sync.compact_after(40)
+    for message in words:
+        sync.append_message(message)
+
+    async def main() -> tuple[list[str], list[tuple[str, str, str]]]:
+        s = AsyncSession.create(":memory:").on_compaction(asummarize).compact_when(4, keep=2)
+        s = s.compact_after(40)
+        for message in words:
+            await s.append_message(message)
+        overlays = [
+            (c.summary, c.from_message_id, c.to_message_id) for c in await s.get_compactions()
+        ]
+        return [text_of(m) for m in await s.get_history()], overlays
+
+    history, overlays = asyncio.run(main())
+    assert overlays  # the rule fired
+    assert overlays == [
+        (c.summary, c.from_message_id, c.to_message_id) for c in sync.get_compactions()
+    ]
+    assert history == [text_of(m) for m in sync.get_history()]
+
+
+def test_no_sync_class_imports_its_async_twin() -> None:
+    """The async twins sit beside the sync classes, above them: nothing sync imports
+    ``threadline.aio`` or an ``_async_*`` module (``aio`` is a façade over them)."""
+    import ast
+    import pathlib
+
+    import threadline
+
+    root = pathlib.Path(threadline.__file__).parent
+    sync_modules = ["session.py", "manager.py", "runner.py", "_run_turn.py", "_run_edits.py"]
+    sync_modules += [p.name for p in root.glob("_session_*.py")]
+    found = []
+    for name in sync_modules:
+        for node in ast.walk(ast.parse((root / name).read_text())):
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            if module and (module == "threadline.aio" or module.startswith("threadline._async")):
+                found.append((name, module))
+    assert found == []

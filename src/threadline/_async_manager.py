@@ -210,7 +210,7 @@ class AsyncSessionManager:
 
     create = off(SessionManager, SessionManager.create)
     get = off(SessionManager, SessionManager.get)
-    get_or_create = off(SessionManager, SessionManager.get_or_create)  # type: ignore[arg-type]
+    get_or_create = off(SessionManager, SessionManager.get_or_create)
     list = off(SessionManager, SessionManager.list)
     rename = off(SessionManager, SessionManager.rename)
     delete = off(SessionManager, SessionManager.delete)

@@ -103,7 +103,16 @@ class SessionManager(ManagerBase):
         return self._visible(session_id, user_id)
 
     def get_or_create(
-        self, session_id: str, *, user_id: str | None = None, **fields: Any
+        self,
+        session_id: str,
+        *,
+        user_id: str | None = None,
+        name: str | None = None,
+        parent_session_id: str | None = None,
+        model: str | None = None,
+        source: str | None = None,
+        state: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> SessionInfo:
         """Return the session if it exists (unchanged), else create it with these fields.
 
@@ -117,7 +126,16 @@ class SessionManager(ManagerBase):
         if existing is not None:
             return self._check_visible(existing, user_id)
         try:
-            return self.create(session_id=session_id, user_id=user_id, **fields)
+            return self.create(
+                name,
+                session_id=session_id,
+                user_id=user_id,
+                parent_session_id=parent_session_id,
+                model=model,
+                source=source,
+                state=state,
+                metadata=metadata,
+            )
         except SessionExistsError:
             again = self.get(session_id, user_id=user_id)  # another process created it first
             if again is None:

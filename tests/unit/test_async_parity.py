@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from threadline import Runner, Session, SessionManager, StateView, Toolset
+from threadline import Runner, Session, SessionManager, Toolset
 from threadline.aio import (
     AsyncRunner,
     AsyncSession,
@@ -201,9 +201,9 @@ def test_async_session_takes_the_parent_positionally() -> None:
     assert len(ids) == 2
 
 
-# SessionManager.get_history (**options) and get_or_create (**fields), and the clients
-# mirroring them, still take catch-alls: their sync twins are to be typed first.
-TYPED = [(s, t) for s, t in PAIRS if isinstance(s, (Session, Runner, Toolset, StateView))]
+# Every pair: SessionManager.get_history took **options and get_or_create **fields before
+# they took create's and Session.get_history's parameters.
+TYPED = PAIRS
 
 
 @pytest.mark.parametrize(("sync", "twin"), TYPED, ids=[type(s).__name__ for s, _ in TYPED])

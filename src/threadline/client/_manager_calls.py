@@ -95,7 +95,16 @@ class ManagerCalls:
         return None
 
     def get_or_create(
-        self, session_id: str, *, user_id: str | None = None, **fields: Any
+        self,
+        session_id: str,
+        *,
+        user_id: str | None = None,
+        name: str | None = None,
+        parent_session_id: str | None = None,
+        model: str | None = None,
+        source: str | None = None,
+        state: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Plan[SessionInfo]:
         """Return the session if it exists (unchanged), else create it with these fields.
 
@@ -109,7 +118,17 @@ class ManagerCalls:
             if existing is not None:
                 return existing
             try:
-                return (yield from self.create(session_id=session_id, user_id=user_id, **fields))
+                made = self.create(
+                    name,
+                    session_id=session_id,
+                    user_id=user_id,
+                    parent_session_id=parent_session_id,
+                    model=model,
+                    source=source,
+                    state=state,
+                    metadata=metadata,
+                )
+                return (yield from made)
             except SessionExistsError:
                 continue  # created by someone else in between: read it
         raise SessionNotFoundError(f"session {session_id!r} not found")  # another user's

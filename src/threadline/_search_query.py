@@ -3,7 +3,7 @@
 User text is never parsed as query syntax: operators, ``*``, ``NEAR``, column filters and
 parentheses are just words or separators. Any string is accepted and yields a (possibly empty)
 list of terms, from which each backend builds its own query next to its search SQL
-(``store/_sqlite_search.py``, ``store/_pg_search.py``).
+(``store/sqlite/_search.py``, ``store/postgres/_search.py``).
 
 Terms: double-quoted phrases (``"deploy friday"``; an unterminated quote is ignored) and
 whitespace-separated words. NUL, other control characters and lone surrogates count as

@@ -269,7 +269,7 @@ class SessionListing:
         'Trip'
         """
         if self._info is None:
-            from threadline.store._common import row_to_session_info
+            from threadline.store._sql.rows import row_to_session_info
 
             self._info = row_to_session_info(self._row)
         return self._info

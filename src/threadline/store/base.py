@@ -41,13 +41,13 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
-from threadline.store import _values
-from threadline.store._contract_content import ContentContract
-from threadline.store._contract_keys import KeysContract
-from threadline.store._contract_registry import RegistryContract
-from threadline.store._contract_transfer import TransferContract
-from threadline.store._contract_tree import TreeContract
-from threadline.store._values import *  # noqa: F403  (the contract's value types)
+from threadline.store._contract import values as _values
+from threadline.store._contract.content import ContentContract
+from threadline.store._contract.keys import KeysContract
+from threadline.store._contract.registry import RegistryContract
+from threadline.store._contract.transfer import TransferContract
+from threadline.store._contract.tree import TreeContract
+from threadline.store._contract.values import *  # noqa: F403  (the contract's value types)
 from threadline.types import AUTO
 
 if TYPE_CHECKING:

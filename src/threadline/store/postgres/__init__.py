@@ -61,7 +61,6 @@ from threadline.store._generation import (
     check_generation,
     stale_error,
 )
-from threadline.store._pg_pool import ServerPool
 from threadline.store._sql import (
     MAX_MESSAGE_BYTES,
     MESSAGE_COLUMNS,
@@ -74,26 +73,27 @@ from threadline.store._sql import (
     _chunks,
     _in_list,
 )
-from threadline.store._sql_text import SQL_HEAD_STATE
+from threadline.store._sql.text import SQL_HEAD_STATE
+from threadline.store.postgres._pool import ServerPool
 
 if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
     from psycopg import Connection
 
     PgConn = Connection[tuple[Any, ...]]
 
-from threadline.store._pg_schema import (
+from threadline.store.postgres._schema import (
     CHUNK_OVERLAP,
     CHUNK_TSV,
     TSV_CHARS,
     ensure_schema,
 )
-from threadline.store._pg_search import (
+from threadline.store.postgres._search import (
     Plan,
     entry_search_sql,
     lowered_form,
     search_message_rows,
 )
-from threadline.store._pg_search import message_search_sql as message_search_sql  # re-export
+from threadline.store.postgres._search import message_search_sql as message_search_sql  # re-export
 
 __all__ = ["EXTRA_HINT", "PostgresStore", "split_pool_options"]
 

@@ -31,7 +31,6 @@ from typing import Any
 
 from threadline._search_query import MatchMode, Term
 from threadline.errors import InvalidArgumentError, StoreError, ThreadlineError
-from threadline.store._common import schema_version_of
 from threadline.store._sql import (
     MAX_MESSAGE_BYTES,
     OwnerFilter,
@@ -40,22 +39,23 @@ from threadline.store._sql import (
     T,
     owner_clause,
 )
-from threadline.store._sqlite_index import SQLiteIndex, _Tx
-from threadline.store._sqlite_paths import is_memory, opens_read_only, read_only_path
-from threadline.store._sqlite_scale import (
+from threadline.store._sql.rows import schema_version_of
+from threadline.store.sqlite._index import SQLiteIndex, _Tx
+from threadline.store.sqlite._paths import is_memory, opens_read_only, read_only_path
+from threadline.store.sqlite._scale import (
     Plan,
     any_word_search,
     local_session,
     plan_terms,
     session_search,
 )
-from threadline.store._sqlite_schema import (
+from threadline.store.sqlite._schema import (
     _SQL_VERSION,
     MIGRATIONS,
     SCHEMA_VERSION,
     read_only_schema_problem,
 )
-from threadline.store._sqlite_search import (
+from threadline.store.sqlite._search import (
     _ENTRIES,
     _MESSAGES,
     _PENDING,

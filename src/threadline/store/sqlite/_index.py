@@ -15,7 +15,7 @@ from typing import Any
 from threadline._search_query import search_form, split_glued
 from threadline.messages import text_of
 from threadline.store._sql import MESSAGE_COLUMNS, MessageRow, Row, SQLStore, _chunks, _in_list
-from threadline.store._sqlite_search import (
+from threadline.store.sqlite._search import (
     _ENTRIES,
     _MESSAGES,
     _PENDING,

@@ -12,7 +12,14 @@ from threadline.errors import (
     SessionExistsError,
     SessionNotFoundError,
 )
-from threadline.store._common import (
+from threadline.store._sql.attach import AttachmentMixin
+from threadline.store._sql.base import (
+    Tx,
+    _owner_filter,
+    owner_clause,
+)
+from threadline.store._sql.changes import forget_changes
+from threadline.store._sql.rows import (
     SESSION_COLUMNS,
     check_usage_sums,
     datetime_to_us,
@@ -22,14 +29,7 @@ from threadline.store._common import (
     loads_stored,
     row_to_session_info,
 )
-from threadline.store._sql_attach import AttachmentMixin
-from threadline.store._sql_base import (
-    Tx,
-    _owner_filter,
-    owner_clause,
-)
-from threadline.store._sql_changes import forget_changes
-from threadline.store._sql_text import (
+from threadline.store._sql.text import (
     _BUMP_UPDATED_AT,
     _UPDATED_AT,
 )

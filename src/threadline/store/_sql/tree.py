@@ -20,15 +20,9 @@ from threadline.messages import (
     skill_loads_of,
     text_of,
 )
-from threadline.store._common import (
-    chained_tail,
-    dumps,
-    is_session_key,
-    state_undo,
-    stored_delta,
-)
-from threadline.store._sql_attach import SQL_SESSION_HAS_REFS, AttachmentMixin
-from threadline.store._sql_base import (
+from threadline.store._contract.values import UNSET
+from threadline.store._sql.attach import SQL_SESSION_HAS_REFS, AttachmentMixin
+from threadline.store._sql.base import (
     EncodedRow,
     MessageRow,
     Row,
@@ -38,8 +32,15 @@ from threadline.store._sql_base import (
     _in_list,
     compactions_of,
 )
-from threadline.store._sql_changes import log_change
-from threadline.store._sql_text import (
+from threadline.store._sql.changes import log_change
+from threadline.store._sql.rows import (
+    chained_tail,
+    dumps,
+    is_session_key,
+    state_undo,
+    stored_delta,
+)
+from threadline.store._sql.text import (
     SQL_COMPACTIONS,
     SQL_HEAD_DEPTH,
     SQL_HEAD_MESSAGE,
@@ -62,7 +63,6 @@ from threadline.store._sql_text import (
     SQL_TAIL_BY_SEQ,
     SQL_TAIL_HEAD,
 )
-from threadline.store._values import UNSET
 from threadline.store.base import RecentPath
 from threadline.types import (
     AUTO,

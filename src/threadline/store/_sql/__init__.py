@@ -73,8 +73,8 @@ from __future__ import annotations
 from threadline._checks import check_every_public_method
 from threadline.store._generation import bind_generations
 from threadline.store._handle import SessionStore
-from threadline.store._sql_attach import AttachmentMixin
-from threadline.store._sql_base import (
+from threadline.store._sql.attach import AttachmentMixin
+from threadline.store._sql.base import (
     MAX_MESSAGE_BYTES,
     MESSAGE_COLUMNS,
     MessageRow,
@@ -88,14 +88,14 @@ from threadline.store._sql_base import (
     _in_list,
     owner_clause,
 )
-from threadline.store._sql_changes import ChangesMixin
-from threadline.store._sql_content import ContentMixin
-from threadline.store._sql_keys import KeysMixin
-from threadline.store._sql_nodes import NodesMixin
-from threadline.store._sql_registry import RegistryMixin
-from threadline.store._sql_state import StateMixin
-from threadline.store._sql_transfer import TransferMixin
-from threadline.store._sql_tree import TreeMixin
+from threadline.store._sql.changes import ChangesMixin
+from threadline.store._sql.content import ContentMixin
+from threadline.store._sql.keys import KeysMixin
+from threadline.store._sql.nodes import NodesMixin
+from threadline.store._sql.registry import RegistryMixin
+from threadline.store._sql.state import StateMixin
+from threadline.store._sql.transfer import TransferMixin
+from threadline.store._sql.tree import TreeMixin
 
 
 class SQLStore(

@@ -13,6 +13,7 @@ from threadline.messages import (
     decode_message,
     text_of,
 )
+from threadline.store._contract.values import Entry, OwnerKind, SkillLoad
 from threadline.store._sql.attach import AttachmentMixin
 from threadline.store._sql.base import (
     OWNERS,
@@ -31,7 +32,6 @@ from threadline.store._sql.text import (
     SQL_IS_ANCESTOR,
     SQL_NODE,
 )
-from threadline.store.base import Entry, OwnerKind, SkillLoad
 from threadline.types import (
     Compaction,
     SearchHit,

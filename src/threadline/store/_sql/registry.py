@@ -12,6 +12,7 @@ from threadline.errors import (
     SessionExistsError,
     SessionNotFoundError,
 )
+from threadline.store._contract.values import UNSET
 from threadline.store._sql.attach import AttachmentMixin
 from threadline.store._sql.base import (
     Tx,
@@ -33,7 +34,6 @@ from threadline.store._sql.text import (
     _BUMP_UPDATED_AT,
     _UPDATED_AT,
 )
-from threadline.store.base import UNSET
 from threadline.types import (
     SessionInfo,
     SessionListing,

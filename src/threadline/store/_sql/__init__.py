@@ -5,10 +5,18 @@ message tree (``seq``, head, ``depth``, ``path_bytes``), the session registry, o
 state with undo records, skill loads, blocks, prompts, entries and session-list pagination —
 on top of a small **dialect interface** that a backend subclass fills in.
 
+The rooms, one mixin each: ``registry`` (sessions), ``tree`` (appends, updates, deletes, the
+head) on ``paths`` (the tree's reads), ``content`` (search, overlays, skill loads, blocks,
+prompt, entries), ``state`` (scoped state, rewind), ``attach`` (attachments), ``transfer``
+(dump and load), ``nodes`` (``get_tree``), ``keys`` (API keys), ``changes`` (the change
+log); under them ``base`` (``SQLBase``: transactions, rows, the abstract hooks), ``text``
+(the SQL both backends run), and the pure ``rows`` (row decoding, cursors, state undo) and
+``dump_check`` (the consistency rules of a dump).
+
 Dialect interface (what ``SQLiteStore`` / ``PostgresStore`` provide)
 --------------------------------------------------------------------
 
-SQL in this module is written with ``?`` placeholders and contains no literal ``?`` or
+SQL in this package is written with ``?`` placeholders and contains no literal ``?`` or
 ``%`` characters, so a backend may translate placeholders mechanically (PostgreSQL:
 ``sql.replace("?", "%s")``). Only portable SQL is used: ``WITH RECURSIVE``, ``INSERT ...
 ON CONFLICT (...) DO UPDATE/NOTHING`` with ``excluded.``, row-value comparisons,

@@ -7,8 +7,13 @@ for stemmed words and ``trigram`` for substrings (e-mails, URLs, versions, CJK),
 small table of the message texts that hold CJK-like scripts or symbols, where one- and
 two-character terms are looked up.
 
-Messages are added to the search index in batches (``_sqlite_index``); a search first
+Messages are added to the search index in batches (``_index``); a search first
 indexes whatever is pending, so results always include every committed message.
+
+Here: :class:`SQLiteStore` (connections, transactions, the dialect hooks); ``_index`` the
+connection view and the batched search index, ``_search`` the FTS5/trigram query building,
+``_scale`` the search plan of large stores, ``_schema`` the DDL and migrations, ``_paths``
+in-memory and read-only paths (pure).
 
 Durability: WAL with ``synchronous=NORMAL`` (default) survives any process crash; a power
 loss may drop the last commits but never corrupts the file. ``synchronous="full"`` fsyncs
@@ -31,7 +36,7 @@ from typing import Any
 
 from threadline._search_query import MatchMode, Term
 from threadline.errors import InvalidArgumentError, StoreError, ThreadlineError
-from threadline.store._sql import (
+from threadline.store._sql.base import (
     MAX_MESSAGE_BYTES,
     OwnerFilter,
     Row,

@@ -88,7 +88,7 @@ class SessionStore:
 
     def __init__(
         self,
-        store: StoreRooms,
+        store: StoreRooms,  # the contract's rooms: base.Store returns this class, so not it
         app: str,
         session_id: str,
         *,

@@ -77,7 +77,7 @@ def bulk_copy(url: str, sessions: int, per: int, gen: TextGen) -> None:
     import psycopg
 
     from threadline.messages import encode_message, normalize_message, text_of
-    from threadline.store._common import now_us
+    from threadline.store._sql.rows import now_us
 
     columns = (
         "app, session_id, id, seq, parent_id, role, byte_size, depth, path_bytes, created_at, "

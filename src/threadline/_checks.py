@@ -27,7 +27,7 @@ from threadline._validate import (
     check_text,
 )
 from threadline.errors import InvalidArgumentError, InvalidMessageError
-from threadline.store.base import UNSET
+from threadline.store._contract.values import UNSET
 from threadline.types import AUTO
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -3,7 +3,7 @@
 User text is never parsed as query syntax: operators, ``*``, ``NEAR``, column filters and
 parentheses are just words or separators. Any string is accepted and yields a (possibly empty)
 list of terms, from which each backend builds its own query next to its search SQL
-(``store/_sqlite_search.py``, ``store/_pg_search.py``).
+(``store/sqlite/_search.py``, ``store/postgres/_search.py``).
 
 Terms: double-quoted phrases (``"deploy friday"``; an unterminated quote is ignored) and
 whitespace-separated words. NUL, other control characters and lone surrogates count as
@@ -171,7 +171,7 @@ _LATIN = "[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _LATIN_RANGES) + "]"
 # Combining accents NFC cannot compose with their letter stay after it: part of the word.
 _LATIN_WORD_END = _LATIN + "[\u0300-\u036f]*"
 # Two passes, each a pair of captured groups: the same in Python's re and PostgreSQL's
-# regexp_replace (see _pg_schema), so text split here and by an upgrade agree.
+# regexp_replace (see store/postgres/_schema.py), so text split here and by an upgrade agree.
 GLUED = (f"({NO_SPACE_CLASS})({_LATIN})", f"({_LATIN_WORD_END})({NO_SPACE_CLASS})")
 """Where :func:`split_glued` puts a space: each pattern's two groups, in this order."""
 _GLUED_RES = tuple(re.compile(pattern) for pattern in GLUED)

@@ -55,7 +55,7 @@ from threadline.errors import (
     SessionNotFoundError,
 )
 from threadline.messages import fold_role, normalize_message
-from threadline.store._dump_check import check_dump
+from threadline.store._sql.dump_check import check_dump
 from threadline.store.base import SessionDump, Store, TreeNode
 from threadline.types import Compaction, SessionInfo
 

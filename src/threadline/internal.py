@@ -28,8 +28,8 @@ from threadline._validate import check_id
 from threadline.formats._common import text_in
 from threadline.store import _is_sqlite as is_sqlite
 from threadline.store import _lazily as lazily
-from threadline.store._common import datetime_to_us
 from threadline.store._handle import SessionStore
+from threadline.store._sql.rows import datetime_to_us
 
 __all__ = [
     "API_RULES",

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from threadline.errors import MessageNotFoundError
-from threadline.store import Store, _sql_changes
+from threadline.store import Store
+from threadline.store._sql import changes as _sql_changes
 
 APP = "c"
 

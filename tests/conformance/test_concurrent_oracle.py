@@ -35,7 +35,7 @@ from typing import Any
 import threadline
 from threadline.errors import MessageNotFoundError
 from threadline.messages import normalize_message
-from threadline.store._dump_check import check_dump
+from threadline.store._sql.dump_check import check_dump
 
 from .conftest import raw_query
 
@@ -68,8 +68,6 @@ class Msg:
     content: dict[str, Any]
     deleted_by_owner: bool = False
     destroyed: bool = False  # an update of it said it is gone
-
-
 
 
 def _text(word: str) -> dict[str, Any]:

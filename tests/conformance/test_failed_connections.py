@@ -22,7 +22,7 @@ import pytest
 import threadline
 from threadline.errors import SessionNotFoundError, StoreError
 from threadline.store import Store
-from threadline.store._sql_text import SQL_SESSION
+from threadline.store._sql.text import SQL_SESSION
 
 APP = "default"
 pg = pytest.mark.postgres

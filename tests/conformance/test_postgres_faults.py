@@ -379,7 +379,7 @@ def no_trgm_url() -> Iterator[str]:
 def test_without_pg_trgm_substring_search_falls_back_to_like(
     no_trgm_url: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import threadline.store._pg_schema as pg_schema
+    import threadline.store.postgres._schema as pg_schema
 
     monkeypatch.setattr(pg_schema, "_trgm_warned", False)  # the schema module warns once
     caplog.set_level(logging.WARNING, logger="threadline")

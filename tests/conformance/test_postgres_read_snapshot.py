@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from threadline._attachments import ATTACH_MIN_BYTES
-from threadline.store._dump_check import check_dump
+from threadline.store._sql.dump_check import check_dump
 
 pytestmark = pytest.mark.postgres
 

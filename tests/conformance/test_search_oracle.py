@@ -13,7 +13,7 @@ session, and a token deleted or edited away must find nothing. Some examples low
 thresholds of ``threadline._search_query`` so that every store is searched as a large one
 (candidate bounds, common words left out, sessions searched through their own rows).
 
-SQLite indexes messages in batches of 64 (store/_sqlite_index.py): the steps cross batch
+SQLite indexes messages in batches of 64 (store/sqlite/_index.py): the steps cross batch
 boundaries, reuse rowids after deletes and search pending rows from a reader connection, and
 the number of pending rows must stay within a batch or two.
 ``THREADLINE_ORACLE_EXAMPLES`` / ``THREADLINE_ORACLE_STEPS`` run it longer.
@@ -49,7 +49,7 @@ OWNER = {"s0": "u1", "s1": "u1", "s2": None}
 KINDS = {"plain": 30, "filler": 30, "cjk": 8, "path": 8, "multi": 6, "empty": 4, "attach": 3,
          "shared": 3, "long": 1, "longcjk": 1}  # fmt: skip
 GROUP = 16  # terms a query keeps (docs/search.md, rule 1)
-BATCH = 64  # SQLite indexes messages in batches of this many (store/_sqlite_index.py)
+BATCH = 64  # SQLite indexes messages in batches of this many (store/sqlite/_index.py)
 
 _BLOBS: dict[int, str] = {}
 
@@ -317,7 +317,7 @@ class SearchOracle(TwoStores):
     @invariant()
     def sqlite_indexes_full_batches(self) -> None:
         """SQLite: at most a batch or two of messages wait unindexed after any write (each
-        search reads them all into memory: store/_sqlite_index.py). Fewer than one with one
+        search reads them all into memory: store/sqlite/_index.py). Fewer than one with one
         writer; here two stores write, and one's batch hint may be behind the other's."""
         if isinstance(self.writer, threadline.SQLiteStore):
             pending = self.writer._read(  # type: ignore[attr-defined]
@@ -353,8 +353,6 @@ class SearchOracle(TwoStores):
                     self.check(self.reader, group, want, session)
 
 
-
-
 def test_search_follows_writes_sqlite_file(tmp_path: Path) -> None:
     """A SQLite file, written through one connection and searched through another."""
     url = f"sqlite:///{(tmp_path / 'oracle-{}.db').as_posix()}"
@@ -364,8 +362,6 @@ def test_search_follows_writes_sqlite_file(tmp_path: Path) -> None:
 def test_search_follows_writes_sqlite_memory() -> None:
     """``:memory:``: one connection writes and searches (the reader is the writer)."""
     run_machine(SearchOracle, oracle_settings(5, 15), url=":memory:")
-
-
 
 
 @pytest.mark.postgres

@@ -221,8 +221,8 @@ def _found(url: str) -> tuple[set[str], list[str]]:
 def test_sqlite_upgrade_splits_accented_words_glued_to_cjk(tmp_path: Path) -> None:
     """The upgrade (``_sqlite_schema._migrate_to_7``) re-splits what an older release
     indexed: here the index is put back in that form, then the migration runs."""
-    from threadline.store import _sqlite_schema
-    from threadline.store._sqlite_search import _ENTRIES, _MESSAGES
+    from threadline.store.sqlite import _schema as _sqlite_schema
+    from threadline.store.sqlite._search import _ENTRIES, _MESSAGES
 
     assert _sqlite_schema._migrate_to_7 in _sqlite_schema.MIGRATIONS
     path = tmp_path / "old.db"
@@ -248,7 +248,7 @@ def test_postgres_upgrade_splits_accented_words_glued_to_cjk(pg_dsn: str) -> Non
     an older release wrote, then the migration's statements run."""
     import psycopg
 
-    from threadline.store import _pg_schema
+    from threadline.store.postgres import _schema as _pg_schema
 
     assert _pg_schema._V6 in _pg_schema.MIGRATIONS
     _write_glued(pg_dsn)

@@ -1,4 +1,4 @@
-"""SQLite indexes messages in batches of 64 (``store/_sqlite_index.py``): what a failed write
+"""SQLite indexes messages in batches of 64 (``store/sqlite/_index.py``): what a failed write
 does to the batching, observed through ``tl_meta.indexed_upto`` in the database file."""
 
 from __future__ import annotations

@@ -28,7 +28,8 @@ LATER = {"nfd"}
 
 
 def _current_version(store: object) -> int:
-    from threadline.store import _pg_schema, _sqlite_schema
+    from threadline.store.postgres import _schema as _pg_schema
+    from threadline.store.sqlite import _schema as _sqlite_schema
 
     is_sqlite = isinstance(store, threadline.SQLiteStore)
     return (_sqlite_schema if is_sqlite else _pg_schema).SCHEMA_VERSION
@@ -215,7 +216,7 @@ def test_postgres_upgrade_renormalizes_the_chunks_of_a_long_text(pg_dsn: str) ->
     chunks back in the decomposed form an older release stored, at schema version 3."""
     import psycopg
 
-    from threadline.store._pg_schema import CHUNK_TSV
+    from threadline.store.postgres._schema import CHUNK_TSV
 
     word = unicodedata.normalize("NFD", "pâtisserie")
     text = "filler words " * 25_000 + f"the {word} at the end"
@@ -252,7 +253,7 @@ def test_postgres_upgrade_drops_the_chunks_of_a_text_nfc_makes_short(pg_dsn: str
     keeps no chunk row."""
     import psycopg
 
-    from threadline.store._pg_schema import CHUNK_TSV
+    from threadline.store.postgres._schema import CHUNK_TSV
 
     with threadline.connect(pg_dsn) as store:
         store.append_messages("fixture", "ko", [user("placeholder", id="ko1")])

@@ -22,7 +22,7 @@ from threadline._ownership import check_visible, owned_by, visible_to
 from threadline.internal import INTERNAL_PREFIX
 from threadline.messages import normalize_message, user
 from threadline.server._tenancy import Tenant
-from threadline.store._sql_base import _check_owner
+from threadline.store._sql.base import _check_owner
 
 APP = "owners"
 # Users as the library stores them, the reserved owner of ADK's "" user among them: to the

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from threadline._search_query import MAX_TERM_CHARS, MAX_TERMS, Term, parse_query, tokenize
-from threadline.store._pg_search import like_pattern, pg_tsquery_parts
-from threadline.store._sqlite_search import _STEMMER, fts5_quote, fts5_term, word_forms
+from threadline.store.postgres._search import like_pattern, pg_tsquery_parts
+from threadline.store.sqlite._search import _STEMMER, fts5_quote, fts5_term, word_forms
 
 
 def fts5_match(terms: list[Term], mode: str) -> str | None:
@@ -24,10 +24,11 @@ def fts5_match(terms: list[Term], mode: str) -> str | None:
 def substring_terms(terms: list[Term]) -> list[str]:
     return [t.substring or t.text.lower() for t in terms if t.needs_substring]
 
+
 # Every expression is quoted strings joined by AND/OR — no bare operators anywhere.
 QUOTED = r'"(?:[^"]|"")*"'
 # A term is one quoted string, or (for single words) a parenthesised OR of quoted word forms.
-TERM = rf'(?:{QUOTED}|\({QUOTED}(?: OR {QUOTED})+\))'
+TERM = rf"(?:{QUOTED}|\({QUOTED}(?: OR {QUOTED})+\))"
 EXPRESSION = re.compile(rf"{TERM}(?: (?:AND|OR) {TERM})*")
 
 DOCS = [

@@ -17,7 +17,7 @@ from threadline._search_query import (
     split_glued,
     tokenize,
 )
-from threadline.store._pg_search import pg_tsquery_parts, stop_phrase_regex
+from threadline.store.postgres._search import pg_tsquery_parts, stop_phrase_regex
 
 # --------------------------------------------------------------------------- stop words
 

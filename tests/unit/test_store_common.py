@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from threadline.errors import InvalidArgumentError
-from threadline.store._common import (
+from threadline.store._sql.rows import (
     datetime_to_us,
     decode_cursor,
     dumps,
@@ -174,7 +174,7 @@ _JSON = st.recursive(
 
 @given(value=_JSON, pad=st.sampled_from(["", " ", "\n", " \t"]))
 def test_loads_stored_decodes_what_json_loads_decodes(value: object, pad: str) -> None:
-    from threadline.store._common import loads_stored
+    from threadline.store._sql.rows import loads_stored
 
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     assert loads_stored(text) == json.loads(text)
@@ -183,7 +183,7 @@ def test_loads_stored_decodes_what_json_loads_decodes(value: object, pad: str) -
 
 @given(garbage=st.text(max_size=20))
 def test_loads_stored_refuses_what_json_loads_refuses(garbage: str) -> None:
-    from threadline.store._common import loads_stored
+    from threadline.store._sql.rows import loads_stored
 
     try:
         expected: object = json.loads(garbage)

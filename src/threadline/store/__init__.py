@@ -17,9 +17,8 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from threadline.errors import InvalidArgumentError
-from threadline.store._dump_check import check_dump
 from threadline.store._lazy import LazyStore
-from threadline.store._sqlite_paths import is_memory
+from threadline.store._sql.dump_check import check_dump
 from threadline.store.base import (
     UNSET,
     ApiKey,
@@ -33,6 +32,7 @@ from threadline.store.base import (
 )
 from threadline.store.postgres import PostgresStore
 from threadline.store.sqlite import SQLiteStore
+from threadline.store.sqlite._paths import is_memory
 
 __all__ = [
     "UNSET",

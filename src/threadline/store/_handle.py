@@ -25,8 +25,8 @@ from functools import partial
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from threadline.messages import normalize_message, normalize_messages
+from threadline.store._contract.rooms import StoreRooms
 from threadline.store._generation import OBSERVED, takes_generation
-from threadline.store.base import Store
 from threadline.types import AUTO, AutoType, Message, SearchHit, SessionInfo
 
 __all__ = ["SessionStore"]
@@ -88,7 +88,7 @@ class SessionStore:
 
     def __init__(
         self,
-        store: Store,
+        store: StoreRooms,  # the contract's rooms: base.Store returns this class, so not it
         app: str,
         session_id: str,
         *,
@@ -166,26 +166,26 @@ class SessionStore:
     def __repr__(self) -> str:
         return f"SessionStore(app={self.app!r}, session_id={self.session_id!r})"
 
-    delete_messages = _Bound(Store.delete_messages)
-    clear_messages = _Bound(Store.clear_messages)
-    get_message = _Bound(Store.get_message)
-    get_head = _Bound(Store.get_head)
-    set_head = _Bound(Store.set_head)
-    get_path = _Bound(Store.get_path)
-    get_path_encoded = _Bound(Store.get_path_encoded)
-    get_history_encoded = _Bound(Store.get_history_encoded)
-    get_path_tail = _Bound(Store.get_path_tail)
-    get_history_tail_encoded = _Bound(Store.get_history_tail_encoded)
-    get_path_ids = _Bound(Store.get_path_ids)
-    get_recent_path = _Bound(Store.get_recent_path)
-    get_path_length = _Bound(Store.get_path_length)
-    get_children = _Bound(Store.get_children)
-    add_compaction = _Bound(Store.add_compaction)
-    get_compactions = _Bound(Store.get_compactions)
-    get_skill_loads = _Bound(Store.get_skill_loads)
-    get_prompt = _Bound(Store.get_prompt)
-    set_prompt = _Bound(Store.set_prompt)
-    rewind = _Bound(Store.rewind)
+    delete_messages = _Bound(StoreRooms.delete_messages)
+    clear_messages = _Bound(StoreRooms.clear_messages)
+    get_message = _Bound(StoreRooms.get_message)
+    get_head = _Bound(StoreRooms.get_head)
+    set_head = _Bound(StoreRooms.set_head)
+    get_path = _Bound(StoreRooms.get_path)
+    get_path_encoded = _Bound(StoreRooms.get_path_encoded)
+    get_history_encoded = _Bound(StoreRooms.get_history_encoded)
+    get_path_tail = _Bound(StoreRooms.get_path_tail)
+    get_history_tail_encoded = _Bound(StoreRooms.get_history_tail_encoded)
+    get_path_ids = _Bound(StoreRooms.get_path_ids)
+    get_recent_path = _Bound(StoreRooms.get_recent_path)
+    get_path_length = _Bound(StoreRooms.get_path_length)
+    get_children = _Bound(StoreRooms.get_children)
+    add_compaction = _Bound(StoreRooms.add_compaction)
+    get_compactions = _Bound(StoreRooms.get_compactions)
+    get_skill_loads = _Bound(StoreRooms.get_skill_loads)
+    get_prompt = _Bound(StoreRooms.get_prompt)
+    set_prompt = _Bound(StoreRooms.set_prompt)
+    rewind = _Bound(StoreRooms.rewind)
 
     def append_messages(
         self,

@@ -39,19 +39,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
-from threadline.store import _values
-from threadline.store._contract_content import ContentContract
-from threadline.store._contract_keys import KeysContract
-from threadline.store._contract_registry import RegistryContract
-from threadline.store._contract_transfer import TransferContract
-from threadline.store._contract_tree import TreeContract
-from threadline.store._values import *  # noqa: F403  (the contract's value types)
+from threadline.store._contract import values as _values
+from threadline.store._contract.rooms import StoreRooms
+from threadline.store._contract.values import *  # noqa: F403  (the contract's value types)
+from threadline.store._handle import SessionStore
 from threadline.types import AUTO
-
-if TYPE_CHECKING:
-    from threadline.store._handle import SessionStore
 
 __all__ = ["AUTO", "Store", *_values.__all__]
 
@@ -59,16 +53,14 @@ T = TypeVar("T")
 
 
 @runtime_checkable
-class Store(
-    RegistryContract, TreeContract, ContentContract, KeysContract, TransferContract, Protocol
-):
+class Store(StoreRooms, Protocol):
     """Storage contract. ``app`` and ``session_id`` scope every session-level call.
 
-    The methods are declared by room, next to each other in the private modules
-    ``_contract_registry`` (sessions), ``_contract_tree`` (messages, search, attachments) and
-    ``_contract_content`` (overlays, skills, blocks, prompt, entries, state),
-    ``_contract_keys`` (HTTP API keys, by hash) and ``_contract_transfer`` (a whole session
-    dumped and loaded verbatim); this class adds the lifecycle and the session view.
+    The methods are declared by room, next to each other in the private package
+    ``store/_contract/``: ``registry`` (sessions), ``tree`` (messages, search, attachments),
+    ``content`` (overlays, skills, blocks, prompt, entries, state), ``keys`` (HTTP API keys,
+    by hash) and ``transfer`` (a whole session dumped and loaded verbatim), joined in
+    ``rooms.StoreRooms``; this class adds the lifecycle and the session view.
 
     >>> import threadline
     >>> store = threadline.connect(":memory:")

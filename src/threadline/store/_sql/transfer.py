@@ -9,14 +9,14 @@ from typing import Any
 from threadline._state import split_internal
 from threadline.errors import InvalidArgumentError, SessionExistsError
 from threadline.messages import decode_message, text_of
-from threadline.store._common import datetime_to_us, dumps, us_to_datetime
-from threadline.store._dump_check import check_dump
-from threadline.store._sql_attach import SQL_SESSION_SHAS
-from threadline.store._sql_base import EncodedRow, MessageRow, Row, Tx
-from threadline.store._sql_registry import RegistryMixin
-from threadline.store._sql_text import SQL_STATE_UPSERT
-from threadline.store._sql_tree import TreeMixin
-from threadline.store._values import SessionDump, TreeNode
+from threadline.store._contract.values import SessionDump, TreeNode
+from threadline.store._sql.attach import SQL_SESSION_SHAS
+from threadline.store._sql.base import EncodedRow, MessageRow, Row, Tx
+from threadline.store._sql.dump_check import check_dump
+from threadline.store._sql.registry import RegistryMixin
+from threadline.store._sql.rows import datetime_to_us, dumps, us_to_datetime
+from threadline.store._sql.text import SQL_STATE_UPSERT
+from threadline.store._sql.tree import TreeMixin
 from threadline.types import Compaction, SessionInfo
 
 _SQL_ROWS = (

@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Callable, Iterator
 
 from threadline._search_query import search_form, split_glued
-from threadline.store._sqlite_search import _ENTRIES, _MESSAGES, _Corpus
+from threadline.store.sqlite._search import _ENTRIES, _MESSAGES, _Corpus
 
 # --------------------------------------------------------------------------- schema
 
@@ -82,7 +82,7 @@ _SCHEMA_V1_TRIGRAM = (
 )
 
 
-# Version 2: attachments (store/_sql_attach.py). Chunks live in a rowid table: large blobs
+# Version 2: attachments (store/_sql/attach.py). Chunks live in a rowid table: large blobs
 # make poor WITHOUT ROWID rows.
 _SCHEMA_V2 = (
     """CREATE TABLE IF NOT EXISTS tl_attachments (
@@ -100,7 +100,7 @@ _SCHEMA_V2 = (
 )
 
 
-# Version 3: HTTP API keys (store/_sql_keys.py), only a hash of each key.
+# Version 3: HTTP API keys (store/_sql/keys.py), only a hash of each key.
 _SCHEMA_V3 = (
     """CREATE TABLE IF NOT EXISTS tl_api_keys (
         id TEXT NOT NULL PRIMARY KEY, app TEXT NOT NULL, user_id TEXT,
@@ -185,7 +185,7 @@ def _migrate_to_5(conn: sqlite3.Connection) -> None:
 # statement inserts it (create, the upserts of appends and touches, usage, import); an
 # upsert that finds the row updates it and fires no INSERT trigger. ``tl_changes`` logs the
 # writes that appends do not tell (edits, deletes, blocks) for the event streams of
-# docs/server.md, under the session's ``updated_at`` after the write (store/_sql_changes.py).
+# docs/server.md, under the session's ``updated_at`` after the write (store/_sql/changes.py).
 _SCHEMA_V6 = (
     "ALTER TABLE tl_sessions ADD COLUMN generation INTEGER",
     """CREATE TRIGGER IF NOT EXISTS tl_sessions_generation AFTER INSERT ON tl_sessions

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from threadline.errors import InvalidArgumentError
-from threadline.store._common import us_to_datetime
-from threadline.store._sql_base import SQLBase, Tx
-from threadline.store._values import ApiKey
+from threadline.store._contract.values import ApiKey
+from threadline.store._sql.base import SQLBase, Tx
+from threadline.store._sql.rows import us_to_datetime
 
 _COLUMNS = "id, app, user_id, created_at, revoked_at"
 

@@ -25,14 +25,6 @@ from threadline.messages import (
     encode_message,
     parse_timestamp,
 )
-from threadline.store._common import (
-    datetime_to_us,
-    dumps,
-    now_us,
-    row_to_session_info,
-    state_owner,
-    us_to_datetime,
-)
 from threadline.store._generation import (
     EXPECTED,
     OBSERVED,
@@ -40,7 +32,15 @@ from threadline.store._generation import (
     Expected,
     check_generation,
 )
-from threadline.store._sql_text import (
+from threadline.store._sql.rows import (
+    datetime_to_us,
+    dumps,
+    now_us,
+    row_to_session_info,
+    state_owner,
+    us_to_datetime,
+)
+from threadline.store._sql.text import (
     SQL_HEAD_STATE,
     SQL_OWNER,
     SQL_SESSION,

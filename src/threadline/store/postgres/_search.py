@@ -17,11 +17,8 @@ from threadline._search_query import (
     search_form,
     split_glued,
 )
-from threadline.store._pg_schema import WIDE_TEXT
-from threadline.store._sql import (
-    OwnerFilter,
-    owner_clause,
-)
+from threadline.store._sql.base import OwnerFilter, owner_clause
+from threadline.store.postgres._schema import WIDE_TEXT
 
 if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
     from psycopg import Connection

@@ -10,9 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from threadline._search_query import WIDE_CLASS, MatchMode, Term
-from threadline.store._sql import (
-    Row,
-)
+from threadline.store._sql.base import Row
 
 
 def fts5_quote(text: str) -> str:

@@ -5,7 +5,7 @@ Kept as module constants: identical strings let the drivers reuse prepared state
 
 from __future__ import annotations
 
-from threadline.store._common import (
+from threadline.store._sql.rows import (
     SESSION_COLUMNS,
 )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from threadline.store._values import Entry, OwnerKind, SkillLoad
+from threadline.store._contract.values import Entry, OwnerKind, SkillLoad
 from threadline.types import (
     Compaction,
 )

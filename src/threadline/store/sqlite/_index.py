@@ -14,8 +14,9 @@ from typing import Any
 
 from threadline._search_query import search_form, split_glued
 from threadline.messages import text_of
-from threadline.store._sql import MESSAGE_COLUMNS, MessageRow, Row, SQLStore, _chunks, _in_list
-from threadline.store._sqlite_search import (
+from threadline.store._sql import SQLStore
+from threadline.store._sql.base import MESSAGE_COLUMNS, MessageRow, Row, _chunks, _in_list
+from threadline.store.sqlite._search import (
     _ENTRIES,
     _MESSAGES,
     _PENDING,
@@ -57,7 +58,7 @@ class _Tx:
         #: reused by its "any" pass (see SQLiteStore._search_message_rows).
         self.doc_counts: dict[str, int] = {}
         #: Counts kept across searches with the time they were made at (see
-        #: ``_sqlite_scale._doc_count``).
+        #: ``_scale._doc_count``).
         self.known_counts: dict[str, tuple[float, int]] = {}
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:

@@ -7,8 +7,13 @@ for stemmed words and ``trigram`` for substrings (e-mails, URLs, versions, CJK),
 small table of the message texts that hold CJK-like scripts or symbols, where one- and
 two-character terms are looked up.
 
-Messages are added to the search index in batches (``_sqlite_index``); a search first
+Messages are added to the search index in batches (``_index``); a search first
 indexes whatever is pending, so results always include every committed message.
+
+Here: :class:`SQLiteStore` (connections, transactions, the dialect hooks); ``_index`` the
+connection view and the batched search index, ``_search`` the FTS5/trigram query building,
+``_scale`` the search plan of large stores, ``_schema`` the DDL and migrations, ``_paths``
+in-memory and read-only paths (pure).
 
 Durability: WAL with ``synchronous=NORMAL`` (default) survives any process crash; a power
 loss may drop the last commits but never corrupts the file. ``synchronous="full"`` fsyncs
@@ -31,8 +36,7 @@ from typing import Any
 
 from threadline._search_query import MatchMode, Term
 from threadline.errors import InvalidArgumentError, StoreError, ThreadlineError
-from threadline.store._common import schema_version_of
-from threadline.store._sql import (
+from threadline.store._sql.base import (
     MAX_MESSAGE_BYTES,
     OwnerFilter,
     Row,
@@ -40,22 +44,23 @@ from threadline.store._sql import (
     T,
     owner_clause,
 )
-from threadline.store._sqlite_index import SQLiteIndex, _Tx
-from threadline.store._sqlite_paths import is_memory, opens_read_only, read_only_path
-from threadline.store._sqlite_scale import (
+from threadline.store._sql.rows import schema_version_of
+from threadline.store.sqlite._index import SQLiteIndex, _Tx
+from threadline.store.sqlite._paths import is_memory, opens_read_only, read_only_path
+from threadline.store.sqlite._scale import (
     Plan,
     any_word_search,
     local_session,
     plan_terms,
     session_search,
 )
-from threadline.store._sqlite_schema import (
+from threadline.store.sqlite._schema import (
     _SQL_VERSION,
     MIGRATIONS,
     SCHEMA_VERSION,
     read_only_schema_problem,
 )
-from threadline.store._sqlite_search import (
+from threadline.store.sqlite._search import (
     _ENTRIES,
     _MESSAGES,
     _PENDING,

@@ -10,16 +10,16 @@ from threadline._state import split_internal
 from threadline.errors import (
     MessageNotFoundError,
 )
-from threadline.store._common import (
+from threadline.store._sql.base import (
+    SQLBase,
+    Tx,
+)
+from threadline.store._sql.rows import (
     dumps,
     merge_undo,
     stored_delta,
 )
-from threadline.store._sql_base import (
-    SQLBase,
-    Tx,
-)
-from threadline.store._sql_text import (
+from threadline.store._sql.text import (
     SQL_NODE,
     SQL_SET_HEAD,
     SQL_STATE_DELETE,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from threadline._search_query import GLUED, WIDE_CLASS
 from threadline.errors import StoreError
-from threadline.store._common import schema_version_of
+from threadline.store._sql.rows import schema_version_of
 
 if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
     from psycopg import Connection
@@ -89,7 +89,7 @@ _V1 = [
         value TEXT NOT NULL, PRIMARY KEY (app, owner, owner_id, key))""",
 ]
 
-# Version 2: attachments (store/_sql_attach.py) and the word index of long texts in chunks
+# Version 2: attachments (store/_sql/attach.py) and the word index of long texts in chunks
 # (one tsvector holds at most 1 MiB: the first _TSV_CHARS characters stay in tl_messages.tsv,
 # the rest is indexed here, _TSV_CHARS characters per row, idx from 1).
 _V2 = [
@@ -111,7 +111,7 @@ _V2 = [
     "CREATE INDEX IF NOT EXISTS tl_message_chunks_tsv ON tl_message_chunks USING gin (tsv)",
 ]
 
-# Version 3: HTTP API keys (store/_sql_keys.py), only a hash of each key.
+# Version 3: HTTP API keys (store/_sql/keys.py), only a hash of each key.
 _V3 = [
     """CREATE TABLE IF NOT EXISTS tl_api_keys (
         id TEXT NOT NULL PRIMARY KEY, app TEXT NOT NULL, user_id TEXT,
@@ -201,7 +201,7 @@ _V4 = [
 # may draw a value and drop it: generations are unique and never reused, not gapless.
 # Existing sessions are numbered oldest first. ``tl_changes`` logs the writes that appends do
 # not tell (edits, deletes, blocks) for the event streams of docs/server.md, under the
-# session's ``updated_at`` after the write (store/_sql_changes.py).
+# session's ``updated_at`` after the write (store/_sql/changes.py).
 _V5 = [
     "CREATE SEQUENCE IF NOT EXISTS tl_session_generation AS BIGINT",
     "ALTER TABLE tl_sessions ADD COLUMN IF NOT EXISTS generation BIGINT",

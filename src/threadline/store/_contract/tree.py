@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from threadline.store._values import UNSET, Change, RecentPath, TreeNode
+from threadline.store._contract.values import UNSET, Change, RecentPath, TreeNode
 from threadline.types import (
     AUTO,
     AutoType,

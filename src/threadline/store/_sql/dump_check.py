@@ -9,8 +9,8 @@ from __future__ import annotations
 from threadline._state import scope_of
 from threadline._validate import check_json
 from threadline.errors import InvalidArgumentError
-from threadline.store._common import state_owner
-from threadline.store._values import SessionDump
+from threadline.store._contract.values import SessionDump
+from threadline.store._sql.rows import state_owner
 
 MAX_SEQ = 2**53
 """The highest ``seq``/``last_seq`` a dump may carry: every later append adds one, so a

@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from threadline.store._sql_base import SQLBase, Tx
-from threadline.store._values import Change
+from threadline.store._contract.values import Change
+from threadline.store._sql.base import SQLBase, Tx
 
 RETENTION_US = 3600 * 1_000_000
 """How long a logged change is kept (µs): far longer than any event poll interval."""

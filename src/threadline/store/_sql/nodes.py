@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from threadline.messages import decode_message
-from threadline.store._sql_attach import AttachmentMixin
-from threadline.store._sql_base import Tx
-from threadline.store._values import TreeNode
+from threadline.store._contract.values import TreeNode
+from threadline.store._sql.attach import AttachmentMixin
+from threadline.store._sql.base import Tx
 
 _SQL_TREE_PAGE = (
     "SELECT seq, parent_id, data FROM tl_messages WHERE app = ? AND session_id = ? AND seq > ? "

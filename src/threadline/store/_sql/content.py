@@ -13,11 +13,9 @@ from threadline.messages import (
     decode_message,
     text_of,
 )
-from threadline.store._common import (
-    us_to_datetime,
-)
-from threadline.store._sql_attach import AttachmentMixin
-from threadline.store._sql_base import (
+from threadline.store._contract.values import Entry, OwnerKind, SkillLoad
+from threadline.store._sql.attach import AttachmentMixin
+from threadline.store._sql.base import (
     OWNERS,
     Row,
     Tx,
@@ -25,13 +23,15 @@ from threadline.store._sql_base import (
     _owner_filter,
     compactions_of,
 )
-from threadline.store._sql_changes import log_change
-from threadline.store._sql_text import (
+from threadline.store._sql.changes import log_change
+from threadline.store._sql.rows import (
+    us_to_datetime,
+)
+from threadline.store._sql.text import (
     SQL_COMPACTIONS,
     SQL_IS_ANCESTOR,
     SQL_NODE,
 )
-from threadline.store.base import Entry, OwnerKind, SkillLoad
 from threadline.types import (
     Compaction,
     SearchHit,

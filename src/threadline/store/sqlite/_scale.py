@@ -13,8 +13,8 @@ from typing import Any, NamedTuple
 
 from threadline import _search_query as rules
 from threadline._search_query import MatchMode, Term
-from threadline.store._sql import Row, _in_list
-from threadline.store._sqlite_search import (
+from threadline.store._sql.base import Row, _in_list
+from threadline.store.sqlite._search import (
     Bound,
     _Corpus,
     _fts_match,

@@ -1,8 +1,12 @@
 """PostgreSQL backend: :class:`PostgresStore` (psycopg 3 + psycopg_pool, the ``postgres`` extra).
 
 The tree, registry and state logic is shared with SQLite (:class:`~threadline.store._sql.SQLStore`);
-this module holds what is PostgreSQL's own: the connection pool and its failure handling,
+this package holds what is PostgreSQL's own: the connection pool and its failure handling,
 the DDL, the search SQL (``tsvector`` + ``pg_trgm``), and the ``?`` → ``%s`` translation.
+Here: :class:`PostgresStore` (transactions, retries, the dialect hooks) and its URL;
+``_pool`` the pool that follows the server, ``_tx`` one transaction's statements over a
+connection (placeholders, NUL-safe strings, the pipeline), ``_statements`` the SQL of its own
+writes, ``_schema`` the DDL and migrations, ``_search`` the search SQL.
 
 * Connections are ``autocommit``; every public write is one transaction: the implicit
   transaction of a psycopg pipeline, committed by its closing Sync (docs/postgres.md). A
@@ -14,7 +18,7 @@ the DDL, the search SQL (``tsvector`` + ``pg_trgm``), and the ``?`` → ``%s`` t
 * Driver errors become ``StoreError(operation, cause)``. A read that loses its connection
   (server restart, network) is retried once; a write is not (its COMMIT may have landed: the
   caller decides), only deadlocks and serialisation failures are rerun. The pool follows the
-  server (``_pg_pool``): while it is down operations fail at once, and the first one after
+  server (``_pool``): while it is down operations fail at once, and the first one after
   it is back renews the connections; one log line per change of state.
 * Search (docs/search.md): a ``tsvector`` column (``english``) with a GIN index for words and
   phrases, and a ``pg_trgm`` GIN index for substrings (CJK, e-mails, URLs, versions) over the
@@ -24,7 +28,7 @@ the DDL, the search SQL (``tsvector`` + ``pg_trgm``), and the ``?`` → ``%s`` t
 * PostgreSQL text cannot hold NUL characters: strings holding NUL (or the escape character
   U+10FFFF) are stored escaped and decoded on the way out, so every string round-trips.
 
-psycopg is imported lazily: this module imports without it, and opening a store then raises a
+psycopg is imported lazily: this package imports without it, and opening a store then raises a
 ``ThreadlineError`` naming the ``threadline[postgres]`` extra.
 
 >>> import threadline
@@ -35,8 +39,6 @@ psycopg is imported lazily: this module imports without it, and opening a store 
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import logging
 import re
 import threading
@@ -61,39 +63,36 @@ from threadline.store._generation import (
     check_generation,
     stale_error,
 )
-from threadline.store._pg_pool import ServerPool
-from threadline.store._sql import (
+from threadline.store._sql import SQLStore
+from threadline.store._sql.base import (
     MAX_MESSAGE_BYTES,
-    MESSAGE_COLUMNS,
     MessageRow,
     OwnerFilter,
     Row,
     SessionKey,
-    SQLStore,
     Tx,
     _chunks,
     _in_list,
 )
-from threadline.store._sql_text import SQL_HEAD_STATE
+from threadline.store.postgres._pool import ServerPool
+from threadline.store.postgres._schema import ensure_schema
+from threadline.store.postgres._search import entry_search_sql, search_message_rows
+from threadline.store.postgres._search import message_search_sql as message_search_sql  # re-export
+from threadline.store.postgres._statements import (
+    IN_LIST_MAX,
+    INSERT_MESSAGE,
+    LOCK_SESSION,
+    UPSERT_ENTRY,
+    head_state_sql,
+    index_long_text,
+    search_text,
+)
+from threadline.store.postgres._tx import PgTx, encode_params, pg_sql
 
 if TYPE_CHECKING:  # psycopg is an optional extra: imported lazily at run time
     from psycopg import Connection
 
     PgConn = Connection[tuple[Any, ...]]
-
-from threadline.store._pg_schema import (
-    CHUNK_OVERLAP,
-    CHUNK_TSV,
-    TSV_CHARS,
-    ensure_schema,
-)
-from threadline.store._pg_search import (
-    Plan,
-    entry_search_sql,
-    lowered_form,
-    search_message_rows,
-)
-from threadline.store._pg_search import message_search_sql as message_search_sql  # re-export
 
 __all__ = ["EXTRA_HINT", "PostgresStore", "split_pool_options"]
 
@@ -177,228 +176,6 @@ def _unknown_option(exc: Exception) -> InvalidArgumentError | None:
         f"unknown store URL option {found.group(1)!r} "
         f"(the pool options are {' and '.join(POOL_DEFAULTS)})"
     )
-
-
-# --------------------------------------------------------------------------- NUL-safe strings
-# PostgreSQL text cannot contain U+0000. Strings holding it are escaped with U+10FFFF (a
-# noncharacter no real text uses): NUL -> ESC "0", ESC -> ESC "E". Equality is preserved
-# (the mapping is injective), so keys and ids still compare correctly in SQL.
-
-_ESC = "\U0010ffff"
-_ESCAPED = re.compile(_ESC + "(.)", re.DOTALL)
-_UNESCAPE = {"0": "\x00", "E": _ESC}
-
-
-def _encode_text(value: str) -> str:
-    if "\x00" in value or _ESC in value:
-        return value.replace(_ESC, _ESC + "E").replace("\x00", _ESC + "0")
-    return value
-
-
-def _decode_text(value: str) -> str:
-    if _ESC not in value:
-        return value
-    return _ESCAPED.sub(lambda m: _UNESCAPE.get(m.group(1), m.group(0)), value)
-
-
-def _encode_params(params: Sequence[Any]) -> Sequence[Any]:
-    """``params`` with their strings escaped; ``params`` itself when none needs it (nearly
-    every statement: no copy). A string with no non-ASCII character cannot hold the escape
-    character, and ``isascii`` is a flag read, so only NUL is searched for in most."""
-    for value in params:
-        if isinstance(value, str) and ("\x00" in value or (not value.isascii() and _ESC in value)):
-            return [_encode_text(p) if isinstance(p, str) else p for p in params]
-    return params
-
-
-def _decode_rows(rows: list[Row]) -> list[Row]:
-    """``rows`` with escaped strings decoded; the same list when none holds the escape
-    character (one loop over the values, no call per row: a read of a long history)."""
-    for row in rows:
-        for value in row:
-            if value.__class__ is str and _ESC in value:
-                return [_decode_row(row) for row in rows]
-    return rows
-
-
-def _decode_row(row: Row) -> Row:
-    if any(isinstance(v, str) and _ESC in v for v in row):
-        return tuple(_decode_text(v) if isinstance(v, str) else v for v in row)
-    return row
-
-
-def _index_long_text(tx: Tx, app: str, session_id: str, message_id: str, text: str) -> None:
-    """Word-index the part of a long text that ``tl_messages.tsv`` does not hold, in chunks
-    (each overlapping the previous by a little, so a phrase across a boundary is found)."""
-    for idx, start in enumerate(range(TSV_CHARS, len(text), TSV_CHARS), start=1):
-        chunk = text[start - CHUNK_OVERLAP : start + TSV_CHARS]
-        tx.send(_INSERT_CHUNK, (app, session_id, message_id, idx, chunk, chunk))
-
-
-_INSERT_CHUNK = (
-    f"INSERT INTO tl_message_chunks (app, session_id, message_id, idx, tsv) "
-    f"VALUES (?, ?, ?, ?, {CHUNK_TSV})"
-)
-
-
-def _search_text(text: str) -> str:
-    """Text of the search columns (``_pg_search.lowered_form``: lowercased by Python, like
-    the query's substrings, so a plain, trigram-indexed ``LIKE`` finds them); NUL becomes a
-    space."""
-    return lowered_form(text.replace("\x00", " "))
-
-
-@functools.lru_cache(maxsize=1024)
-def _pg_sql(sql: str) -> str:
-    """``?`` placeholders to psycopg's ``%s`` (a literal ``%`` doubled first)."""
-    return sql.replace("%", "%%").replace("?", "%s")
-
-
-@functools.lru_cache(maxsize=256)
-def _held_sql(held: str, sql: str) -> str:
-    """``held`` as a data-modifying CTE of ``sql`` (built once per pair of statements)."""
-    return f"WITH held AS ({held}) {sql}"
-
-
-class _PgTx:
-    """:class:`~threadline.store._sql.Tx` over one psycopg connection; ``pipelined`` (a write
-    transaction, in pipeline mode) statements are sent without waiting for their answers
-    until a result is needed (``one``, ``all``, ``many``, a row count) or the transaction
-    ends."""
-
-    __slots__ = ("conn", "held", "pipelined", "search_plan", "sender", "trailer")
-
-    def __init__(self, conn: PgConn, *, pipelined: bool = False) -> None:
-        self.conn = conn
-        self.pipelined = pipelined
-        self.held: tuple[str, Sequence[Any]] | None = None
-        #: One cursor for every statement whose answer nobody reads (``send``): a cursor
-        #: made per statement cost more client CPU than the statement's own parameters.
-        self.sender: Any = None
-        #: The plan of a search's "all" pass, reused by its "any" pass: (key, plan, scan).
-        self.search_plan: tuple[Any, Plan, bool, list[tuple[Any, ...]] | None] | None = None
-        #: A statement sent after every query, unanswered (a read's generation check).
-        self.trailer: tuple[str, Sequence[Any]] | None = None
-
-    def _trail(self) -> None:
-        if self.trailer is not None:
-            self._sender().execute(*self.trailer)
-
-    def hold(self, sql: str, params: Sequence[Any] = ()) -> None:
-        """Send a statement with the next one sent, as a data-modifying CTE of it: one
-        statement fewer for psycopg and the server. For a statement whose rows nothing
-        sent after it reads (it is not visible to the statement it rides on); before a
-        read, or a statement that has its own ``WITH``, it goes alone."""
-        self.release()
-        self.held = (sql, _encode_params(params))
-
-    def release(self) -> None:
-        """Send the held statement alone, if there is one."""
-        if self.held is not None:
-            (sql, params), self.held = self.held, None
-            self._sender().execute(_pg_sql(sql), params)
-
-    def _sender(self) -> Any:
-        if self.sender is None:
-            self.sender = self.conn.cursor()
-        return self.sender
-
-    def send(self, sql: str, params: Sequence[Any] = ()) -> None:
-        """Run a statement; in a pipeline, its answer is not waited for."""
-        values = _encode_params(params)
-        if self.held is not None and not sql.startswith("WITH"):
-            (first, before), self.held = self.held, None
-            sql, values = _held_sql(first, sql), [*before, *values]
-        else:
-            self.release()
-        self._sender().execute(_pg_sql(sql), values)
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run a statement; the number of rows it changed."""
-        self.release()
-        cursor = self.conn.execute(_pg_sql(sql), _encode_params(params))
-        if self.pipelined:
-            # The answers come in order: waiting for this one brings the row count above.
-            # (A pipeline Sync would end the implicit transaction: see _transaction.)
-            self.conn.execute("SELECT 1").fetchone()
-        return cursor.rowcount
-
-    def many(self, queries: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
-        """Every row of each query, all sent in one round trip (in pipeline mode: a read
-        enters it for these queries only)."""
-        self.release()
-        execute = self.conn.execute
-        with contextlib.nullcontext() if self.pipelined else self.conn.pipeline():
-            cursors = [execute(_pg_sql(sql), _encode_params(params)) for sql, params in queries]
-            self._trail()
-        return [_decode_rows(cursor.fetchall()) for cursor in cursors]
-
-    def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
-        """First row of a query, or None."""
-        self.release()
-        cursor = self.conn.execute(_pg_sql(sql), _encode_params(params))
-        self._trail()
-        row = cursor.fetchone()
-        return None if row is None else _decode_row(row)
-
-    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        """Every row of a query."""
-        self.release()
-        cursor = self.conn.execute(_pg_sql(sql), _encode_params(params))
-        self._trail()
-        return _decode_rows(cursor.fetchall())
-
-
-# --------------------------------------------------------------------------- the store
-
-# No ON CONFLICT: the append read which ids are stored before (_head_state_sql), under the
-# session's lock, so a conflict here is a bug and fails the transaction loudly.
-_INSERT_MESSAGE = (
-    f"INSERT INTO tl_messages ({MESSAGE_COLUMNS}, search_text) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-# Registers the session if missing and row-locks it, in one statement: "ON CONFLICT DO
-# UPDATE ... WHERE false" locks the existing row without writing a new version of it (the
-# same as "ON CONFLICT DO NOTHING" + "SELECT ... FOR UPDATE", one round trip fewer); a row
-# this statement inserts is ours until COMMIT anyway.
-_LOCK_SESSION = (
-    "INSERT INTO tl_sessions (app, id, user_id, metadata, created_at, updated_at) "
-    "VALUES (?, ?, ?, '{}', ?, ?) ON CONFLICT (app, id) DO UPDATE SET id = excluded.id "
-    "WHERE false"
-)
-
-
-@functools.lru_cache(maxsize=64)
-def _head_state_sql(count: int) -> str:
-    """SQL_HEAD_STATE and which of the append's ``count`` ids are stored already, as their
-    positions in the batch (numbers: nothing to decode). The ids are listed one by one
-    (``CASE``/``IN (?, ...)``, each id twice): a prepared statement's generic plan then probes
-    the primary key per id, where an array parameter of unknown length may be planned as a
-    scan of the session's messages (and an array costs psycopg more to send). Past
-    :data:`_IN_LIST_MAX` ids they go as one array (each array twice). A seventh column says
-    whether the registry row is new, made by this transaction's lock (``_LOCK_SESSION``):
-    the session did not exist before the append (``if_head`` appends need it)."""
-    if count <= _IN_LIST_MAX:
-        position = "CASE i.id " + " ".join(f"WHEN ? THEN {n}" for n in range(1, count + 1))
-        position, ids = position + " END", _in_list(count)
-    else:
-        position = "array_position(CAST(? AS TEXT[]), i.id)"
-        ids = "(SELECT unnest(CAST(? AS TEXT[])))"
-    return SQL_HEAD_STATE.replace(
-        " FROM tl_sessions s ",
-        f", ARRAY(SELECT {position} FROM tl_messages i "
-        f"WHERE i.app = s.app AND i.session_id = s.id AND i.id IN {ids}), "
-        "s.xmin = pg_current_xact_id()::xid FROM tl_sessions s ",
-    )
-
-
-_IN_LIST_MAX = 400
-_UPSERT_ENTRY = (
-    "INSERT INTO tl_entries (app, label, key, content, description, updated_at, search_text) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, label, key) DO UPDATE SET "
-    "content = excluded.content, description = excluded.description, "
-    "updated_at = excluded.updated_at, search_text = excluded.search_text"
-)
 
 
 class PostgresStore(SQLStore):
@@ -499,7 +276,7 @@ class PostgresStore(SQLStore):
                     try:
                         if expected is not None:
                             return self._trailed(conn, fn, expected)
-                        return fn(_PgTx(conn))
+                        return fn(PgTx(conn))
                     except AttachmentNotFoundError:
                         return self._snapshot(conn, checked)  # raises again if truly missing
             except driver.OperationalError as exc:
@@ -519,8 +296,8 @@ class PostgresStore(SQLStore):
         before: generations are never reused, so a session that is still the expected one
         after a query was that one during it (store/_generation.py)."""
         with conn.pipeline():
-            tx = _PgTx(conn, pipelined=True)
-            tx.trailer = (_pg_sql(SQL_GENERATION_IS), _encode_params(expected))
+            tx = PgTx(conn, pipelined=True)
+            tx.trailer = (pg_sql(SQL_GENERATION_IS), encode_params(expected))
             try:
                 return fn(tx)
             except ThreadlineError:  # e.g. a message missing because the session was replaced
@@ -537,7 +314,7 @@ class PostgresStore(SQLStore):
         try:
             with conn.pipeline():
                 conn.execute(_BEGIN_READ)
-                result = fn(_PgTx(conn, pipelined=True))
+                result = fn(PgTx(conn, pipelined=True))
                 conn.execute("COMMIT")
             return result
         except BaseException:
@@ -559,7 +336,7 @@ class PostgresStore(SQLStore):
         joined = self._joined()
         if joined is not None:  # inside transaction(): it commits, retries or rolls back
             if lock is not None:
-                joined.send(_LOCK_SESSION, self._lock_params(lock))
+                joined.send(LOCK_SESSION, self._lock_params(lock))
             # Checked as SQLite does: a run's commit acts on the generation it is bound to.
             # The check fails in the pipeline, so at the outer commit: note what it expected.
             expected = EXPECTED.get()
@@ -599,10 +376,10 @@ class PostgresStore(SQLStore):
         notice); if a statement failed, the server discarded the rest anyway.
         """
         with conn.pipeline() as pipeline:
-            tx = _PgTx(conn, pipelined=True)
+            tx = PgTx(conn, pipelined=True)
             try:
                 if lock is not None:
-                    tx.send(_LOCK_SESSION, self._lock_params(lock))
+                    tx.send(LOCK_SESSION, self._lock_params(lock))
                 result = fn(tx)
                 tx.release()
                 return result
@@ -614,7 +391,7 @@ class PostgresStore(SQLStore):
         """Roll back the transaction ``fn`` gave up on with ``exc``, and have the pool discard
         the connection unless ``exc`` is a typed error of ours and every statement sent
         before it answered without error (a failure among them would otherwise only be
-        logged by the pipeline's exit, and the connection reused: see ``_pg_pool``)."""
+        logged by the pipeline's exit, and the connection reused: see ``_pool``)."""
         clean = isinstance(exc, ThreadlineError) and not conn.broken
         if isinstance(exc, Exception) and not conn.broken:  # not an interruption mid-answer
             try:
@@ -634,8 +411,8 @@ class PostgresStore(SQLStore):
         self, app: str, session_id: str, ids: Sequence[str]
     ) -> tuple[str, Sequence[Any]]:
         # Strings are encoded by the Tx; lists (arrays) are passed as they are: encode them.
-        listed = ids if len(ids) <= _IN_LIST_MAX else [list(_encode_params(ids))]
-        return _head_state_sql(len(ids)), (*listed, *listed, app, session_id)
+        listed = ids if len(ids) <= IN_LIST_MAX else [list(encode_params(ids))]
+        return head_state_sql(len(ids)), (*listed, *listed, app, session_id)
 
     def _expect_generation(self, tx: Tx, expected: Expected) -> None:
         # Sent with the write's first read, not waited for: a stale generation fails the
@@ -646,29 +423,29 @@ class PostgresStore(SQLStore):
         # Locks the registry row, inserting it if missing; True if it already existed. A
         # plain SELECT ... FOR UPDATE would miss a row that a concurrent append is inserting
         # (or re-inserting after another delete): the upsert waits for it instead.
-        return tx.execute(_LOCK_SESSION, self._lock_params((app, session_id, None))) == 0
+        return tx.execute(LOCK_SESSION, self._lock_params((app, session_id, None))) == 0
 
     # ------------------------------------------------------------------ dialect: search index
 
     def _insert_message(self, tx: Tx, row: MessageRow) -> bool:
-        # Called only for ids the append found missing (_head_state_sql): not waited for, and
+        # Called only for ids the append found missing (head_state_sql): not waited for, and
         # sent with the next statement (the session's new head, for a plain append).
-        assert isinstance(tx, _PgTx)
-        text = _search_text(row.text)
-        tx.hold(_INSERT_MESSAGE, (*row.values(), text))
-        _index_long_text(tx, row.app, row.session_id, row.id, text)
+        assert isinstance(tx, PgTx)
+        text = search_text(row.text)
+        tx.hold(INSERT_MESSAGE, (*row.values(), text))
+        index_long_text(tx, row.app, row.session_id, row.id, text)
         return True
 
     def _reindex_message(
         self, tx: Tx, app: str, session_id: str, message_id: str, text: str
     ) -> None:
-        text = _search_text(text)
+        text = search_text(text)
         tx.send(
             "UPDATE tl_messages SET search_text = ? WHERE app = ? AND session_id = ? AND id = ?",
             (text, app, session_id, message_id),
         )
         self._unindex_messages(tx, app, session_id, [message_id])
-        _index_long_text(tx, app, session_id, message_id, text)
+        index_long_text(tx, app, session_id, message_id, text)
 
     def _unindex_messages(
         self, tx: Tx, app: str, session_id: str, message_ids: Sequence[str] | None
@@ -695,8 +472,8 @@ class PostgresStore(SQLStore):
         description: str | None,
         now: int,
     ) -> None:
-        params = (app, label, key, content, description, now, _search_text(content))
-        tx.send(_UPSERT_ENTRY, params)
+        params = (app, label, key, content, description, now, search_text(content))
+        tx.send(UPSERT_ENTRY, params)
 
     def _unindex_entry(self, tx: Tx, app: str, label: str, key: str) -> None:
         """Nothing to do: the search columns live in the entry row."""
@@ -711,7 +488,7 @@ class PostgresStore(SQLStore):
         owner: OwnerFilter,
         limit: int,
     ) -> list[Row]:
-        assert isinstance(tx, _PgTx)
+        assert isinstance(tx, PgTx)
         return search_message_rows(tx, app, terms, mode, session_id, owner, limit)
 
     def _search_entry_rows(

@@ -25,7 +25,7 @@ from threadline._attachments import (
 )
 from threadline.errors import AttachmentNotFoundError
 from threadline.messages import decode_message
-from threadline.store._sql_base import Row, SQLBase, Tx, _chunks, _in_list
+from threadline.store._sql.base import Row, SQLBase, Tx, _chunks, _in_list
 from threadline.types import Message
 
 _SQL_PUT = (

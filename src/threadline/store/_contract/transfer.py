@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from threadline.store._values import SessionDump
+from threadline.store._contract.values import SessionDump
 from threadline.types import SessionInfo
 
 

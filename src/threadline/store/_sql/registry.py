@@ -13,7 +13,15 @@ from threadline.errors import (
     SessionExistsError,
     SessionNotFoundError,
 )
-from threadline.store._common import (
+from threadline.store._contract.values import UNSET
+from threadline.store._sql.attach import AttachmentMixin
+from threadline.store._sql.base import (
+    Tx,
+    _owner_filter,
+    owner_clause,
+)
+from threadline.store._sql.changes import forget_changes
+from threadline.store._sql.rows import (
     SESSION_COLUMNS,
     check_usage_sums,
     datetime_to_us,
@@ -23,18 +31,10 @@ from threadline.store._common import (
     loads_stored,
     row_to_session_info,
 )
-from threadline.store._sql_attach import AttachmentMixin
-from threadline.store._sql_base import (
-    Tx,
-    _owner_filter,
-    owner_clause,
-)
-from threadline.store._sql_changes import forget_changes
-from threadline.store._sql_text import (
+from threadline.store._sql.text import (
     _BUMP_UPDATED_AT,
     _UPDATED_AT,
 )
-from threadline.store.base import UNSET
 from threadline.types import (
     SessionInfo,
     SessionListing,

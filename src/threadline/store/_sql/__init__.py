@@ -5,10 +5,18 @@ message tree (``seq``, head, ``depth``, ``path_bytes``), the session registry, o
 state with undo records, skill loads, blocks, prompts, entries and session-list pagination —
 on top of a small **dialect interface** that a backend subclass fills in.
 
+The rooms, one mixin each: ``registry`` (sessions), ``tree`` (appends, updates, deletes, the
+head) on ``paths`` (the tree's reads), ``content`` (search, overlays, skill loads, blocks,
+prompt, entries), ``state`` (scoped state, rewind), ``attach`` (attachments), ``transfer``
+(dump and load), ``nodes`` (``get_tree``), ``keys`` (API keys), ``changes`` (the change
+log); under them ``base`` (``SQLBase``: transactions, rows, the abstract hooks), ``text``
+(the SQL both backends run), and the pure ``rows`` (row decoding, cursors, state undo) and
+``dump_check`` (the consistency rules of a dump).
+
 Dialect interface (what ``SQLiteStore`` / ``PostgresStore`` provide)
 --------------------------------------------------------------------
 
-SQL in this module is written with ``?`` placeholders and contains no literal ``?`` or
+SQL in this package is written with ``?`` placeholders and contains no literal ``?`` or
 ``%`` characters, so a backend may translate placeholders mechanically (PostgreSQL:
 ``sql.replace("?", "%s")``). Only portable SQL is used: ``WITH RECURSIVE``, ``INSERT ...
 ON CONFLICT (...) DO UPDATE/NOTHING`` with ``excluded.``, row-value comparisons,
@@ -73,8 +81,8 @@ from __future__ import annotations
 from threadline._checks import check_every_public_method
 from threadline.store._generation import bind_generations
 from threadline.store._handle import SessionStore
-from threadline.store._sql_attach import AttachmentMixin
-from threadline.store._sql_base import (
+from threadline.store._sql.attach import AttachmentMixin
+from threadline.store._sql.base import (
     MAX_MESSAGE_BYTES,
     MESSAGE_COLUMNS,
     MessageRow,
@@ -88,14 +96,14 @@ from threadline.store._sql_base import (
     _in_list,
     owner_clause,
 )
-from threadline.store._sql_changes import ChangesMixin
-from threadline.store._sql_content import ContentMixin
-from threadline.store._sql_keys import KeysMixin
-from threadline.store._sql_nodes import NodesMixin
-from threadline.store._sql_registry import RegistryMixin
-from threadline.store._sql_state import StateMixin
-from threadline.store._sql_transfer import TransferMixin
-from threadline.store._sql_tree import TreeMixin
+from threadline.store._sql.changes import ChangesMixin
+from threadline.store._sql.content import ContentMixin
+from threadline.store._sql.keys import KeysMixin
+from threadline.store._sql.nodes import NodesMixin
+from threadline.store._sql.registry import RegistryMixin
+from threadline.store._sql.state import StateMixin
+from threadline.store._sql.transfer import TransferMixin
+from threadline.store._sql.tree import TreeMixin
 
 
 class SQLStore(

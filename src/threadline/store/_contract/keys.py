@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from threadline.store._values import ApiKey
+from threadline.store._contract.values import ApiKey
 
 
 @runtime_checkable

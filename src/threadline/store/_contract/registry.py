@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from threadline.store._values import UNSET
+from threadline.store._contract.values import UNSET
 from threadline.types import (
     SessionInfo,
     SessionListingPage,

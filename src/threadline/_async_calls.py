@@ -114,7 +114,13 @@ os.register_at_fork(after_in_child=_forget_own_threads)
 def owning(make: Callable[[Any], T], store: Any) -> T:
     """The sync twin built by ``make`` over ``store``; a URL is opened at the first storage
     call (in a worker thread: never on the event loop) and owned (closed) by the twin, as
-    ``Session(url)`` owns what it opens."""
+    ``Session(url)`` owns what it opens.
+
+    >>> from threadline import Session
+    >>> twin = owning(lambda store: Session(store, session_id="s1"), ":memory:")
+    >>> twin.store.opened, twin._owns_store
+    (False, True)
+    """
     source, owned = _lazily(store)
     twin = make(source)
     twin._owns_store = owned

@@ -208,6 +208,16 @@ def check_every_public_method(
     cls: type, rules: Mapping[str, Callable[[str, Any], Any]] = RULES
 ) -> None:
     """Apply :func:`checked` to every public method of ``cls``, its own or inherited, each
-    once."""
+    once.
+
+    >>> class Notes:
+    ...     def get(self, session_id: str) -> str:
+    ...         return session_id
+    >>> check_every_public_method(Notes)
+    >>> Notes().get("")
+    Traceback (most recent call last):
+    ...
+    threadline.errors.InvalidArgumentError: session_id must be a non-empty string, got ''
+    """
     for name, member in public_methods(cls):
         setattr(cls, name, checked(member, rules))

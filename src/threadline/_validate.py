@@ -53,7 +53,11 @@ def _has_surrogate(text: str) -> bool:
 
 
 def check_id(what: str, value: object) -> str:
-    """``value`` if it is a valid id, else ``InvalidArgumentError`` naming ``what``."""
+    """``value`` if it is a valid id, else ``InvalidArgumentError`` naming ``what``.
+
+    >>> check_id("session_id", "chat-1")
+    'chat-1'
+    """
     if not isinstance(value, str) or not value:
         raise InvalidArgumentError(f"{what} must be a non-empty string, got {_short(value)}")
     try:

@@ -41,13 +41,28 @@ def _public_modules() -> list[ModuleType]:
     return found
 
 
+_STORE = "threadline.store"
+
+
+def _private(module_name: str) -> bool:
+    """Whether a module is internal (a name starting with ``_``): what a public module
+    re-exports from one, and what a public class inherits from one, is checked with it."""
+    return module_name.startswith("threadline.") and any(
+        part.startswith("_") for part in module_name.split(".")[1:]
+    )
+
+
 def _documented(module: ModuleType) -> Iterator[tuple[str, object]]:
     for name in getattr(module, "__all__", []):
         obj = getattr(module, name)
         if not (inspect.isfunction(obj) or inspect.isclass(obj)):
             continue
-        if module is not threadline and obj.__module__ != module.__name__:
-            continue  # re-exported: checked where it is defined
+        # Re-exported: checked where it is defined, unless that is a private module (a split
+        # class's layers, threadline.internal's names) other than a store's: a store's
+        # methods implement the contract, documented (and checked) on the Store protocol.
+        elsewhere = module is not threadline and obj.__module__ != module.__name__
+        if elsewhere and (not _private(obj.__module__) or obj.__module__.startswith(_STORE)):
+            continue
         yield f"{obj.__module__}.{name}", obj
         if not inspect.isclass(obj) or name in IMPLEMENTED_BY_USERS:
             continue
@@ -57,7 +72,10 @@ def _documented(module: ModuleType) -> Iterator[tuple[str, object]]:
         for base in reversed(obj.__mro__):
             own = base is obj
             contract = getattr(obj, "_is_protocol", False) and getattr(base, "_is_protocol", False)
-            if base.__module__.startswith("threadline") and (own or contract):
+            # A layer of a split class (Session, the managers); the stores' mixins implement
+            # the contract, whose methods are documented on the protocol.
+            layer = _private(base.__module__) and not base.__module__.startswith(_STORE)
+            if base.__module__.startswith("threadline") and (own or contract or layer):
                 members.update(vars(base))
         for attr, value in members.items():
             if attr.startswith("_"):

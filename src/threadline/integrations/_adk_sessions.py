@@ -16,6 +16,7 @@ import os
 import uuid
 import weakref
 from collections.abc import Callable, Mapping
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from google.adk.errors import StaleSessionError
@@ -117,6 +118,9 @@ def _pick_session_builder() -> Callable[[str, str, str, dict[str, Any], float], 
 
 
 _listed_session = _pick_session_builder()
+_by_id = attrgetter("id")
+_by_user = attrgetter("user_id")
+_by_last_update = attrgetter("last_update_time")
 
 
 class ThreadlineSessionService(BaseSessionService):
@@ -240,7 +244,7 @@ class ThreadlineSessionService(BaseSessionService):
         # One query per _PAGE sessions (id, owner, head, session state: plain tuples) and one
         # state read per distinct user (app:/user: keys); no read per session.
         shared: dict[str, tuple[str, dict[str, Any]]] = {}  # user -> (id prefix, state)
-        found: list[tuple[float, str, str, dict[str, Any]]] = []
+        found: list[Session] = []
         add = found.append
         cursor: str | None = None
         owners = None if user_id is None else owner_of(user_id)
@@ -283,14 +287,18 @@ class ThreadlineSessionService(BaseSessionService):
                     state = decode_state(state)
                 if common:
                     state = {**common, **state}
-                add((last, current, tl_id[cut:], state))
+                add(_listed_session(tl_id[cut:], app_name, current, state, last))
             cursor = page.next_cursor
             if cursor is None:
                 break
-        found.sort()  # ADK's order: last update, user, id ((user, id) is unique: no dict compare)
-        return [
-            _listed_session(sid, app_name, owner, state, last) for last, owner, sid, state in found
-        ]
+        # ADK's order: last update, then user, then id; stable sorts by one plain key each,
+        # least significant first, rather than one sort by a tuple per session: a tuple is one
+        # more container per session for the cyclic garbage collector to walk.
+        found.sort(key=_by_id)
+        if user_id is None:
+            found.sort(key=_by_user)
+        found.sort(key=_by_last_update)
+        return found
 
     def _listed_update(
         self,

@@ -76,9 +76,3 @@ __all__ = [
     "message_to_event",
     "threadline_session_id",
 ]
-
-# Shown (repr, help, docs, pickles, the public-surface check) under their public home, not the
-# private module that defines them.
-for _name in __all__:
-    globals()[_name].__module__ = __name__
-del _name

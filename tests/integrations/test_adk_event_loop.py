@@ -62,26 +62,28 @@ async def test_no_store_call_runs_on_the_event_loop_thread(store: Store) -> None
 
 
 @pytest.mark.parametrize("given", ["path", "sqlite url", "lazy store"])
-async def test_sqlite_writes_go_through_the_single_writer_thread(
+async def test_the_services_start_no_thread_and_leave_the_garbage_collector_alone(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch, given: str
 ) -> None:
-    """On SQLite the service writes in its one writer thread, whether it is given a path, a
-    URL or a store from ``connect_lazily`` (told apart by its URL, without opening it)."""
+    """Every statement runs in a thread of the loop's default executor (as every
+    ``threadline.aio`` call on a store), never in a thread of the adapter's own, whether it
+    is given a path, a URL or a store from ``connect_lazily``; and a library never switches
+    its host process's garbage collector (not even while listing thousands of sessions)."""
+    import gc
     import sqlite3
 
     from threadline.store import connect_lazily
 
-    writes: list[str] = []
+    switched: list[str] = []
+    monkeypatch.setattr(gc, "disable", lambda: switched.append("disable"))
+    monkeypatch.setattr(gc, "enable", lambda: switched.append("enable"))
+    statements: list[str] = []
     real_connect = sqlite3.connect
 
     def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
         conn = real_connect(*args, **kwargs)
-
-        def trace(statement: str) -> None:
-            if statement.lstrip().upper().startswith("INSERT"):
-                writes.append(threading.current_thread().name)
-
-        conn.set_trace_callback(trace)  # runs in the thread executing the statement
+        # Runs in the thread executing the statement.
+        conn.set_trace_callback(lambda _: statements.append(threading.current_thread().name))
         return conn
 
     monkeypatch.setattr(sqlite3, "connect", connect)
@@ -92,10 +94,20 @@ async def test_sqlite_writes_go_through_the_single_writer_thread(
         "lazy store": connect_lazily(path),
     }[given]
     service = ThreadlineSessionService(target)
+    memory = ThreadlineMemoryService(target)
+    threads_before = {thread.name for thread in threading.enumerate()}
     session = await service.create_session(app_name="app", user_id="u1")
     content = types.Content(role="user", parts=[types.Part(text="hello")])
     await service.append_event(session, Event(author="user", content=content))
+    await service.list_sessions(app_name="app")
+    await memory.add_session_to_memory(session)
+    await memory.search_memory(app_name="app", user_id="u1", query="hello")
+    await service.delete_session(app_name="app", user_id="u1", session_id=session.id)
+    new_threads = {t.name for t in threading.enumerate()} - threads_before
     await service.close()
+    await memory.close()
     if given == "lazy store":
-        target.close()  # the user's own store: the service leaves it open
-    assert writes and {name.split("_")[0] for name in writes} == {"threadline-adk-writer"}
+        target.close()  # the user's own store: the services leave it open
+    assert statements and {name.split("_")[0] for name in statements} == {"asyncio"}
+    assert {name.split("_")[0] for name in new_threads} <= {"asyncio"}
+    assert switched == []

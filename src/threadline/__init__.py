@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from threadline import messages
-from threadline._provider import SessionProvider
+from threadline._session_provider import SessionProvider
 from threadline._state import StateView
 from threadline.aio import AsyncSession, AsyncSessionManager
 from threadline.compaction import (

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from threadline._async_calls import off, owning, to_thread
-from threadline._provider import SessionProvider
 from threadline._session_compaction import CompactionInput, check_compact_result
+from threadline._session_provider import SessionProvider
 from threadline._settings import Compactor, ErrorHandler, async_compactor
 from threadline._state import StateView
 from threadline.context import ContextConfig

@@ -175,14 +175,14 @@ class SessionBlocks(SessionState):
         return self._frozen
 
     def _load_cached_prompt(self) -> str | None:
-        if self._settings.prompt_provider is not None:
-            value = self._settings.prompt_provider.get()
+        if self._settings.prompt_cache is not None:
+            value = self._settings.prompt_cache.get()
             return value if isinstance(value, str) and value != "" else None
         return self._store_handle("with_cached_prompt()").get_prompt()
 
     def _save_cached_prompt(self, prompt: str) -> None:
-        if self._settings.prompt_provider is not None:
-            self._settings.prompt_provider.set(prompt)
+        if self._settings.prompt_cache is not None:
+            self._settings.prompt_cache.set(prompt)
             return
         self._store_handle("with_cached_prompt()").set_prompt(prompt)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, cast
 
-from threadline._provider import ProviderBackend, SessionProvider, is_store
+from threadline._session_provider import ProviderBackend, SessionProvider, is_store
 from threadline._settings import SessionSettings
 from threadline.context import ContextBlocks, ContextConfig
 from threadline.errors import InvalidArgumentError, ThreadlineError

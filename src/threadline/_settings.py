@@ -94,7 +94,7 @@ class SessionSettings:
 
     context: list[ContextConfig] = field(default_factory=list)
     cached_prompt: bool = False
-    prompt_provider: Any = None
+    prompt_cache: Any = None
     compact_fn: Compactor | None = None
     compact_threshold: int | None = None
     # compact_when: above this many visible messages, summarise all but the last compact_keep.
@@ -140,7 +140,7 @@ class SessionSettings:
 
     def cache_prompt(self, provider: Any = None) -> None:
         """Persist the frozen prompt (in the store, or in a writable ``provider``)."""
-        self.cached_prompt, self.prompt_provider = True, provider
+        self.cached_prompt, self.prompt_cache = True, provider
 
     def compact_when(self, min_messages: int, keep: int) -> None:
         """Compact automatically above ``min_messages`` visible messages, keeping ``keep``.

@@ -24,10 +24,10 @@ from functools import partial
 from typing import Any, Literal, cast
 
 from threadline._checks import API_RULES, check_every_public_method
-from threadline._provider import SessionProvider
 from threadline._session_compaction import SessionCompaction
 from threadline._session_compaction import check_compact_result as check_compact_result
 from threadline._session_core import check_name
+from threadline._session_provider import SessionProvider
 from threadline._settings import Compactor, ErrorHandler, SessionSettings
 from threadline.context import ContextConfig
 from threadline.store.base import Store

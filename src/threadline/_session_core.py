@@ -23,7 +23,7 @@ from threadline.store import connect
 from threadline.store._handle import SessionStore
 from threadline.store.base import Store
 
-__all__ = ["SessionCore", "check_name"]
+__all__ = ["SessionCore", "check_name", "store_handle"]
 
 
 class SessionCore:
@@ -177,3 +177,16 @@ def check_name(what: str, value: object) -> str:
     if not isinstance(value, str) or not value:
         raise InvalidArgumentError(f"{what} must be a non-empty string, got {value!r}")
     return value
+
+
+def store_handle(session: SessionCore, feature: str) -> SessionStore:
+    """The session's view of its Store (``store.session(app, session_id)``), bound to the
+    session's generation like every other storage call of it — for an adapter that writes
+    beside the session; ``feature`` names it in the error a custom provider gets.
+
+    >>> from threadline import Session
+    >>> s = Session(":memory:", session_id="s1")
+    >>> store_handle(s, "an adapter").session_id
+    's1'
+    """
+    return session._store_handle(feature)

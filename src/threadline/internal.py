@@ -23,6 +23,7 @@ from threadline._attachments import ref_sha
 from threadline._checks import API_RULES, check_every_public_method
 from threadline._ownership import not_found, owned_by, visible_to
 from threadline._search_query import Term, parse_query
+from threadline._session_core import store_handle
 from threadline._state import INTERNAL_PREFIX, scope_of
 from threadline._validate import check_id
 from threadline.formats._common import text_in
@@ -47,6 +48,7 @@ __all__ = [
     "parse_query",
     "ref_sha",
     "scope_of",
+    "store_handle",
     "text_in",
     "visible_to",
 ]

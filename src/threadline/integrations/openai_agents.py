@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 from threadline.errors import InvalidArgumentError
 from threadline.formats import from_openai_responses, to_openai_responses
-from threadline.internal import SessionStore, owning
+from threadline.internal import SessionStore, owning, store_handle
 from threadline.messages import decode_message
 from threadline.session import Session
 from threadline.store.base import Store
@@ -111,7 +111,7 @@ class ThreadlineSession:
 
     def _handle(self) -> SessionStore:
         # The Session's own view of the store: bound to the session's generation like it.
-        return self._session._store_handle("ThreadlineSession")
+        return store_handle(self._session, "ThreadlineSession")
 
     @property
     def threadline_session(self) -> Session:

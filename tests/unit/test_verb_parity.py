@@ -475,6 +475,41 @@ def test_every_route_of_a_session_is_a_verbs_or_declared(openapi: dict[str, Any]
     assert SESSION_ROUTES_NOT_VERBS - routes == set()
 
 
+# The manager's own calls with query parameters: no verb's, but their defaults and bounds are
+# still the manager's (a page of sessions or hits is at most 1000 over HTTP).
+MANAGER_ROUTES = {
+    "list": Route(
+        "GET",
+        "/v1/sessions",
+        {"user_id": "query:user_id", "limit": "query:limit", "cursor": "query:cursor"},
+        caps={"limit": 1000},
+    ),
+    "search": Route(
+        "GET",
+        "/v1/search",
+        {"query": "query:q", "limit": "query:limit", "user_id": "query:user_id"},
+        caps={"limit": 1000},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MANAGER_ROUTES))
+def test_the_managers_own_routes_carry_its_defaults(openapi: dict[str, Any], name: str) -> None:
+    route = MANAGER_ROUTES[name]
+    wire = _wire(openapi, route)
+    params = inspect.signature(getattr(SessionManager, name)).parameters
+    assert set(route.params) == set(params) - {"self"}
+    problems = [
+        f"{p}: no {place} on the route" for p, place in route.params.items() if place not in wire
+    ]
+    for p, place in route.params.items():
+        if place in wire:
+            problem = _default_problem(place, wire[place], params[p].default)
+            problems += [f"{p}: {problem}"] if problem else []
+            problems += _bound_problems(p, wire[place], route.caps.get(p))
+    assert problems == []
+
+
 # -- CLI -----------------------------------------------------------------------------------------
 CLI_VERBS = [v for v in VERBS if v.cli]
 

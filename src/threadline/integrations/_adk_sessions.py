@@ -62,7 +62,12 @@ from threadline.store import UNSET, Store
 __all__ = ["ThreadlineSessionService"]
 
 _T = TypeVar("_T")
-_PAGE = 1000  # sessions per page of list_session_states
+# Sessions per page of list_session_states. A page's rows (a tuple, the internal keys' dict
+# and list per session) live until the page is mapped: small pages keep few of them alive
+# when the cyclic GC runs, so few are promoted to its oldest generation (promotions are what
+# bring on a full collection); 250 costs SQLite nothing measurable, PostgreSQL ~6 ms per
+# 10,000 sessions in round trips.
+_PAGE = 250
 _NOBODY = object()  # equal to no owner of a listed session (not even None)
 
 # The fields set of a listed Session: each session gets a copy (pydantic adds to it when a
@@ -291,6 +296,7 @@ class ThreadlineSessionService(BaseSessionService):
                     state = {**common, **state}
                 add(_listed_session(tl_id[cut:], app_name, current, state, last))
             cursor = page.next_cursor
+            del page  # before the next page is read: one page of rows alive at a time
             if cursor is None:
                 break
         # ADK's order: last update, then user, then id; stable sorts by one plain key each,

@@ -312,9 +312,9 @@ __all__ = [
     "apply_delta",
     "check_user_keys",
     "merge_state",
+    "partition_internal",
     "scope_of",
     "split_delta",
-    "partition_internal",
     "split_internal",
     "validate_delta",
 ]

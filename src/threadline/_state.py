@@ -58,21 +58,40 @@ def scope_of(key: str) -> StateScope:
 INTERNAL_JSON = '"' + INTERNAL_PREFIX
 
 
+def partition_internal(state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``state`` split into two new dicts: its other keys, and its internal keys.
+
+    New dicts rather than deleting from ``state``: CPython's cyclic garbage collector keeps
+    tracking a dict that once held a container (as an internal key's list), while a dict of
+    plain values built afresh is not tracked at all; listings keep one state per session.
+
+    >>> state = {"topic": "tea", INTERNAL_PREFIX + "adk": [None, 1.5]}
+    >>> partition_internal(state)
+    ({'topic': 'tea'}, {'__threadline__:adk': [None, 1.5]})
+    """
+    # Plain loops, no comprehensions: listings call this once per session (10,000 at once).
+    kept: dict[str, Any] = {}
+    hidden: dict[str, Any] = {}
+    for key, value in state.items():
+        if key.startswith(INTERNAL_PREFIX):
+            hidden[key] = value
+        else:
+            kept[key] = value
+    return kept, hidden
+
+
 def split_internal(state: dict[str, Any]) -> dict[str, Any]:
     """Take the internal keys out of ``state`` (in place) and return them: the one place
-    where reads hide them.
+    where reads hide them (:func:`partition_internal` is the same split into new dicts).
 
     >>> state = {"topic": "tea", INTERNAL_PREFIX + "adk": [None, 1.5]}
     >>> split_internal(state), state
     ({'__threadline__:adk': [None, 1.5]}, {'topic': 'tea'})
     """
-    # Plain loops, no comprehensions: listings call this once per session (10,000 at once).
-    hidden: dict[str, Any] = {}
-    for key in state:
-        if key.startswith(INTERNAL_PREFIX):
-            hidden[key] = state[key]
-    for key in hidden:
-        del state[key]
+    kept, hidden = partition_internal(state)
+    if hidden:
+        state.clear()
+        state.update(kept)
     return hidden
 
 
@@ -293,6 +312,7 @@ __all__ = [
     "apply_delta",
     "check_user_keys",
     "merge_state",
+    "partition_internal",
     "scope_of",
     "split_delta",
     "split_internal",

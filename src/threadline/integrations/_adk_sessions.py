@@ -62,13 +62,20 @@ from threadline.store import UNSET, Store
 __all__ = ["ThreadlineSessionService"]
 
 _T = TypeVar("_T")
-_PAGE = 1000  # sessions per page of list_session_states
+# Sessions per page of list_session_states. A page's rows (a tuple, the internal keys' dict
+# and list per session) live until the page is mapped: small pages keep few of them alive
+# when the cyclic GC runs, so few are promoted to its oldest generation (promotions are what
+# bring on a full collection); 250 costs SQLite nothing measurable, PostgreSQL ~6 ms per
+# 10,000 sessions in round trips.
+_PAGE = 250
 _NOBODY = object()  # equal to no owner of a listed session (not even None)
 
 # The fields set of a listed Session: each session gets a copy (pydantic adds to it when a
 # field is assigned); copying a set costs less than half of building one from a tuple.
 _LISTED_FIELDS = frozenset(("id", "app_name", "user_id", "state", "last_update_time"))
 _listed_fields = set(_LISTED_FIELDS).copy
+_new_session = Session.__new__
+_set = object.__setattr__
 
 
 def _construct_session(
@@ -76,21 +83,21 @@ def _construct_session(
 ) -> Session:
     """What ``Session(...)`` builds, without validating values that are of the right types by
     construction (``list_sessions`` builds thousands): pydantic's ``model_construct``, cut
-    down to these fields. :data:`_listed_session` checks it against ``Session(...)`` once."""
-    session = Session.__new__(Session)
-    setattr_ = object.__setattr__
-    values = {
-        "id": session_id,
-        "app_name": app_name,
-        "user_id": user_id,
-        "state": state,
-        "events": [],
-        "last_update_time": last,
-    }
-    setattr_(session, "__dict__", values)
-    setattr_(session, "__pydantic_fields_set__", _listed_fields())
-    setattr_(session, "__pydantic_extra__", None)
-    setattr_(session, "__pydantic_private__", {"_storage_update_marker": None})
+    down to these fields. :data:`_listed_session` checks it against ``Session(...)`` once.
+
+    The fields are set one by one rather than as a new ``__dict__``: the instance then keeps
+    them in its own slots (CPython's inline attribute values), one container fewer per
+    listed session for the cyclic garbage collector to track and walk."""
+    session = _new_session(Session)
+    _set(session, "id", session_id)
+    _set(session, "app_name", app_name)
+    _set(session, "user_id", user_id)
+    _set(session, "state", state)
+    _set(session, "events", [])
+    _set(session, "last_update_time", last)
+    _set(session, "__pydantic_fields_set__", _listed_fields())
+    _set(session, "__pydantic_extra__", None)
+    _set(session, "__pydantic_private__", {"_storage_update_marker": None})
     return session
 
 
@@ -289,6 +296,7 @@ class ThreadlineSessionService(BaseSessionService):
                     state = {**common, **state}
                 add(_listed_session(tl_id[cut:], app_name, current, state, last))
             cursor = page.next_cursor
+            del page  # before the next page is read: one page of rows alive at a time
             if cursor is None:
                 break
         # ADK's order: last update, then user, then id; stable sorts by one plain key each,

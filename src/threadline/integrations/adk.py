@@ -32,7 +32,7 @@ How ADK's model maps onto threadline (docs: README "Google ADK"):
   initial state naming one is refused (``InvalidArgumentError``) before anything is applied.
 * ``last_update_time`` is the timestamp of the session's last event (its creation time while it
   has none). ``list_sessions`` orders by it, then user, then id (ADK's order). It reads the
-  sessions with ``Store.list_session_states`` (one query per 1,000 sessions); the exact
+  sessions with ``Store.list_session_states`` (one query per 250 sessions); the exact
   float is kept, with the head id it belongs to, in threadline-internal state
   (``__threadline__:adk``: written in each event's transaction, shown by no state read, ADK's
   or threadline's, and refused by threadline's public state writes), so no session's last

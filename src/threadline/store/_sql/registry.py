@@ -7,7 +7,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from threadline._state import INTERNAL_JSON, split_internal
+from threadline._state import INTERNAL_JSON, partition_internal
 from threadline.errors import (
     InvalidArgumentError,
     SessionExistsError,
@@ -79,7 +79,9 @@ def _stored_state(text: str | None) -> tuple[dict[str, Any], dict[str, Any] | No
     if not text or text == "{}":
         return {}, None
     state = loads_stored(text)
-    return state, split_internal(state) if INTERNAL_JSON in text else None
+    if INTERNAL_JSON not in text:
+        return state, None
+    return partition_internal(state)
 
 
 def _listing(row: tuple[Any, ...]) -> SessionListing:

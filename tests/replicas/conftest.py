@@ -159,3 +159,22 @@ def replica_ctl() -> Iterator[ReplicaCtl]:
     finally:
         if not control.is_running():
             control.start()
+
+
+PG_BIN_ENV = "THREADLINE_TEST_PG_BIN"
+PG_OWNER_ENV = "THREADLINE_TEST_PG_OWNER"
+
+
+@pytest.fixture
+def failover_pair() -> Iterator[Any]:
+    """A fresh primary with a synchronous standby (``failover.py``), removed afterwards."""
+    bin_dir = os.environ.get(PG_BIN_ENV, "")
+    if not bin_dir:
+        _replica_unavailable(f"{PG_BIN_ENV} (PostgreSQL's bin directory) is not set")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from failover import failover_pair as make
+
+    with make(bin_dir, os.environ.get(PG_OWNER_ENV) or None) as pair:
+        yield pair

@@ -308,8 +308,8 @@ class ReplicaSet:
         now = time.monotonic()
         try:
             floor = self._lag_floor(now)
-        except self._driver.Error:
-            return False, None  # the primary is unreachable: its own read says so
+        except Exception:  # a driver error, the pool's timeout: the primary is unreachable
+            return False, None  # its own read says so, as without replicas
         floor = max(floor, self.written, READ_AFTER.get() or 0)
         count = len(self.replicas)
         start, self._next = self._next, (self._next + 1) % count

@@ -35,6 +35,7 @@ from threadline.store.postgres._replicas import (
     READ_AFTER,
     WRITTEN,
     format_position,
+    on_primary,
     parse_position,
 )
 
@@ -52,6 +53,7 @@ __all__ = [
     "is_sqlite",
     "lazily",
     "not_found",
+    "on_primary",
     "owned_by",
     "owning",
     "parse_position",

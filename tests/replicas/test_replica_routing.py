@@ -196,3 +196,20 @@ def test_a_down_replica_never_raises(pg_dsn: str) -> None:
         assert _found(store, "hello") == {"s"}
     with pytest.raises(StoreError):
         store.list_sessions("app")
+
+
+def test_event_read_back_reads_the_primary(pg_pair: Any) -> None:
+    """What the HTTP event streams read back after the change log (``on_primary``) comes
+    from the primary, never from a replica behind it."""
+    from threadline.internal import on_primary
+
+    with _replicated(pg_pair, 60) as reader, threadline.connect(pg_pair.primary) as writer:
+        _say(writer, "s0", "warm up")
+        pg_pair.caught_up()
+        assert _seen(reader) == {"s0"}
+        pg_pair.pause()
+        _say(writer, "s1", "unseen on the standby")
+        assert _seen(reader) == {"s0"}
+        with on_primary():
+            assert _seen(reader) == {"s0", "s1"}
+            assert _texts(reader, "s1") == ["unseen on the standby"]

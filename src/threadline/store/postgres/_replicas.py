@@ -3,7 +3,8 @@ api.md clarification 30): which reads go to a streaming standby, and when it is 
 
 * A read may go to a replica unless it runs inside ``transaction()``, checks a session's
   generation (``generation=``, every read of a ``store.session()`` handle), reads a whole
-  dump, or is one of :data:`PRIMARY_READS` (API keys, ownership, event read-back).
+  dump, is one of :data:`PRIMARY_READS` (API keys, ownership, the change log) or runs in
+  :func:`on_primary` (the event streams' read-back).
 * **Read-your-writes.** After each write a store with replicas notes the primary's WAL insert
   position (a position at or after the write's commit record); a replica serves a read only
   once its replay position (``pg_last_wal_replay_lsn()``) has reached the highest position
@@ -38,12 +39,14 @@ from threadline.errors import AttachmentNotFoundError, InvalidArgumentError, Thr
 
 __all__ = [
     "MAX_REPLICA_LAG",
+    "ON_PRIMARY",
     "PRIMARY_READS",
     "READ_AFTER",
     "WRITTEN",
     "ReplicaSet",
     "check_replica_options",
     "format_position",
+    "on_primary",
     "parse_position",
     "split_replica_options",
 ]
@@ -69,6 +72,9 @@ READ_AFTER: ContextVar[int | None] = ContextVar("threadline_read_after", default
 """A WAL position the reads of this context must see (the ``X-Threadline-Read-After``
 header of an HTTP request): a replica behind it is not used."""
 
+ON_PRIMARY: ContextVar[bool] = ContextVar("threadline_on_primary", default=False)
+"""True while every read of this context must go to the primary (:func:`on_primary`)."""
+
 WRITTEN: ContextVar[list[int] | None] = ContextVar("threadline_written", default=None)
 """A list the writes of this context append their position to (the HTTP server sets one per
 request, to answer with ``X-Threadline-Read-After``)."""
@@ -79,6 +85,22 @@ _RETRY = 1.0  # seconds a replica that failed to connect is left alone
 _CONNECT_TIMEOUT = 2  # seconds libpq waits to connect to a replica
 _SAMPLE_EVERY = 0.5  # seconds between two samples of the primary's position
 _IDLE_MAX = 8  # idle connections kept per replica
+
+
+@contextlib.contextmanager
+def on_primary() -> Iterator[None]:
+    """Every read of the block (in this context) on the primary: a read-back that must agree
+    with the change log it follows (the HTTP event streams), whatever the replicas replayed.
+
+    >>> with on_primary():
+    ...     ON_PRIMARY.get()
+    True
+    """
+    token = ON_PRIMARY.set(True)
+    try:
+        yield
+    finally:
+        ON_PRIMARY.reset(token)
 
 
 # --------------------------------------------------------------------------- positions
@@ -305,6 +327,8 @@ class ReplicaSet:
     def read(self, fn: Callable[[Any], T]) -> tuple[bool, T | None]:
         """``(True, fn(connection))`` on a replica current enough for this read, or
         ``(False, None)``: read the primary."""
+        if ON_PRIMARY.get():
+            return False, None
         now = time.monotonic()
         try:
             floor = self._lag_floor(now)

@@ -25,6 +25,10 @@ writes, ``_schema`` the DDL and migrations, ``_search`` the search SQL.
   lowercased text; without pg_trgm, substring terms fall back to plain ``LIKE`` scans.
 * ``pool_min_size`` / ``pool_max_size`` URL parameters (default 1 / 10) size the pool; every
   other parameter goes to libpq unchanged (e.g. ``options=-csearch_path%3Dmyschema``).
+* ``replicas=`` / ``replica=`` URL parameters (``_replicas``): reads routed to streaming
+  standbys that have replayed the store's own writes and lag by at most
+  ``max_replica_lag`` seconds of WAL; after each write the store notes the primary's WAL
+  position (one more round trip, only with replicas).
 * PostgreSQL text cannot hold NUL characters: strings holding NUL (or the escape character
   U+10FFFF) are stored escaped and decoded on the way out, so every string round-trips.
 

@@ -43,6 +43,13 @@ class ReadAfter:
                 kind = type(exc).__name__
                 await _answer(send, 400, kind, f"{HEADER}: {exc}", has_body=_has_body(scope))
                 return
+        if scope.get("method") in ("GET", "HEAD"):  # reads (and event streams) write nothing
+            token = READ_AFTER.set(position)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                READ_AFTER.reset(token)
+            return
         written: list[int] = []
         tokens = (READ_AFTER.set(position), WRITTEN.set(written))
 

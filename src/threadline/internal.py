@@ -31,20 +31,32 @@ from threadline.store import _is_sqlite as is_sqlite
 from threadline.store import _lazily as lazily
 from threadline.store._handle import SessionStore
 from threadline.store._sql.rows import datetime_to_us
+from threadline.store.postgres._replicas import (
+    READ_AFTER,
+    WRITTEN,
+    format_position,
+    on_primary,
+    parse_position,
+)
 
 __all__ = [
     "API_RULES",
     "INTERNAL_PREFIX",
+    "READ_AFTER",
+    "WRITTEN",
     "SessionStore",
     "Term",
     "check_every_public_method",
     "check_id",
     "datetime_to_us",
+    "format_position",
     "is_sqlite",
     "lazily",
     "not_found",
+    "on_primary",
     "owned_by",
     "owning",
+    "parse_position",
     "parse_query",
     "ref_sha",
     "scope_of",

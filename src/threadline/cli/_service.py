@@ -107,6 +107,15 @@ def serve(
         float,
         typer.Option(min=0.001, help="Seconds a request body may pause between two reads."),
     ] = 30.0,
+    replica: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--replica",
+            show_default=False,
+            metavar="URL",
+            help="A PostgreSQL read replica of the database (repeatable).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Run the HTTP service and the web viewer (/ui). With uvicorn; API docs at /docs."""
@@ -144,6 +153,7 @@ def serve(
         keep_alive_timeout=keep_alive_timeout,
         head_timeout=head_timeout,
         body_timeout=body_timeout,
+        replicas=tuple(replica or ()),
     )
 
 

@@ -43,6 +43,7 @@ from threadline.client._plan import Plan, R
 from threadline.client._session_calls import SessionCalls
 from threadline.client._wire import AuthenticationError, Call, RemoteError
 from threadline.errors import ThreadlineError
+from threadline.internal import parse_position
 from threadline.tools import SEARCH_RESULT_LIMIT, Tool, Toolset, make_session_search_tool
 from threadline.types import SearchHit
 
@@ -60,6 +61,9 @@ DEFAULT_TIMEOUT = 30.0
 # Plan objects whose bound methods give each client method its name, docs and types.
 _manager = ManagerCalls()
 _session = SessionCalls("prototype")
+
+
+_READ_AFTER = "x-threadline-read-after"
 
 
 def _headers(key: str | None, app: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -88,19 +92,36 @@ class _Connected:
 
 
 class _Link:
-    """What both clients send with every call: the server's URL and the headers (key, app)."""
+    """What both clients send with every call: the server's URL and the headers (key, app),
+    and the highest ``X-Threadline-Read-After`` a response carried, echoed on every later
+    call: the client reads its own writes whatever worker answers (api.md clarification 30)."""
 
     def __init__(self, base_url: str, headers: dict[str, str], *, owns: bool) -> None:
         self.base_url = base_url
         self.headers = headers
         self.owns = owns  # the httpx client was made here: close() closes it
+        self.read_after: tuple[int, str] | None = None
 
     def request(self, call: Call[Any]) -> dict[str, Any]:
         """Keyword arguments of ``httpx.Client.request`` / ``AsyncClient.request``."""
         options = call.request_options()
         headers = {**self.headers, **options.pop("headers", {})}
+        if self.read_after is not None:
+            headers[_READ_AFTER] = self.read_after[1]
         url = self.base_url.rstrip("/") + call.path
         return {"method": call.method, "url": url, "headers": headers, **options}
+
+    def saw(self, response: httpx.Response) -> None:
+        """Remember the response's commit position if it is the highest seen."""
+        given = response.headers.get(_READ_AFTER)
+        if given is None:
+            return
+        try:
+            position = parse_position(given)
+        except ThreadlineError:
+            return  # not a position: nothing to echo
+        if self.read_after is None or position > self.read_after[0]:
+            self.read_after = (position, given.strip())
 
 
 def _remote_tools(definitions: list[dict[str, Any]], execute: Any) -> Toolset:
@@ -229,6 +250,7 @@ class Client(_Connected):
     def _send(self, call: Call[Any]) -> Any:
         with _wire.transport_errors(call):
             response = self._http.request(**self._link.request(call))
+        self._link.saw(response)
         return _wire.finish(call, response)
 
     def _run(self, plan: Plan[R]) -> R:
@@ -485,6 +507,7 @@ class AsyncClient(_Connected):
     async def _send(self, call: Call[Any]) -> Any:
         with _wire.transport_errors(call):
             response = await self._http.request(**self._link.request(call))
+        self._link.saw(response)
         return _wire.finish(call, response)
 
     async def _run(self, plan: Plan[R]) -> R:

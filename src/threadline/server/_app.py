@@ -19,6 +19,8 @@ from threadline.manager import SessionManager
 from threadline.server import _errors
 from threadline.server._auth import Authenticate
 from threadline.server._events import EventHub
+from threadline.server._freshness import HEADER as READ_AFTER_HEADER
+from threadline.server._freshness import ReadAfter
 from threadline.server._limits import DEFAULT_MAX_BODY, BodyLimit
 from threadline.server._models import HealthOut
 from threadline.server._paths import RawPaths
@@ -143,6 +145,7 @@ def create_app(
         service.mount("/ui", StaticFiles(directory=STATIC, html=True), name="ui")
     # Outermost last: paths are fixed first, then CORS answers (preflights need no key), then
     # the key is checked (before the body is read), then the body is capped.
+    service.add_middleware(ReadAfter)
     service.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     service.add_middleware(Authenticate, tenants=tenants)
     if cors_origins:
@@ -153,6 +156,7 @@ def create_app(
             allow_origins=list(cors_origins),
             allow_methods=["*"],
             allow_headers=["*"],
+            expose_headers=[READ_AFTER_HEADER],
         )
     service.add_middleware(RawPaths)
     return service

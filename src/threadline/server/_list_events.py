@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from threadline.internal import datetime_to_us, owned_by
+from threadline.internal import datetime_to_us, on_primary, owned_by
 from threadline.server._keys import iso_z
 from threadline.server._sse import (
     History,
@@ -66,6 +66,7 @@ def session_data(info: SessionInfo) -> dict[str, Any]:
     }
 
 
+@on_primary()  # event read-back (api.md clarification 30), beside the deletions' log
 def _read(store: Store, app: str, since: int) -> tuple[list[SessionInfo], list[Any]]:
     """Sessions updated after ``since`` (newest first) and sessions deleted after it."""
     found: list[SessionInfo] = []

@@ -6,8 +6,9 @@ import importlib
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import quote
 
 from threadline.errors import InvalidArgumentError
 from threadline.manager import SessionManager
@@ -57,6 +58,25 @@ def load_configure(spec: str | None) -> Callable[[SessionManager], SessionManage
     return fn  # type: ignore[no-any-return]
 
 
+def with_replicas(db: str, replicas: Sequence[str]) -> str:
+    """``db`` with a ``replica=`` URL parameter per replica (URL-encoded).
+
+    >>> with_replicas("postgresql://p/db", ["postgresql://r1/db"])
+    'postgresql://p/db?replica=postgresql%3A%2F%2Fr1%2Fdb'
+    >>> with_replicas("agent.db", ["postgresql://r1/db"])
+    Traceback (most recent call last):
+    threadline.errors.InvalidArgumentError: --replica needs a postgresql:// database, got 'agent.db'
+    """
+    if isinstance(replicas, str):
+        raise InvalidArgumentError("replicas must be a list of PostgreSQL URLs, not a string")
+    if not replicas:
+        return db
+    if not db.startswith(("postgresql://", "postgres://")):
+        raise InvalidArgumentError(f"--replica needs a postgresql:// database, got {db!r}")
+    extra = "&".join(f"replica={quote(str(url), safe='')}" for url in replicas)
+    return f"{db}{'&' if '?' in db else '?'}{extra}"
+
+
 def app_from_environment() -> Any:
     """The app of one uvicorn worker, from what :func:`serve` put in the environment."""
     from threadline.server._app import create_app
@@ -89,6 +109,7 @@ def serve(
     keep_alive_timeout: float = KEEP_ALIVE_TIMEOUT,
     head_timeout: float = HEAD_TIMEOUT,
     body_timeout: float = BODY_TIMEOUT,
+    replicas: Sequence[str] = (),
 ) -> None:
     """Run the HTTP service on ``db`` with uvicorn until interrupted.
 
@@ -98,6 +119,9 @@ def serve(
     are those of :func:`create_app`. Slow clients are cut off (docs/server.md): a
     connection idle after a response for ``keep_alive_timeout`` seconds, a request head not
     complete within ``head_timeout`` seconds, a body that pauses ``body_timeout`` seconds.
+    ``replicas`` (PostgreSQL URLs) are read replicas of a PostgreSQL ``db`` (``replica=``
+    URL parameters added to it, so every worker gets them): write responses carry
+    ``X-Threadline-Read-After`` and reads echoing it see the write on any worker.
 
     >>> serve("agent.db", port=8000, workers=4)  # doctest: +SKIP
     """
@@ -129,7 +153,7 @@ def serve(
     os.environ[_ENV_MAX_BODY] = str(max_body_bytes)
     os.environ[ENV_HEAD_TIMEOUT] = str(float(head_timeout))
     os.environ[ENV_BODY_TIMEOUT] = str(float(body_timeout))
-    os.environ[_ENV_DB] = db
+    os.environ[_ENV_DB] = with_replicas(db, replicas)
     os.environ[_ENV_CONFIG] = config or ""
     os.environ[_ENV_AUTH] = "1" if auth else "0"
     check_served(app=app, user=user)

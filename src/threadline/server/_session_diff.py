@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from threadline.internal import on_primary
 from threadline.server._keys import iso_z
 from threadline.server._sse import generation_of, sse, stamp_of
 from threadline.store import Store
@@ -70,6 +71,7 @@ def _last_seq(store: Store, app: str, session_id: str, after: int = 0) -> int:
     return last
 
 
+@on_primary()  # read back what the change log says happened, not a replica's past
 def snapshot(store: Store, app: str, session_id: str, generation: int) -> Seen:
     """Where the session of ``generation`` is now; ``Gone`` if that generation is not there."""
     info = _info(store, app, session_id, generation)
@@ -146,6 +148,7 @@ def _logged(store: Store, app: str, session_id: str, after: int, upto: int) -> l
     return events
 
 
+@on_primary()
 def changes(store: Store, app: str, session_id: str, seen: Seen) -> list[str]:
     """The events since ``seen`` (moved forward only once all were read from ``seen``'s
     generation); ``Gone`` if that generation was deleted."""

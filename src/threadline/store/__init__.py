@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -31,6 +31,7 @@ from threadline.store.base import (
     TreeNode,
 )
 from threadline.store.postgres import PostgresStore
+from threadline.store.postgres._replicas import check_replica_options
 from threadline.store.sqlite import SQLiteStore
 from threadline.store.sqlite._paths import is_memory
 
@@ -65,6 +66,8 @@ def connect(
     read_only: bool = False,
     size_policy: str | None = None,
     max_message_bytes: int | None = None,
+    replicas: Sequence[str] | None = None,
+    max_replica_lag: float | None = None,
 ) -> Store:
     """Open a store from a URL or path.
 
@@ -94,6 +97,13 @@ def connect(
     argument of the wrong type, raises ``InvalidArgumentError`` naming it, before anything is
     opened or created.
 
+    ``replicas`` (PostgreSQL only; also repeated ``?replica=`` URL parameters, URL-encoded)
+    lists streaming standbys that serve reads: searches, listings and history reads of the
+    store go to a replica that has replayed this store's own writes and lags the primary by
+    at most ``max_replica_lag`` seconds (default 5, measured by WAL position), else to the
+    primary; a replica that is down is skipped. Writes, API keys, ownership, ``generation=``
+    checks and event read-back stay on the primary (docs/postgres.md, "Read replicas").
+
     >>> store = connect(":memory:")
     >>> isinstance(store, SQLiteStore)
     True
@@ -116,6 +126,8 @@ def connect(
         read_only=read_only,
         size_policy=size_policy,
         max_message_bytes=max_message_bytes,
+        replicas=replicas,
+        max_replica_lag=max_replica_lag,
     )()
 
 
@@ -158,6 +170,8 @@ def _opener(
     read_only: bool = False,
     size_policy: str | None = None,
     max_message_bytes: int | None = None,
+    replicas: Sequence[str] | None = None,
+    max_replica_lag: float | None = None,
 ) -> Callable[[], Store]:
     """What ``connect`` opens, checked but not opened yet (no I/O): call it to open. Every
     bad option is an ``InvalidArgumentError`` naming it (amendment 14)."""
@@ -169,6 +183,10 @@ def _opener(
     if clock is not None and not callable(clock):
         raise InvalidArgumentError(f"clock must be a function, got {type(clock).__name__}")
     scheme = _scheme(text)
+    if scheme not in ("postgresql", "postgres") and (
+        replicas is not None or max_replica_lag is not None
+    ):
+        raise InvalidArgumentError("replicas and max_replica_lag are for PostgreSQL stores")
     # A bare path takes the options of a sqlite:// URL after "?" (a file: URI keeps SQLite's).
     bare_options = scheme is None and "?" in text and not text.startswith("file:")
     if scheme is None and not bare_options:
@@ -182,7 +200,15 @@ def _opener(
                 "read_only=True is for SQLite stores; for PostgreSQL connect as a read-only "
                 "role or to a standby (e.g. ?target_session_attrs=read-only)"
             )
-        return partial(PostgresStore, text, clock=clock, **sizes)
+        check_replica_options(replicas, max_replica_lag)  # bad ones fail before any I/O
+        return partial(
+            PostgresStore,
+            text,
+            clock=clock,
+            replicas=replicas,
+            max_replica_lag=max_replica_lag,
+            **sizes,
+        )
     if scheme == "sqlite" or bare_options:
         path, options = _parse_sqlite_url(text) if scheme else _parse_bare_path(text)
         if read_only:

@@ -25,6 +25,10 @@ writes, ``_schema`` the DDL and migrations, ``_search`` the search SQL.
   lowercased text; without pg_trgm, substring terms fall back to plain ``LIKE`` scans.
 * ``pool_min_size`` / ``pool_max_size`` URL parameters (default 1 / 10) size the pool; every
   other parameter goes to libpq unchanged (e.g. ``options=-csearch_path%3Dmyschema``).
+* ``replicas=`` / ``replica=`` URL parameters (``_replicas``): reads routed to streaming
+  standbys that have replayed the store's own writes and lag by at most
+  ``max_replica_lag`` seconds of WAL; after each write the store notes the primary's WAL
+  position (one more round trip, only with replicas).
 * PostgreSQL text cannot hold NUL characters: strings holding NUL (or the escape character
   U+10FFFF) are stored escaped and decoded on the way out, so every string round-trips.
 
@@ -75,6 +79,13 @@ from threadline.store._sql.base import (
     _in_list,
 )
 from threadline.store.postgres._pool import ServerPool
+from threadline.store.postgres._replicas import (
+    PRIMARY_READS,
+    SQL_INSERT_POSITION,
+    ReplicaSet,
+    check_replica_options,
+    split_replica_options,
+)
 from threadline.store.postgres._schema import ensure_schema
 from threadline.store.postgres._search import entry_search_sql, search_message_rows
 from threadline.store.postgres._search import message_search_sql as message_search_sql  # re-export
@@ -198,13 +209,20 @@ class PostgresStore(SQLStore):
         clock: Callable[[], datetime] | None = None,
         size_policy: str = "attach",
         max_message_bytes: int = MAX_MESSAGE_BYTES,
+        replicas: Sequence[str] | None = None,
+        max_replica_lag: float | None = None,
     ) -> None:
         self._clock = clock
         self._configure_size(size_policy, max_message_bytes)
         self._driver, pool_module = _import_driver()
         # Waiting for the pool already took its timeout: retrying would only double the wait.
         self._no_retry = (pool_module.PoolTimeout, pool_module.PoolClosed)
-        dsn, min_size, max_size = split_pool_options(str(url))
+        url, in_url, url_lag = split_replica_options(str(url))
+        given, lag = check_replica_options(
+            replicas, max_replica_lag if max_replica_lag is not None else url_lag
+        )
+        replica_urls = [*check_replica_options(in_url, None)[0], *given]
+        dsn, min_size, max_size = split_pool_options(url)
         self._dsn = dsn
         self._closed = False
         self._close_lock = threading.Lock()
@@ -218,6 +236,12 @@ class PostgresStore(SQLStore):
         except self._driver.Error as exc:
             raise _unknown_option(exc) or StoreError("connect", exc) from exc
         self._pool = ServerPool(self._driver, pool_module, dsn, min_size, max_size)
+        #: The read replicas (store/postgres/_replicas.py), or None: every read on the primary.
+        self._replicas = (
+            ReplicaSet(self._driver, replica_urls, lag, self._primary_position)
+            if replica_urls
+            else None
+        )
 
     @property
     def dsn(self) -> str:
@@ -244,6 +268,8 @@ class PostgresStore(SQLStore):
                 return
             self._closed = True
         self._pool.close()
+        if self._replicas is not None:
+            self._replicas.close()
 
     def __repr__(self) -> str:
         return f"PostgresStore(pool={self._pool.name!r}, closed={self._closed})"
@@ -267,6 +293,15 @@ class PostgresStore(SQLStore):
             return self._guarded(fn, write=False)(joined)
         driver = self._driver
         expected = EXPECTED.get()
+        if (
+            self._replicas is not None
+            and expected is None
+            and not snapshot
+            and operation not in PRIMARY_READS
+        ):
+            served, result = self._replicas.read(lambda conn: fn(PgTx(conn)))
+            if served:
+                return result  # type: ignore[return-value]  # fn's own result
         checked = self._guarded(fn, write=False)
         for attempt in (1, 2):
             try:
@@ -351,7 +386,10 @@ class PostgresStore(SQLStore):
                 self._joined_expected.pop(thread, None)  # each attempt notes its own
                 try:
                     with self._pool.connection() as conn:
-                        return self._transaction(conn, fn, lock)
+                        result = self._transaction(conn, fn, lock)
+                        if self._replicas is not None:  # read-your-writes: where it landed
+                            self._replicas.wrote(self._position(conn))
+                        return result
                 except driver.Error as exc:
                     retry = getattr(exc, "sqlstate", None) in _RETRY_SQLSTATES
                     if retry and attempt < _WRITE_ATTEMPTS:
@@ -401,6 +439,16 @@ class PostgresStore(SQLStore):
                 clean = False
         if not clean:
             self._pool.discard(conn)
+
+    def _position(self, conn: PgConn) -> int:
+        """The primary's WAL insert position: at or after every commit made before."""
+        row = conn.execute(SQL_INSERT_POSITION).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def _primary_position(self) -> int:
+        with self._pool.connection() as conn:
+            return self._position(conn)
 
     def _lock_params(self, key: SessionKey) -> tuple[Any, ...]:
         app, session_id, user_id = key

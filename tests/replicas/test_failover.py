@@ -79,8 +79,23 @@ def test_a_promoted_standby_takes_over_with_every_acknowledged_append(
         assert resumed_at, f"appends did not resume after the promotion; failures: {kinds}"
         assert resumed_at[0] - promoted_at[0] < 10, (resumed_at[0] - promoted_at[0], kinds)
         assert slowest < 8, f"a call took {slowest:.1f} s"
-        assert failures, "no append failed while no server was writable"
+        assert failures, f"no append failed while no server was writable (slowest: {slowest:.1f} s)"
         assert all(isinstance(exc, StoreError) for exc in failures), kinds
         with threadline.connect(failover_pair.dsn("standby")) as promoted:
             stored = {m["id"] for m in promoted.get_path("app", "s")}
         assert set(acknowledged) <= stored, sorted(set(acknowledged) - stored)[:5]
+
+
+def test_a_connection_the_dead_primary_left_in_the_pool_fails_the_next_append_fast(
+    failover_pair: Any,
+) -> None:
+    # The idle pooled connection fails its check: psycopg_pool's own check loop would wait
+    # its whole timeout (10 s) for a connection no server gives, or through the outage.
+    with threadline.connect(failover_pair.url) as store:
+        message = normalize_message({"id": "m0", "role": "user", "content": "0"})
+        store.append_messages("app", "s", [message])
+        failover_pair.ctl("primary", "-w", "-t", "30", "-m", "immediate", "stop")
+        started = time.monotonic()
+        with pytest.raises(StoreError):
+            store.append_messages("app", "s", [{**message, "id": "m1"}])
+        assert time.monotonic() - started < 8

@@ -15,7 +15,11 @@ while the server was down, and the pool logged a warning per failed attempt. Her
 * a connection handed out is checked without a round trip: an idle connection has nothing to
   read, so only one whose socket is readable (the server closed it, or sent a notice) gets
   psycopg_pool's real check, a query. A server that dies between that look and the query
-  fails the operation as any failure during it would;
+  fails the operation as any failure during it would. A connection failing the check is a
+  connection failure like any other (server marked down, then probed): psycopg_pool's own
+  check loop would instead wait, up to its full timeout, for a connection it cannot make
+  while the server is down (an operation that began as a primary died waited ~10 s, or
+  through the whole outage onto a promoted standby, instead of failing fast);
 * a connection on which anything failed is discarded (closed, replaced by a fresh one), never
   handed out again: only a typed ``ThreadlineError`` of the store's own checks, raised while
   the connection is idle and healthy, lets it go back. A failed statement can leave the
@@ -115,17 +119,33 @@ class ServerPool:
             min_size=self._sizes[0],
             max_size=self._sizes[1],
             kwargs={"autocommit": True},
-            check=self._check,  # drop dead connections
             name=self.name,
             timeout=_WAIT,
             open=True,
         )
 
-    def _check(self, conn: Any) -> None:
-        """psycopg_pool's check (a query, raising for a dead connection), only when the
-        socket says something happened to the connection since its last use."""
-        if _has_input(conn.fileno()):
+    def _getconn(self) -> tuple[Any, Any]:
+        """``(pool, connection)``: a connection of the current pool, checked (psycopg_pool's
+        check, a query) only when its socket says something happened to it since its last
+        use. A dead one marks the server down and is replaced through the probe (which
+        raises, within :data:`_GRACE`, while no server takes the connection)."""
+        pool = self._pool
+        conn = pool.getconn()
+        if not _has_input(conn.fileno()):
+            return pool, conn
+        try:
             self._pool_module.ConnectionPool.check_connection(conn)
+        except self._driver.Error as exc:
+            self.discard(conn)
+            with contextlib.suppress(Exception):
+                conn.close()
+            pool.putconn(conn)
+            self.failed(exc)
+        else:
+            return pool, conn
+        self._probe()
+        pool = self._pool
+        return pool, pool.getconn()
 
     @property
     def is_down(self) -> bool:
@@ -142,8 +162,7 @@ class ServerPool:
             # getconn/putconn rather than psycopg_pool's connection(): that context manager
             # adds a commit (a no-op: connections are in autocommit) and usage statistics,
             # client CPU on every operation. What its "with conn" does on an error is kept.
-            pool = self._pool
-            conn = pool.getconn()
+            pool, conn = self._getconn()
             try:
                 yield conn
             except BaseException as exc:

@@ -90,7 +90,7 @@ def is_connection_failure(exc: BaseException, pool_module: Any) -> bool:
     return sqlstate is None or sqlstate.startswith(("08", "57P"))
 
 
-def _has_input(fd: int) -> bool:
+def has_input(fd: int) -> bool:
     """Whether the socket ``fd`` has something to read (or was closed), without waiting."""
     if hasattr(select, "poll"):
         poller = select.poll()
@@ -131,7 +131,7 @@ class ServerPool:
         raises, within :data:`_GRACE`, while no server takes the connection)."""
         pool = self._pool
         conn = pool.getconn()
-        if not _has_input(conn.fileno()):
+        if not has_input(conn.fileno()):
             return pool, conn
         try:
             self._pool_module.ConnectionPool.check_connection(conn)

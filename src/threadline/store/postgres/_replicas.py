@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import select
 import threading
 import time
 from collections import deque
@@ -36,6 +35,7 @@ from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from threadline.errors import AttachmentNotFoundError, InvalidArgumentError, ThreadlineError
+from threadline.store.postgres._pool import has_input
 
 __all__ = [
     "MAX_REPLICA_LAG",
@@ -204,15 +204,6 @@ def split_replica_options(url: str) -> tuple[str, list[str], float | None]:
 # --------------------------------------------------------------------------- one replica
 
 
-def _has_input(fd: int) -> bool:
-    """Whether an idle connection's socket has something to read (it was closed)."""
-    if hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
-        return bool(poller.poll(0))
-    return bool(select.select([fd], [], [], 0)[0])  # pragma: no cover (Windows)
-
-
 class _Replica:
     """One standby: a few idle connections, what it is known to have replayed, whether it is
     down. Connections are made on demand (a replica that is down costs no wait at open)."""
@@ -233,7 +224,7 @@ class _Replica:
         with self._lock:
             while self._idle and conn is None:
                 conn = self._idle.pop()
-                if conn.closed or _has_input(conn.fileno()):
+                if conn.closed or has_input(conn.fileno()):
                     with contextlib.suppress(Exception):
                         conn.close()
                     conn = None

@@ -52,7 +52,6 @@ class ManagerRegistry(ManagerBase):
         """Create a session (id generated unless given; an existing id: SessionExistsError).
 
         >>> from threadline import SessionManager
-
         >>> m = SessionManager(":memory:", app_name="travel")
         >>> info = m.create("Lisbon trip", user_id="ana", state={"topic": "hotels"})
         >>> info.name, info.user_id, m.get_state(info.id)
@@ -76,7 +75,6 @@ class ManagerRegistry(ManagerBase):
         another user owns it).
 
         >>> from threadline import SessionManager
-
         >>> m = SessionManager(":memory:")
         >>> _ = m.create("Trip", session_id="s1", user_id="ana")
         >>> m.get("s1").name, m.get("s1", user_id="bob"), m.get("nope")
@@ -99,7 +97,6 @@ class ManagerRegistry(ManagerBase):
         """Return the session if it exists (unchanged), else create it with these fields.
 
         >>> from threadline import SessionManager
-
         >>> m = SessionManager(":memory:")
         >>> m.get_or_create("s1", name="Trip").name
         'Trip'
@@ -132,7 +129,6 @@ class ManagerRegistry(ManagerBase):
         """Newest ``updated_at`` first; pass ``next_cursor`` back for the following page.
 
         >>> from threadline import SessionManager
-
         >>> m = SessionManager(":memory:")
         >>> for sid in ("a", "b", "c"):
         ...     _ = m.create(session_id=sid, user_id="ana")
@@ -146,7 +142,6 @@ class ManagerRegistry(ManagerBase):
         """Rename a session (``SessionNotFoundError`` if unknown).
 
         >>> from threadline import SessionManager
-
         >>> m = SessionManager(":memory:")
         >>> _ = m.create("Draft", session_id="s1")
         >>> m.rename("s1", "Lisbon trip").name
@@ -159,7 +154,6 @@ class ManagerRegistry(ManagerBase):
         """Delete a session and everything of it (messages, overlays, blocks, prompt, state).
 
         >>> from threadline import SessionManager
-
         >>> m = SessionManager(":memory:")
         >>> _ = m.append("s1", {"role": "user", "content": "hi"})
         >>> m.delete("s1")
@@ -177,7 +171,6 @@ class ManagerRegistry(ManagerBase):
         Returns the number of sessions deleted.
 
         >>> from threadline import SessionManager
-
         >>> m = SessionManager(":memory:")
         >>> _ = m.append("s1", {"role": "user", "content": "hi"}, user_id="ana")
         >>> m.forget_user("ana"), m.get("s1")

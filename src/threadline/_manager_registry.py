@@ -3,8 +3,8 @@ removals (``forget_user``, ``purge``) — what a manager does to sessions as row
 any of their messages. ``SessionManager`` (``threadline.manager``) builds on it.
 
 >>> from threadline import SessionManager
->>> issubclass(SessionManager, ManagerRegistry)
-True
+>>> [c.__name__ for c in SessionManager.__mro__][:3]
+['SessionManager', 'ManagerRegistry', 'ManagerBase']
 """
 
 from __future__ import annotations

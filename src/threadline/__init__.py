@@ -42,7 +42,7 @@ from threadline.errors import (
     ThreadlineError,
 )
 from threadline.manager import SessionManager
-from threadline.runner import Hooks, RunContext, Runner, TurnResult
+from threadline.runner import ContextView, Hooks, RunContext, Runner, TurnResult
 from threadline.session import Session
 from threadline.store import PostgresStore, SQLiteStore, Store, connect
 from threadline.tokens import estimate_message_tokens, estimate_tokens
@@ -76,6 +76,7 @@ __all__ = [
     "CompactionError",
     "ContextBlock",
     "ContextConfig",
+    "ContextView",
     "DirectorySkillProvider",
     "HeadMovedError",
     "Hooks",

@@ -21,6 +21,7 @@ from __future__ import annotations
 from threadline._async_calls import owning
 from threadline._attachments import ref_sha
 from threadline._checks import API_RULES, check_every_public_method
+from threadline._openai_http import openai_model
 from threadline._ownership import not_found, owned_by, visible_to
 from threadline._search_query import Term, parse_query
 from threadline._session_core import store_handle
@@ -54,6 +55,7 @@ __all__ = [
     "lazily",
     "not_found",
     "on_primary",
+    "openai_model",
     "owned_by",
     "owning",
     "parse_position",

@@ -170,6 +170,7 @@ def _include_routes(app: FastAPI) -> None:
         _routes_messages,
         _routes_search,
         _routes_sessions,
+        _routes_turns,
     )
 
     @app.get("/healthz", response_model=HealthOut, tags=["service"])
@@ -188,6 +189,7 @@ def _include_routes(app: FastAPI) -> None:
         _routes_search,
         _routes_events,
         _routes_data,
+        _routes_turns,
     ):
         app.include_router(module.routes)
 

@@ -20,6 +20,7 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from threadline._profile_check import check_spec as profile_spec
 from threadline.errors import InvalidArgumentError, ModelError
 from threadline.formats import to_openai_chat
 from threadline.tools import Toolset
@@ -30,38 +31,25 @@ __all__ = ["chat", "check_spec", "openai_model", "openai_summarize"]
 #: How much of an endpoint's error answer an error message quotes.
 EXCERPT_CHARS = 300
 
-_SPEC_KEYS = ("type", "base_url", "model", "api_key_env")
 
-
-def check_spec(spec: object, where: str = "model") -> dict[str, str]:
-    """``spec`` checked as an OpenAI-compatible endpoint spec; ``InvalidArgumentError``
-    naming ``where`` and the field otherwise.
+def check_spec(spec: object, where: str = "model") -> dict[str, Any]:
+    """``spec`` checked as an OpenAI-compatible endpoint (the profile's rule,
+    ``threadline._profile_check.check_spec``); ``InvalidArgumentError`` naming ``where`` and
+    the field otherwise (a ``{"type": "code"}`` model exists only in some process's code).
 
     >>> check_spec({"type": "openai", "base_url": "https://api.example/v1", "model": "m",
     ...             "api_key_env": "KEY"})["model"]
     'm'
-    >>> check_spec({"type": "openai", "base_url": "file:///etc", "model": "m",
-    ...             "api_key_env": "KEY"})
+    >>> check_spec({"type": "openai", "base_url": "file:///etc", "model": "m"})
     Traceback (most recent call last):
-    threadline.errors.InvalidArgumentError: model.base_url must be an http(s) URL
+    threadline.errors.InvalidArgumentError: model.base_url must be an http(s) URL, got 'file:///etc'
     """
-    if not isinstance(spec, Mapping):
-        raise InvalidArgumentError(f"{where} must be an object with {', '.join(_SPEC_KEYS)}")
-    unknown = sorted(str(k) for k in spec if k not in _SPEC_KEYS)
-    if unknown:
-        raise InvalidArgumentError(f"{where}.{unknown[0]}: unknown key")
-    if spec.get("type") != "openai":
-        raise InvalidArgumentError(f'{where}.type must be "openai"')
-    for name in _SPEC_KEYS[1:]:
-        value = spec.get(name)
-        if not isinstance(value, str) or not value.strip():
-            raise InvalidArgumentError(f"{where}.{name} must be a non-empty string")
-    if not spec["base_url"].lower().startswith(("http://", "https://")):
-        raise InvalidArgumentError(f"{where}.base_url must be an http(s) URL")
-    return {name: str(spec[name]) for name in _SPEC_KEYS}
+    return profile_spec(spec, where, code=False)
 
 
-def _api_key(env: str) -> str:
+def _api_key(env: str | None) -> str:
+    if env is None:  # an endpoint that takes no key (a local server)
+        return ""
     key = os.environ.get(env)
     if not key:
         raise InvalidArgumentError(
@@ -72,7 +60,9 @@ def _api_key(env: str) -> str:
 
 
 def _excerpt(raw: bytes, key: str) -> str:
-    text = raw[: EXCERPT_CHARS * 4].decode("utf-8", "replace").replace(key, "***")
+    text = raw[: EXCERPT_CHARS * 4].decode("utf-8", "replace")
+    if key:
+        text = text.replace(key, "***")
     text = " ".join(text.split())
     return text[:EXCERPT_CHARS] + ("..." if len(text) > EXCERPT_CHARS else "")
 
@@ -80,14 +70,15 @@ def _excerpt(raw: bytes, key: str) -> str:
 def chat(
     base_url: str,
     model: str,
-    api_key_env: str,
+    api_key_env: str | None,
     messages: Sequence[Mapping[str, Any]],
     tools: Sequence[Mapping[str, Any]] | None = None,
     timeout: float = 60.0,
 ) -> dict[str, Any]:
     """POST ``{base_url}/chat/completions`` and return the first choice's message (an OpenAI
-    Chat message dict). ``InvalidArgumentError`` when the key's environment variable is not
-    set or ``base_url`` is not http(s); :class:`~threadline.errors.ModelError` (with the HTTP
+    Chat message dict). The key is read from the environment variable ``api_key_env`` (``None``:
+    no key sent). ``InvalidArgumentError`` when that variable is not set or ``base_url`` is
+    not http(s); :class:`~threadline.errors.ModelError` (with the HTTP
     status and the start of the answer, never the key) when the endpoint fails, cannot be
     reached or answers without a message.
 
@@ -103,11 +94,11 @@ def chat(
     body: dict[str, Any] = {"model": model, "messages": list(messages)}
     if tools:
         body["tools"] = list(tools)
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
     request = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"},
-        method="POST",
+        url, data=json.dumps(body).encode(), headers=headers, method="POST"
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))  # fak
 
 from fake_openai import FakeOpenAI
 from served import BACKENDS, Server, backend_db, start_server
-from turns_config import LLM_KEY
+from turns_config import LLM_KEY, allow_models
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -51,13 +51,14 @@ def turns_server(
     tmp_path_factory: pytest.TempPathFactory,
     llm_endpoint: FakeOpenAI,
 ) -> Iterator[Server]:
-    """A server whose ``llm-*`` apps name the fake LLM as their model (``turns_config``)."""
+    """A server that allows the fake LLM as a model endpoint (``turns_config``) and knows
+    its key; ``server_config``'s hook composes on top of each app's stored profile."""
     tmp = tmp_path_factory.mktemp("turns")
     running = start_server(
         backend_db(request, request.param, tmp),
         tmp,
-        config="turns_config:configure",
-        env_extra={"THREADLINE_TEST_LLM_URL": llm_endpoint.url, "THREADLINE_TEST_LLM_KEY": LLM_KEY},
+        env_extra={"THREADLINE_TEST_LLM_KEY": LLM_KEY},
+        serve_args=f", allow_models={allow_models(llm_endpoint.url)!r}",
     )
     try:
         yield running

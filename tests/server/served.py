@@ -78,7 +78,7 @@ def start_server(
     max_body: int | None = None,
     env_extra: dict[str, str] | None = None,
     serve_args: str = "",
-    config: str = "server_config:configure",
+    config: str | None = "server_config:configure",
 ) -> Server:
     port = free_port()
     env = {**os.environ, **(env_extra or {})}

@@ -2,7 +2,8 @@
 numbers equal ``Runner.context`` computed in this process over the same store, and what the
 model endpoint (a scripted fake of the external LLM) receives on the next turn is what it
 showed: the same system prompt, block by block, and the same window. Defaults come from the
-app's profile ``runner`` document; query parameters override them."""
+app's stored profile (``runner``, written through ``PUT /v1/profile``); query parameters
+override them."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import httpx
 import pytest
 from fake_openai import FakeOpenAI
 from served import Server
-from turns_config import RUNNER
-from turns_config import configure as configure_app
+from server_config import configure as configure_app
+from turns_config import RUNNER, store_profile
 
 import threadline
 from threadline import Runner, SessionManager
@@ -27,15 +28,18 @@ def app() -> str:
 
 
 @pytest.fixture
-def http(turns_server: Server, app: str) -> Iterator[httpx.Client]:
+def http(turns_server: Server, app: str, llm_endpoint: FakeOpenAI) -> Iterator[httpx.Client]:
     with turns_server.client(turns_server.key(app)) as client:
+        store_profile(client, llm_endpoint.url)
         yield client
 
 
 def _runner_here(server: Server, app: str, **limits: Any) -> tuple[Runner, Any]:
-    """The app as the server configures it, in this process, over the same store."""
+    """The app as the server configures it (its stored profile, the hook on top), in this
+    process, over the same store."""
     store = threadline.connect(server.db)
-    manager = configure_app(SessionManager(store, app))
+    manager = configure_app(SessionManager.from_profile(store, app_name=app))
+    assert manager.profile is not None and manager.profile.runner["runs"] == RUNNER["runs"]
     return Runner(manager, lambda s, m, t: "unused", **limits), store
 
 
@@ -109,7 +113,7 @@ def test_query_parameters_override_the_profile_and_the_budget_drops_history(
 
 
 def test_a_session_of_another_user_or_none_is_missing_and_bad_values_are_422(
-    turns_server: Server, app: str
+    turns_server: Server, app: str, http: httpx.Client
 ) -> None:
     with turns_server.client(turns_server.key(app)) as admin:
         assert admin.post("/v1/sessions", json={"session_id": "ana-s", "user_id": "ana"}).is_success
@@ -124,3 +128,11 @@ def test_a_session_of_another_user_or_none_is_missing_and_bad_values_are_422(
         )
     with turns_server.client(turns_server.key(app, "ana")) as ana:
         assert ana.get("/v1/sessions/ana-s/context").json()["messages"] == []
+
+
+def test_without_a_profile_there_are_no_defaults(turns_server: Server) -> None:
+    with turns_server.client(turns_server.key(f"plain-{uuid.uuid4().hex[:8]}")) as http:
+        assert http.post("/v1/sessions", json={"session_id": "p"}).status_code == 201
+        shown = _context(http, "p")
+        assert shown["runs"] is None and shown["max_context_tokens"] is None
+        assert [b["label"] for b in shown["system"]["blocks"]] == ["soul", "memory", "rules"]

@@ -14,7 +14,7 @@ import pytest
 from fake_openai import FakeOpenAI, error_reply, text_reply, tool_call_reply
 from served import Server
 from test_http_events import Subscriber
-from turns_config import LLM_KEY
+from turns_config import LLM_KEY, UNSET_ENV, store_profile
 
 
 @pytest.fixture
@@ -23,8 +23,10 @@ def app() -> str:
 
 
 @pytest.fixture
-def http(turns_server: Server, app: str) -> Iterator[httpx.Client]:
+def http(turns_server: Server, app: str, llm_endpoint: FakeOpenAI) -> Iterator[httpx.Client]:
+    """An app-wide key of an app whose stored profile names the fake LLM."""
     with turns_server.client(turns_server.key(app)) as client:
+        store_profile(client, llm_endpoint.url)
         yield client
 
 
@@ -89,7 +91,7 @@ def test_a_message_input_and_the_profiles_max_steps(http: httpx.Client, llm: Fak
 
 
 def test_a_user_bound_keys_turn_cannot_write_app_wide_blocks(
-    turns_server: Server, app: str, llm: FakeOpenAI
+    turns_server: Server, app: str, http: httpx.Client, llm: FakeOpenAI
 ) -> None:
     with turns_server.client(turns_server.key(app, "ana")) as ana:
         llm.add(
@@ -129,14 +131,25 @@ def test_an_app_without_a_model_gets_a_typed_error_saying_how_to_set_one(
         assert _history(http, "t3") == [] and llm.requests == []
 
 
-def test_a_key_variable_not_set_on_the_server_is_named(
+def test_a_key_variable_not_set_on_the_server_is_named(http: httpx.Client, llm: FakeOpenAI) -> None:
+    store_profile(http, llm.url, UNSET_ENV)
+    answer = http.post("/v1/sessions/t4/turns", json={"input": "hello"})
+    assert answer.status_code == 400, answer.text
+    assert UNSET_ENV in answer.json()["error"]["message"]
+    assert _history(http, "t4") == [] and llm.requests == []
+
+
+def test_a_model_set_later_is_used_at_once_and_a_profile_without_one_refuses(
     turns_server: Server, llm: FakeOpenAI
 ) -> None:
-    with turns_server.client(turns_server.key(f"llm-nokey-{uuid.uuid4().hex[:8]}")) as http:
-        answer = http.post("/v1/sessions/t4/turns", json={"input": "hello"})
-        assert answer.status_code == 400, answer.text
-        assert "THREADLINE_TEST_UNSET_KEY" in answer.json()["error"]["message"]
-        assert _history(http, "t4") == [] and llm.requests == []
+    with turns_server.client(turns_server.key(f"later-{uuid.uuid4().hex[:8]}")) as http:
+        assert http.put("/v1/profile", json={"runner": {"runs": 1}}).status_code == 200
+        answer = http.post("/v1/sessions/t7/turns", json={"input": "hello"})
+        assert answer.status_code == 400 and "PUT /v1/profile" in answer.text
+        store_profile(http, llm.url)
+        answer = http.post("/v1/sessions/t7/turns", json={"input": "hello"})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["output"]["parts"][0]["text"] == "Echo: hello"
 
 
 def test_a_failing_endpoint_is_a_502_and_nothing_is_stored(

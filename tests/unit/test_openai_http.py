@@ -47,6 +47,13 @@ def test_chat_posts_to_chat_completions_with_the_key_and_returns_the_message(
     }
 
 
+def test_an_endpoint_without_a_key_variable_gets_no_authorization(llm: FakeOpenAI) -> None:
+    spec = {"type": "openai", "base_url": llm.url, "model": "local"}
+    runner = threadline.Runner(threadline.SessionManager(":memory:"), openai_model(spec))
+    assert runner.run("hi", session_id="s").output is not None
+    assert "Authorization" not in llm.requests[0]["headers"]
+
+
 def test_a_missing_key_variable_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("THREADLINE_UNSET_KEY", raising=False)
     with pytest.raises(InvalidArgumentError, match="THREADLINE_UNSET_KEY"):
@@ -83,12 +90,13 @@ def test_an_answer_without_a_message_is_a_model_error(
 @pytest.mark.parametrize(
     ("spec", "where"),
     [
-        ("nope", "model must be an object"),
+        ("nope", "model must be a JSON object"),
         ({"type": "anthropic"}, "model.type"),
         ({"type": "openai", "base_url": "ftp://x", "model": "m", "api_key_env": "K"}, "base_url"),
         ({"type": "openai", "base_url": "http://x", "model": "", "api_key_env": "K"},
          "model.model"),
-        ({"type": "openai", "base_url": "http://x", "model": "m"}, "api_key_env"),
+        ({"type": "openai", "base_url": "http://x", "model": "m", "api_key_env": "a b"},
+         "api_key_env"),
         ({"type": "openai", "base_url": "http://x", "model": "m", "api_key_env": "K", "k": 1},
          "model.k"),
     ],

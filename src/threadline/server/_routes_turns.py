@@ -28,15 +28,10 @@ NO_MODEL = (
 )
 
 
-def _profile_part(tenant: Tenant, name: str) -> Any:
-    """A part of the app's stored profile (``None`` for a manager without one)."""
-    profile = getattr(tenant.manager, "profile", None)
-    return getattr(profile, name, None) if profile is not None else None
-
-
 def _defaults(tenant: Tenant) -> dict[str, Any]:
-    runner = _profile_part(tenant, "runner")
-    return dict(runner) if isinstance(runner, dict) else {}
+    """The profile's ``runner`` document (``{}`` for an app without a stored profile)."""
+    profile = tenant.manager.profile
+    return dict(profile.runner) if profile is not None else {}
 
 
 def _no_model(system: str, messages: Any, tools: Any) -> str:
@@ -77,9 +72,15 @@ def run_turn(session_id: str, body: TurnIn, request: Request, tenant: Tenant = T
     on the first turn, owned by the key's user). 400 when the profile names no model; 502
     when the model endpoint fails (nothing stored). A user-bound key's turn cannot write
     app-wide blocks."""
-    spec = _profile_part(tenant, "model")
+    profile = tenant.manager.profile
+    spec = profile.model if profile is not None else None
     if not spec:
         raise InvalidArgumentError(NO_MODEL)
+    if spec.get("type") == "code":
+        raise InvalidArgumentError(
+            "this app's model is provided by code in some process, not by the profile: the "
+            "service cannot call it. " + NO_MODEL.split(": a turn needs one. ", 1)[1]
+        )
     defaults = _defaults(tenant)
     runner = Runner(
         tenant.writable(session_id),

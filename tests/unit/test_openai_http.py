@@ -150,3 +150,25 @@ def test_openai_summarize_sends_the_prompt_and_returns_the_text(llm: FakeOpenAI)
 def test_a_summarizer_spec_is_checked_under_its_own_name() -> None:
     with pytest.raises(InvalidArgumentError, match=r"summarizer\.type"):
         openai_summarize({"type": "extractive"})
+
+
+def test_a_profiles_named_openai_summarizer_compacts_through_the_endpoint(
+    llm: FakeOpenAI,
+) -> None:
+    """``summarizers.named`` (what a profile's compaction names) calls this module."""
+    from threadline.compaction import create_compact_function
+    from threadline.summarizers import named
+
+    summarize = named(llm.spec("THREADLINE_TEST_LLM_KEY"))
+    session = (
+        threadline.Session.create(":memory:")
+        .for_session("s")
+        .on_compaction(create_compact_function(summarize, protect_head=0, tail_token_budget=10))
+    )
+    for i in range(6):
+        session.append_message({"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"})
+    llm.add(text_reply("## Covers\nm0 to m3."))
+    result = session.compact()
+    assert result is not None and result.summary.startswith("## Covers")
+    [request] = llm.requests
+    assert "m0" in request["body"]["messages"][-1]["content"]

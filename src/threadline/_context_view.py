@@ -84,12 +84,20 @@ class ContextView:
         """
         return self.system_tokens + self.input_tokens + self.history_tokens
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, dropped_limit: int | None = None) -> dict[str, Any]:
         """A JSON-able summary (message ids, roles and counts; not their content).
+        ``dropped_limit``: list only the newest that many of ``dropped`` (a long session drops
+        most of itself); ``dropped_count`` and ``totals.dropped`` always cover all of them.
 
-        >>> ContextView("s", "", [], 0, [], [], [], [], 0, 2, None).to_dict()["totals"]
-        {'system': 0, 'input': 0, 'history': 0, 'total': 0, 'budget': None}
+        >>> view = ContextView("s", "", [], 0, [], [], [{"id": "a"}, {"id": "b"}], [2, 3], 0,
+        ...                    2, None)
+        >>> view.to_dict()["totals"]
+        {'system': 0, 'input': 0, 'history': 0, 'total': 0, 'budget': None, 'dropped': 5}
+        >>> [m["id"] for m in view.to_dict(dropped_limit=1)["dropped"]]
+        ['b']
         """
+        shown = len(self.dropped) if dropped_limit is None else max(dropped_limit, 0)
+        first = len(self.dropped) - min(shown, len(self.dropped))
         return {
             "session_id": self.session_id,
             "system": {
@@ -104,14 +112,16 @@ class ContextView:
             ],
             "dropped": [
                 {"id": m.get("id"), "role": m.get("role"), "tokens": t}
-                for m, t in zip(self.dropped, self.dropped_tokens, strict=True)
+                for m, t in zip(self.dropped[first:], self.dropped_tokens[first:], strict=True)
             ],
+            "dropped_count": len(self.dropped),
             "totals": {
                 "system": self.system_tokens,
                 "input": self.input_tokens,
                 "history": self.history_tokens,
                 "total": self.total_tokens,
                 "budget": self.max_context_tokens,
+                "dropped": sum(self.dropped_tokens),
             },
             "runs": self.runs,
             "max_context_tokens": self.max_context_tokens,

@@ -110,6 +110,12 @@ def test_query_parameters_override_the_profile_and_the_budget_drops_history(
     everything = http.get(f"/v1/sessions/{session}/messages").json()["messages"]
     ids = [m["id"] for m in shown["dropped"] + shown["messages"]]
     assert ids == [m["id"] for m in everything]
+    assert shown["dropped_count"] == len(shown["dropped"])
+    assert totals["dropped"] == sum(m["tokens"] for m in shown["dropped"])
+    # a long session: list only the newest of what falls out, count all of it
+    few = _context(http, session, runs=5, max_context_tokens=150, dropped_limit=1)
+    assert few["dropped"] == shown["dropped"][-1:]
+    assert few["dropped_count"] == shown["dropped_count"] and few["totals"] == totals
 
 
 def test_a_session_of_another_user_or_none_is_missing_and_bad_values_are_422(

@@ -82,6 +82,7 @@ def test_the_view_counts_blocks_and_totals() -> None:
         "history": sum(m["tokens"] for m in doc["messages"]),
         "total": view.total_tokens,
         "budget": 200,
+        "dropped": sum(view.dropped_tokens),
     }
     assert [m["id"] for m in doc["messages"]] == [m["id"] for m in view.messages]
     assert doc["runs"] is None and doc["max_context_tokens"] == 200

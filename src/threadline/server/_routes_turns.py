@@ -46,11 +46,15 @@ def get_context(
     max_context_tokens: int | None = Query(
         default=None, ge=0, description="Token budget of a turn (profile default)"
     ),
+    dropped_limit: int | None = Query(
+        default=None, ge=0, description="List only the newest N messages that fall out"
+    ),
 ) -> Any:
     """What the model would see on this session's next turn, built by the Runner's own
     context builder: the frozen system prompt block by block with token counts, the history
     window (``runs``, ``max_context_tokens``; absent: the profile's ``runner`` defaults), what
-    falls out of it, and totals against the budget (the app's token counter)."""
+    falls out of it (``dropped_limit``: only the newest N listed; ``dropped_count`` and
+    ``totals.dropped`` count all), and totals against the budget (the app's token counter)."""
     defaults = _defaults(tenant)
     runner = Runner(
         tenant.session(session_id),
@@ -62,7 +66,7 @@ def get_context(
             else defaults.get("max_context_tokens")
         ),
     )
-    return runner.context().to_dict()
+    return runner.context().to_dict(dropped_limit=dropped_limit)
 
 
 @routes.post("/sessions/{session_id}/turns", response_model=TurnOut, tags=["turns"])

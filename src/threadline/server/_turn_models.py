@@ -42,15 +42,18 @@ class ContextTotalsOut(BaseModel):
     history: int
     total: int
     budget: int | None
+    dropped: int  # tokens of everything that falls out (not part of total)
 
 
 class ContextOut(BaseModel):
-    """What the model sees on the session's next turn, as the Runner builds it."""
+    """What the model sees on the session's next turn, as the Runner builds it; ``dropped``
+    lists the newest ``dropped_limit`` of the ``dropped_count`` messages that fall out."""
 
     session_id: str
     system: SystemOut
     messages: list[CountedMessageOut]
     dropped: list[CountedMessageOut]
+    dropped_count: int
     totals: ContextTotalsOut
     runs: int | None
     max_context_tokens: int | None

@@ -151,6 +151,7 @@ _ROLE_COUNT = re.compile(r"(\d+) (user|assistant|other)\b")
 _REQUEST = re.compile(r"^(\d+)\. (.+)$")
 _EARLIER_TOPIC = "Earlier summary's topic: "
 _LAST = re.compile(r"^Last (user|assistant) message(?: in this range)?: (.+)$")
+_COUNTED = ("user", "assistant", "other")
 _POINT_CHARS = 200
 _REQUEST_CHARS = 160
 _NO_TEXT = "(no text)"
@@ -179,8 +180,6 @@ class _Coverage:
     earlier_topic: str | None = None  # that summary's topic, kept as it was given
     last: dict[str, str] = field(default_factory=dict)  # role → its last message in the range
 
-
-_COUNTED = ("user", "assistant", "other")
 
 
 def _between(text: str, start: str, end: str, *, from_index: int = 0, last_end: bool) -> str | None:

@@ -181,7 +181,6 @@ class _Coverage:
     last: dict[str, str] = field(default_factory=dict)  # role → its last message in the range
 
 
-
 def _between(text: str, start: str, end: str, *, from_index: int = 0, last_end: bool) -> str | None:
     begin = text.find(start, from_index)
     if begin < 0:

@@ -22,12 +22,14 @@ from threadline.store._sql.dump_check import check_dump
 from threadline.store.base import (
     UNSET,
     ApiKey,
+    AppDump,
     Entry,
     OwnerKind,
     RecentPath,
     SessionDump,
     SkillLoad,
     Store,
+    StoredKey,
     TreeNode,
 )
 from threadline.store.postgres import PostgresStore
@@ -38,6 +40,7 @@ from threadline.store.sqlite._paths import is_memory
 __all__ = [
     "UNSET",
     "ApiKey",
+    "AppDump",
     "Entry",
     "LazyStore",
     "OwnerKind",
@@ -47,6 +50,7 @@ __all__ = [
     "SessionDump",
     "SkillLoad",
     "Store",
+    "StoredKey",
     "TreeNode",
     "check_dump",
     "connect",

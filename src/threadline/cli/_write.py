@@ -23,7 +23,7 @@ from threadline.cli._common import (
     require_session,
 )
 from threadline.compaction import create_compact_function
-from threadline.export import import_sessions, load_jsonl
+from threadline.export import import_records, load_jsonl
 from threadline.manager import SessionManager
 from threadline.session import Session
 from threadline.summarizers import extractive
@@ -49,9 +49,10 @@ def import_(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Import sessions from a JSON Lines export. FILE is the export (- for standard
+    """Import a JSON Lines export (format 1 or 2). FILE is the export (- for standard
     input). Every record is checked first; a session that already exists stops the import
-    unless --replace. Each session is written in one transaction."""
+    unless --replace (which also replaces the app's blocks, state and keyed entries by an
+    app record's). Everything is written in one transaction."""
     url, (source,) = positionals(ctx.args, ["FILE"], db)
     if source == "-":
         records = list(load_jsonl(sys.stdin))
@@ -61,11 +62,14 @@ def import_(
     if user is not None:
         records = [r for r in records if (r.get("session") or {}).get("user_id") == user]
     with removed_on_failure(url), open_store(url, write=True, create=True) as store:
-        ids = import_sessions(store, records, replace=replace, app=app)
+        report = import_records(store, records, replace=replace, app=app)
+    ids = report.sessions
     if as_json:
-        emit_json({"imported": ids})
+        emit_json({"imported": ids, **{k: v for k, v in vars(report).items() if k != "sessions"}})
     else:
         console().print(f"Imported {len(ids)} session(s): {', '.join(ids)}", markup=False)
+        for name in report.apps:
+            console().print(f"Imported the app record of {name!r}", markup=False)
 
 
 def fork(

@@ -155,7 +155,9 @@ def _copy_app(
         dumps = [source.dump_session(app, session_id) for session_id in ids[start : start + batch]]
         records = [session_record(app, d, FORMAT_2) for d in dumps if d is not None]
         written = write_records(
-            target, parse_records(records, app=None, apps_allowed=False), replace=replace
+            target,
+            parse_records(records, app=None, apps_allowed=False, verbatim=True),
+            replace=replace,
         )
         report.sessions += len(written.sessions)
         report.messages += sum(len(d.messages) for d in dumps if d is not None)
@@ -188,20 +190,12 @@ def export_app_records(store: Store, app: str, *, keys: bool) -> Iterator[dict[s
             yield session_record(app, dump, FORMAT_2)
 
 
-def _as_imported(record: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
-    """A source record as an import stores it (roles mapped, messages normalised). A
-    message stored without ``createdAt`` (``Store.append_messages`` takes one so) is given
-    one by the import, as an append through a session would: the target's is taken."""
+def _as_imported(record: dict[str, Any]) -> dict[str, Any]:
+    """A source record as a copy stores it (roles mapped, messages normalised)."""
     if record.get("type") == "app":
         parsed = parse_app(record, None)
         return app_record(parsed.app, parsed.dump, parsed.profile)
-    out = session_record(record["app"], parse_session(record, None)[1], FORMAT_2)
-    target = {item["message"].get("id"): item["message"] for item in theirs.get("messages", [])}
-    for before, item in zip(record["messages"], out["messages"], strict=True):
-        made = target.get(item["message"]["id"], {}).get("createdAt")
-        if "createdAt" not in before["message"] and made is not None:
-            item["message"]["createdAt"] = made
-    return out
+    return session_record(record["app"], parse_session(record, None, verbatim=True)[1], FORMAT_2)
 
 
 def compare_stores(source: Store, target: Store, apps: Sequence[str], *, keys: bool) -> str | None:
@@ -223,7 +217,7 @@ def compare_stores(source: Store, target: Store, apps: Sequence[str], *, keys: b
             if mine is None or theirs is None:
                 side = "target" if mine is None else "source"
                 return f"{where}: in the {side} only"
-            found = first_difference(_as_imported(mine, theirs), theirs, "")
+            found = first_difference(_as_imported(mine), theirs, "")
             if found is not None:
                 return f"{where}: {found}" if found else where
     return None

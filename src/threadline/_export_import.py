@@ -62,12 +62,17 @@ class Parsed:
 
 
 def parse_records(
-    records: Iterable[Mapping[str, Any]], *, app: str | None, apps_allowed: bool
+    records: Iterable[Mapping[str, Any]],
+    *,
+    app: str | None,
+    apps_allowed: bool,
+    verbatim: bool = False,
 ) -> Parsed:
     """Parse and check every record (version 1 or 2) into ``app`` when given, else each
     record's own; the first bad one raises ``InvalidArgumentError`` naming it (``export
     record 3: ...``). ``apps_allowed=False`` refuses app records (an HTTP tenant's import:
     profiles and keys are the operator's). A session or app appearing twice is refused.
+    ``verbatim``: messages keep a missing ``createdAt`` missing (``parse_session``).
 
     >>> parse_records([{"format": "csv"}], app=None, apps_allowed=True)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -88,7 +93,7 @@ def parse_records(
                     )
                 parsed.apps.append(parse_app(record, app))
             else:
-                parsed.sessions.append(parse_session(record, app))
+                parsed.sessions.append(parse_session(record, app, verbatim=verbatim))
                 check_dump(parsed.sessions[-1][1])
         except (InvalidArgumentError, KeyError, TypeError, ValueError) as exc:
             raise InvalidArgumentError(f"export record {index}: {reason(exc)}") from None

@@ -123,10 +123,15 @@ def session_record(app: str, dump: SessionDump, format_: str) -> dict[str, Any]:
     }
 
 
-def parse_session(record: Mapping[str, Any], app: str | None) -> tuple[str, SessionDump]:
+def parse_session(
+    record: Mapping[str, Any], app: str | None, *, verbatim: bool = False
+) -> tuple[str, SessionDump]:
     """``(target app, dump)`` of one session record (its format already checked): into
     ``app`` when given, else the record's own. Raises ``InvalidArgumentError`` (or the
     ``KeyError`` of a missing field) on anything malformed; ``check_dump`` is the caller's.
+    Messages are normalised as an append does (roles older releases stored mapped), and
+    given a ``createdAt`` when they have none — unless ``verbatim`` (a copy between stores:
+    ``Store.append_messages`` stores a message without one, and a copy keeps it so).
 
     >>> parse_session({"app": "a"}, None)
     Traceback (most recent call last):
@@ -160,7 +165,7 @@ def parse_session(record: Mapping[str, Any], app: str | None) -> tuple[str, Sess
     )
     user = as_object(record["user"], "user")
     shared = as_object(record["app_scope"], "app_scope")
-    messages = [_message_of(item) for item in record["messages"]]
+    messages = [_message_of(item, verbatim) for item in record["messages"]]
     dump = SessionDump(
         info=info,
         head_id=check_optional_id("head", record.get("head")),
@@ -179,7 +184,7 @@ def parse_session(record: Mapping[str, Any], app: str | None) -> tuple[str, Sess
     return target, dump
 
 
-def _message_of(item: Any) -> tuple[TreeNode, dict[str, Any] | None]:
+def _message_of(item: Any, verbatim: bool) -> tuple[TreeNode, dict[str, Any] | None]:
     item = as_object(item, "messages[]")
     message = as_object(item["message"], "messages[].message")
     message_id = check_id("message id", message.get("id"))
@@ -187,6 +192,8 @@ def _message_of(item: Any) -> tuple[TreeNode, dict[str, Any] | None]:
         normalized = normalize_message(fold_role(message))
     except InvalidMessageError as exc:
         raise InvalidArgumentError(f"message {message_id!r}: {exc}") from None
+    if verbatim and "createdAt" not in message:
+        normalized = {key: value for key, value in normalized.items() if key != "createdAt"}
     undo = item.get("state_undo")
     node = TreeNode(
         seq=as_int(item["seq"], "messages[].seq"),

@@ -1,7 +1,8 @@
 """The ``threadline`` command (typer on rich): every everyday job on a store.
 
 Read: ``sessions``, ``show`` (the tree), ``history``, ``search``, ``export``. Write:
-``import``, ``fork``, ``checkout``, ``delete``, ``compact``. Service: ``serve``, ``keys``.
+``import``, ``fork``, ``checkout``, ``delete``, ``compact``, ``copy`` (whole apps between
+stores, verified). Service: ``serve``, ``keys``.
 And ``demo``. Every command takes ``--json`` and the same ``--db/--app/--user`` options
 (environment ``THREADLINE_DB`` and ``THREADLINE_APP`` as defaults); the database may also be
 the first argument (``threadline history agent.db chat-42``). Read commands open SQLite
@@ -22,6 +23,7 @@ import typer.main
 
 import threadline
 from threadline.cli._common import CliError, register
+from threadline.cli._copy import copy
 from threadline.cli._demo import demo
 from threadline.cli._read import export, history, search, sessions, show
 from threadline.cli._service import create_key, keys, list_keys, revoke_key, serve
@@ -49,6 +51,7 @@ for _name, _command, _usage, _panel in (
     ("checkout", checkout, "[DB] SESSION_ID MESSAGE_ID", "Write"),
     ("delete", delete, "[DB] SESSION_ID", "Write"),
     ("compact", compact, "[DB] SESSION_ID", "Write"),
+    ("copy", copy, "--from URL --to URL", "Write"),
     ("serve", serve, "[DB]", "Service"),
     ("demo", demo, "", "Start here"),
 ):

@@ -30,6 +30,7 @@ from threadline.store.base import (
     SkillLoad,
     Store,
     StoredKey,
+    StoredProfile,
     TreeNode,
 )
 from threadline.store.postgres import PostgresStore
@@ -51,6 +52,7 @@ __all__ = [
     "SkillLoad",
     "Store",
     "StoredKey",
+    "StoredProfile",
     "TreeNode",
     "check_dump",
     "connect",

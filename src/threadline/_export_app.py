@@ -5,7 +5,7 @@ record, and such a record parsed back and checked. Pure, no I/O.
 
 >>> import threadline
 >>> from threadline.store import AppDump
->>> record = app_record("travel", AppDump(blocks={"policy": "Be brief."}), None)
+>>> record = app_record("travel", AppDump(blocks={"policy": "Be brief."}))
 >>> record["type"], record["blocks"], "keys" in record
 ('app', {'policy': 'Be brief.'}, False)
 >>> parse_app(record, None).dump.blocks
@@ -14,10 +14,10 @@ record, and such a record parsed back and checked. Pure, no I/O.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from threadline._export_fields import (
@@ -28,12 +28,13 @@ from threadline._export_fields import (
     optional_text,
     parse_time,
 )
+from threadline._profile_check import check_document
 from threadline._validate import check_id, check_json, check_optional_id
 from threadline.errors import InvalidArgumentError
-from threadline.store._contract.values import AppDump, Entry, StoredKey
+from threadline.store._contract.values import AppDump, Entry, StoredKey, StoredProfile
 from threadline.store._sql.dump_check import check_app_dump
 
-__all__ = ["FORMAT_2", "AppRecord", "ProfileRecord", "app_record", "parse_app"]
+__all__ = ["FORMAT_2", "AppRecord", "app_record", "parse_app"]
 
 FORMAT_2 = "threadline.export/2"
 """The ``format`` of version 2 records (app records exist only in version 2)."""
@@ -42,23 +43,9 @@ _KEY_HASH = re.compile(r"^[0-9a-f]{64}$")  # threadline.server stores SHA-256 he
 
 
 @dataclass(frozen=True)
-class ProfileRecord:
-    """An app's stored profile as a record carries it: the document verbatim, its write
-    counter and time (an import stores all three as they were).
-
-    >>> ProfileRecord({"format": 1}, 2, parse_time("2026-01-02T00:00:00Z", "t")).version
-    2
-    """
-
-    document: dict[str, Any]
-    version: int
-    updated_at: datetime
-
-
-@dataclass(frozen=True)
 class AppRecord:
-    """A parsed app record: the target app, its data as the store writes it
-    (``Store.load_app``) and its profile, if it had one.
+    """A parsed app record: the target app and its data as the store writes it
+    (``Store.load_app``), its profile included.
 
     >>> parse_app({"format": FORMAT_2, "type": "app", "app": "a"}, "b").app
     'b'
@@ -66,19 +53,19 @@ class AppRecord:
 
     app: str
     dump: AppDump
-    profile: ProfileRecord | None = None
 
 
-def app_record(app: str, dump: AppDump, profile: ProfileRecord | None) -> dict[str, Any]:
+def app_record(app: str, dump: AppDump) -> dict[str, Any]:
     """The app record of ``app``: ``profile`` (or ``None``), ``blocks``/``state`` (app
     scope), ``users`` (each user's ``blocks``/``state``), ``entries`` (by label), and
     ``keys`` only when the dump carries them.
 
     >>> from threadline.store import AppDump, Entry
-    >>> app_record("a", AppDump(entries={"docs": [Entry("faq", "Ask.", None)]}), None)["entries"]
+    >>> app_record("a", AppDump(entries={"docs": [Entry("faq", "Ask.", None)]}))["entries"]
     {'docs': [{'key': 'faq', 'content': 'Ask.', 'description': None}]}
     """
     users = sorted(set(dump.user_blocks) | set(dump.user_state))
+    profile = dump.profile
     record: dict[str, Any] = {
         "format": FORMAT_2,
         "type": "app",
@@ -120,8 +107,9 @@ def app_record(app: str, dump: AppDump, profile: ProfileRecord | None) -> dict[s
 def parse_app(record: Mapping[str, Any], app: str | None) -> AppRecord:
     """An app record (its format already checked) parsed and checked, into ``app`` when
     given, else the record's own. ``InvalidArgumentError`` names the field at fault (a
-    missing one raises ``KeyError``, reported by the caller). The profile document is kept
-    verbatim here; the importer checks it as a profile (``Profile.from_dict``).
+    missing one raises ``KeyError``, reported by the caller). The profile document is
+    checked as ``Profile.from_dict`` checks one (the error names its path) and kept
+    verbatim.
 
     >>> parse_app({"app": "a", "users": {"ana": {"blocks": {}, "state": {"app:x": 1}}}}, None)
     Traceback (most recent call last):
@@ -152,9 +140,10 @@ def parse_app(record: Mapping[str, Any], app: str | None) -> AppRecord:
         user_state={user: state for user, state in user_state.items() if state},
         entries=entries,
         keys=None if keys is None else [_key_of(item, f"keys[{i}]") for i, item in enumerate(keys)],
+        profile=_profile_of(record.get("profile"), target),
     )
     check_app_dump(dump)
-    return AppRecord(target, dump, _profile_of(record.get("profile")))
+    return AppRecord(target, dump)
 
 
 def _entry_of(item: Any, what: str) -> Entry:
@@ -185,13 +174,18 @@ def _key_of(item: Any, what: str) -> StoredKey:
     )
 
 
-def _profile_of(value: Any) -> ProfileRecord | None:
+def _profile_of(value: Any, app: str) -> StoredProfile | None:
     if value is None:
         return None
     profile = as_object(value, "profile")
     document = as_object(profile["document"], "profile.document")
     check_json("profile.document", document)
+    try:
+        check_document(copy.deepcopy(document))
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(f"profile.document: {exc}") from None
     version = as_int(profile["version"], "profile.version")
     if version < 1:
         raise InvalidArgumentError("profile.version must be at least 1 (a stored profile's)")
-    return ProfileRecord(document, version, parse_time(profile["updated_at"], "profile.updated_at"))
+    updated_at = parse_time(profile["updated_at"], "profile.updated_at")
+    return StoredProfile(app, document, version, updated_at)

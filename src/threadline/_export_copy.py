@@ -121,6 +121,7 @@ def _holdings(store: Store, app: str) -> str:
         (len(dump.state) + sum(map(len, dump.user_state.values())), "state key"),
         (sum(map(len, dump.entries.values())), "keyed entry"),
         (len(dump.keys or ()), "API key"),
+        (int(dump.profile is not None), "profile"),
     )
     return ", ".join(f"{n} {what}{'s' * (n != 1)}" for n, what in counts if n)
 
@@ -166,7 +167,7 @@ def _copy_app(
     dump = source.dump_app(app, keys=keys)
     written = write_records(
         target,
-        parse_records([app_record(app, dump, None)], app=None, apps_allowed=True),
+        parse_records([app_record(app, dump)], app=None, apps_allowed=True),
         replace=replace,
     )
     report.users += len(set(dump.user_blocks) | set(dump.user_state))
@@ -183,7 +184,7 @@ def export_app_records(store: Store, app: str, *, keys: bool) -> Iterator[dict[s
     >>> [r["type"] for r in export_app_records(threadline.connect(":memory:"), "a", keys=False)]
     ['app']
     """
-    yield app_record(app, store.dump_app(app, keys=keys), None)
+    yield app_record(app, store.dump_app(app, keys=keys))
     for session_id in _session_ids(store, app):
         dump = store.dump_session(app, session_id)
         if dump is not None:
@@ -194,7 +195,7 @@ def _as_imported(record: dict[str, Any]) -> dict[str, Any]:
     """A source record as a copy stores it (roles mapped, messages normalised)."""
     if record.get("type") == "app":
         parsed = parse_app(record, None)
-        return app_record(parsed.app, parsed.dump, parsed.profile)
+        return app_record(parsed.app, parsed.dump)
     return session_record(record["app"], parse_session(record, None, verbatim=True)[1], FORMAT_2)
 
 

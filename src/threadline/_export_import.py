@@ -127,8 +127,8 @@ def _kind_of(record: Mapping[str, Any]) -> str:
 
 def write_records(store: Store, parsed: Parsed, *, replace: bool) -> ImportReport:
     """Write parsed records in ONE transaction: sessions (``SessionExistsError`` for one
-    that exists, unless ``replace``), then each app's data (``Store.load_app``, replacing
-    the app's blocks, state and entries when ``replace``), then profiles.
+    that exists, unless ``replace``), then each app's data with its profile
+    (``Store.load_app``, replacing the app's own when ``replace``).
 
     >>> import threadline
     >>> write_records(threadline.connect(":memory:"), Parsed(), replace=False).sessions
@@ -157,5 +157,5 @@ def write_records(store: Store, parsed: Parsed, *, replace: bool) -> ImportRepor
         apps=[record.app for record in parsed.apps],
         entries=sum(len(e) for r in parsed.apps for e in r.dump.entries.values()),
         keys=sum(len(r.dump.keys or ()) for r in parsed.apps),
-        profiles=sum(r.profile is not None for r in parsed.apps),
+        profiles=sum(r.dump.profile is not None for r in parsed.apps),
     )

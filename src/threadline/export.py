@@ -130,7 +130,7 @@ def export_app(store: Store, app: str, *, keys: bool = False) -> dict[str, Any]:
     ['k1']
     """
     check_id("app", app)
-    return app_record(app, store.dump_app(app, keys=keys), None)
+    return app_record(app, store.dump_app(app, keys=keys))
 
 
 def import_sessions(

@@ -101,10 +101,10 @@ class TransferContract(Protocol):
         """
 
     def dump_app(self, app: str, *, keys: bool = False) -> AppDump:
-        """What ``app`` holds outside its sessions, in one read: its app-scoped blocks and
-        ``app:`` state, every user's blocks and ``user:`` state (users without sessions too),
-        its keyed entries by label, and with ``keys=True`` its API keys' rows (hashes
-        included; never otherwise).
+        """What ``app`` holds outside its sessions, in one read: its stored profile, its
+        app-scoped blocks and ``app:`` state, every user's blocks and ``user:`` state (users
+        without sessions too), its keyed entries by label, and with ``keys=True`` its API
+        keys' rows (hashes included; never otherwise).
 
         >>> import threadline
         >>> store = threadline.connect(":memory:")
@@ -116,11 +116,13 @@ class TransferContract(Protocol):
 
     def load_app(self, app: str, dump: AppDump, *, replace: bool = False) -> None:
         """Write an ``AppDump`` into ``app`` in one transaction. Without ``replace`` its
-        blocks, state and entries are upserted (other keys of the app are kept) and its keys
+        blocks, state and entries are upserted (other keys of the app are kept), its keys
         (when ``dump.keys`` is not ``None``) added — a key id or hash the store already holds
-        with other values raises ``InvalidArgumentError``, the same row is skipped. With
-        ``replace=True`` the app's blocks, state and entries (and its keys, when the dump
-        carries keys) are deleted first, so the app ends up holding exactly the dump.
+        with other values raises ``InvalidArgumentError``, the same row is skipped — and its
+        profile stored verbatim (version and time kept) unless the app has another one
+        (``InvalidArgumentError``). With ``replace=True`` the app's profile, blocks, state
+        and entries (and its keys, when the dump carries keys) are deleted first, so the app
+        ends up holding exactly the dump.
         Sessions are untouched (``load_sessions`` writes them).
 
         >>> import threadline

@@ -216,11 +216,12 @@ class StoredKey:
 @dataclass(frozen=True)
 class AppDump:
     """What an app holds outside its sessions, verbatim: what ``Store.dump_app`` reads and
-    ``Store.load_app`` writes. ``blocks``/``state`` are the app-scoped blocks and ``app:``
-    state; ``user_blocks``/``user_state`` map each user id (sessions or not) to that user's
-    blocks and ``user:`` state; ``entries`` maps each keyed-entry label to its entries
-    (ordered by key); ``keys`` the app's API keys, or ``None`` when they were not read
-    (``dump_app(app)`` leaves them out unless ``keys=True``: keys never leave by accident).
+    ``Store.load_app`` writes. ``profile`` is its stored profile (``None`` without one);
+    ``blocks``/``state`` are the app-scoped blocks and ``app:`` state;
+    ``user_blocks``/``user_state`` map each user id (sessions or not) to that user's blocks
+    and ``user:`` state; ``entries`` maps each keyed-entry label to its entries (ordered by
+    key); ``keys`` the app's API keys, or ``None`` when they were not read (``dump_app(app)``
+    leaves them out unless ``keys=True``: keys never leave by accident).
 
     >>> import threadline
     >>> store = threadline.connect(":memory:")
@@ -237,3 +238,4 @@ class AppDump:
     user_state: dict[str, dict[str, Any]] = field(default_factory=dict)
     entries: dict[str, list[Entry]] = field(default_factory=dict)
     keys: list[StoredKey] | None = None
+    profile: StoredProfile | None = None

@@ -111,6 +111,12 @@ def check_app_dump(dump: AppDump) -> None:
         keys = [check_id(f"entries[{label!r}] key", entry.key) for entry in entries]
         if len(set(keys)) != len(keys):
             raise InvalidArgumentError(f"entries[{label!r}]: a key appears twice")
+    profile = dump.profile
+    if profile is not None:
+        version = profile.version
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise InvalidArgumentError(f"profile.version must be >= 1, got {version!r}")
+        check_json("profile.document", profile.document)
     for field in ("id", "key_hash"):
         values = [getattr(key, field) for key in dump.keys or ()]
         if len(set(values)) != len(values):

@@ -1,21 +1,25 @@
 """What an app holds outside its sessions, dumped and loaded verbatim (``Store.dump_app`` /
-``load_app``): app- and user-scoped blocks and state, keyed entries, API keys' rows."""
+``load_app``): its profile, app- and user-scoped blocks and state, keyed entries, API keys'
+rows."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 from threadline.errors import InvalidArgumentError
-from threadline.store._contract.values import AppDump, Entry, StoredKey
+from threadline.store._contract.values import AppDump, Entry, StoredKey, StoredProfile
 from threadline.store._sql.base import SQLBase, Tx
 from threadline.store._sql.dump_check import check_app_dump
+from threadline.store._sql.profiles import _document_text
 from threadline.store._sql.rows import datetime_to_us, dumps, us_to_datetime
 from threadline.store._sql.text import SQL_STATE_UPSERT
 
 _SQL_APPS = (
     "SELECT app FROM tl_sessions UNION SELECT app FROM tl_blocks UNION SELECT app FROM tl_state "
-    "UNION SELECT app FROM tl_entries UNION SELECT app FROM tl_api_keys ORDER BY 1"
+    "UNION SELECT app FROM tl_entries UNION SELECT app FROM tl_api_keys "
+    "UNION SELECT app FROM tl_profiles ORDER BY 1"
 )
 _SQL_LABELS = "SELECT DISTINCT label FROM tl_entries WHERE app = ? ORDER BY label"
 _SQL_SHARED = (
@@ -31,11 +35,19 @@ _KEY_COLUMNS = "id, app, user_id, key_hash, created_at, revoked_at"
 _SQL_KEYS = f"SELECT {_KEY_COLUMNS} FROM tl_api_keys WHERE app = ? ORDER BY created_at, id"
 _SQL_KEY_CLASH = f"SELECT {_KEY_COLUMNS} FROM tl_api_keys WHERE id = ? OR key_hash = ?"
 _SQL_INSERT_KEY = f"INSERT INTO tl_api_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
+_SQL_PROFILE = "SELECT app, document, version, updated_at FROM tl_profiles WHERE app = ?"
+_SQL_INSERT_PROFILE = (
+    "INSERT INTO tl_profiles (app, document, version, updated_at) VALUES (?, ?, ?, ?)"
+)
 _SQL_UPSERT_BLOCK = (
     "INSERT INTO tl_blocks (app, owner, owner_id, label, content, updated_at) "
     "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (app, owner, owner_id, label) DO UPDATE SET "
     "content = excluded.content, updated_at = excluded.updated_at"
 )
+
+
+def _profile_of(row: Any) -> StoredProfile:
+    return StoredProfile(row[0], json.loads(row[1]), int(row[2]), us_to_datetime(int(row[3])))
 
 
 def _key_of(row: Any) -> StoredKey:
@@ -61,7 +73,11 @@ class AppTransferMixin(SQLBase):
         return self._read("dump_app", lambda tx: self._dump_app(tx, app, keys), snapshot=True)
 
     def _dump_app(self, tx: Tx, app: str, keys: bool) -> AppDump:
-        dump = AppDump(keys=[_key_of(row) for row in tx.all(_SQL_KEYS, (app,))] if keys else None)
+        stored = tx.one(_SQL_PROFILE, (app,))
+        dump = AppDump(
+            keys=[_key_of(row) for row in tx.all(_SQL_KEYS, (app,))] if keys else None,
+            profile=_profile_of(stored) if stored is not None else None,
+        )
         for owner, owner_id, label, content in tx.all(_SQL_BLOCKS, (app,)):
             into = dump.blocks if owner == "app" else dump.user_blocks.setdefault(owner_id, {})
             into[label] = content
@@ -87,6 +103,7 @@ class AppTransferMixin(SQLBase):
             tx.send("DELETE FROM tl_entries WHERE app = ?", (app,))
             if dump.keys is not None:
                 tx.send("DELETE FROM tl_api_keys WHERE app = ?", (app,))
+            tx.send("DELETE FROM tl_profiles WHERE app = ?", (app,))
         shared = [("app", "", dump.blocks, dump.state)] + [
             ("user", user_id, dump.user_blocks.get(user_id, {}), dump.user_state.get(user_id, {}))
             for user_id in sorted(set(dump.user_blocks) | set(dump.user_state))
@@ -101,6 +118,21 @@ class AppTransferMixin(SQLBase):
                 self._upsert_entry(tx, app, label, entry.key, entry.content, entry.description, now)
         for key in dump.keys or ():
             self._load_key(tx, app, key)
+        if dump.profile is not None:
+            self._load_app_profile(tx, app, dump.profile)
+
+    def _load_app_profile(self, tx: Tx, app: str, profile: StoredProfile) -> None:
+        held = tx.one(_SQL_PROFILE, (app,))
+        if held is not None:
+            if _profile_of(held) == dataclasses.replace(profile, app=app):
+                return  # the same profile, already here
+            raise InvalidArgumentError(
+                f"app {app!r} already has another profile (version {held[2]}); "
+                "replace=True (threadline import --replace) overwrites it"
+            )
+        values = (app, _document_text(profile.document), profile.version,
+                  datetime_to_us(profile.updated_at))  # fmt: skip
+        tx.send(_SQL_INSERT_PROFILE, values)
 
     def _load_key(self, tx: Tx, app: str, key: StoredKey) -> None:
         created = datetime_to_us(key.created_at)

@@ -537,7 +537,17 @@ def test_each_command_carries_the_declared_parameters(verb: Verb) -> None:
 
 
 # The commands that are no per-session verb's: the manager's own calls and the tool's own.
-COMMANDS_NOT_VERBS = {"sessions", "show", "export", "import", "fork", "delete", "serve", "demo"}
+COMMANDS_NOT_VERBS = {
+    "sessions",
+    "show",
+    "export",
+    "import",
+    "copy",
+    "fork",
+    "delete",
+    "serve",
+    "demo",
+}
 
 
 def test_every_command_is_a_verbs_or_declared() -> None:

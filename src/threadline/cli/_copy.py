@@ -84,7 +84,7 @@ def copy(
     if as_json:
         emit_json(vars(report))
     else:
-        console().print(_summary(report), markup=False)
+        console().print(_summary(report), markup=False, soft_wrap=True)
 
 
 def _apps(store: Store, chosen: list[str] | None, all_apps: bool) -> list[str]:

@@ -7,7 +7,7 @@ runs them on every record before the first write, so an import is refused whole.
 from __future__ import annotations
 
 from threadline._state import scope_of
-from threadline._validate import check_id, check_json
+from threadline._validate import check_id, check_json, check_text
 from threadline.errors import InvalidArgumentError
 from threadline.store._contract.values import AppDump, SessionDump
 from threadline.store._sql.rows import state_owner
@@ -106,6 +106,13 @@ def check_app_dump(dump: AppDump) -> None:
             check_json(f"{what}[{key!r}]", value)
     for user_id in (*dump.user_blocks, *dump.user_state):
         check_id("user id", user_id)
+    scoped_blocks = [("blocks", dump.blocks)] + [
+        (f"user_blocks[{user_id!r}]", blocks) for user_id, blocks in dump.user_blocks.items()
+    ]
+    for what, blocks in scoped_blocks:
+        for label, content in blocks.items():
+            check_id(f"{what} label", label)
+            check_text(f"{what}[{label!r}]", content)
     for label, entries in dump.entries.items():
         check_id("entry label", label)
         keys = [check_id(f"entries[{label!r}] key", entry.key) for entry in entries]

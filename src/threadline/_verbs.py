@@ -84,7 +84,8 @@ class Route:
 
 @dataclass(frozen=True)
 class Command:
-    """The ``threadline`` command carrying a verb: ``name`` and, for each carried verb
+    """The ``threadline`` command carrying a verb: ``name`` (``"state set"``: a subcommand
+    of a group) and, for each carried verb
     parameter, its option (``--leaf``) or positional argument (``MESSAGE_ID``, as in the
     usage line); ``session`` names how the session is chosen (``SESSION_ID``, or ``--session``
     for a command that reads the whole app without it); ``--app/--user/--db`` are every
@@ -302,6 +303,7 @@ VERBS: tuple[Verb, ...] = (
         client=True,
         remote=True,
         http=Route("PATCH", f"{_S}/state", _p(delta="body")),
+        cli=Command("state set", _p(delta="KEY=VALUE")),
     ),
     Verb(
         "state",
@@ -310,6 +312,7 @@ VERBS: tuple[Verb, ...] = (
         client=True,
         remote=True,
         http=Route("GET", f"{_S}/state"),
+        cli=Command("state show"),
     ),
     Verb("state_view"),
 )

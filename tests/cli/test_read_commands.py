@@ -36,8 +36,8 @@ def test_sessions_pages_with_a_cursor(run: Run, demo_db: str) -> None:
 
 
 def test_sessions_of_another_app_names_the_apps_that_exist(run: Run, demo_db: str) -> None:
-    # The demo writes to app "demo": without --app this used to print nothing and exit 0.
-    result = run("sessions", demo_db)
+    # The demo writes to app "demo": asking for another app names the ones that exist.
+    result = run("sessions", demo_db, "--app", "default")
     assert result.code == 1 and result.out == ""
     assert result.err.strip() == (
         "threadline: app 'default' has no sessions; apps in this store: demo (4 sessions); "

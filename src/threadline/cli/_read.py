@@ -25,6 +25,7 @@ from threadline.cli._common import (
     emit_json,
     info_json,
     open_store,
+    pick_app,
     positionals,
     require_app,
     require_session,
@@ -54,7 +55,7 @@ FullOption = Annotated[
 def sessions(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: UserOption = None,
     limit: Annotated[int, typer.Option(min=1, help="Sessions per page.")] = 20,
     cursor: Annotated[
@@ -65,6 +66,7 @@ def sessions(
     """List the sessions of an app, newest first."""
     url, _ = positionals(ctx.args, [], db)
     with open_store(url) as store:
+        app = pick_app(store, app)
         require_app(store, app)
         page = store.list_sessions(app, user_id=user, limit=limit, cursor=cursor)
     if as_json:
@@ -98,7 +100,7 @@ def sessions(
 def show(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: UserOption = None,
     width: WidthOption = None,
     full: FullOption = False,
@@ -109,6 +111,7 @@ def show(
     messages are shortened to 3 lines with a note saying how much is left (--full: all)."""
     url, (session_id,) = positionals(ctx.args, ["SESSION_ID"], db)
     with open_store(url) as store:
+        app = pick_app(store, app)
         info = require_session(store, app, session_id, user)
         dump = store.dump_session(app, session_id)
     if dump is None:  # deleted between the two reads
@@ -163,7 +166,7 @@ def _print_lines(out: Any, lines: Any, batch: int = 500) -> None:
 def history(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: UserOption = None,
     leaf: Annotated[
         str | None, typer.Option(show_default=False, help="End at this message, not the head.")
@@ -176,6 +179,7 @@ def history(
     (or --leaf), with summary overlays in place of what they cover (--raw: without)."""
     url, (session_id,) = positionals(ctx.args, ["SESSION_ID"], db)
     with open_store(url) as store:
+        app = pick_app(store, app)
         require_session(store, app, session_id, user)
         if raw:
             messages = store.get_path(app, session_id, leaf)
@@ -194,7 +198,7 @@ def history(
 def search(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: UserOption = None,
     session: Annotated[
         str | None, typer.Option(show_default=False, help="Search only this session.")
@@ -207,6 +211,7 @@ def search(
     """Full-text search over an app's sessions. Best hits first; --session searches one."""
     url, (query,) = positionals(ctx.args, ["QUERY"], db)
     with open_store(url) as store:
+        app = pick_app(store, app)
         if session is not None:
             require_session(store, app, session, user)
         else:
@@ -234,7 +239,7 @@ def search(
 def export(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: UserOption = None,
     session: Annotated[
         list[str] | None,
@@ -254,6 +259,7 @@ def export(
     (format threadline.export/1, see docs/cli.md); threadline import reads it back."""
     url, _ = positionals(ctx.args, [], db)
     with open_store(url) as store:
+        app = pick_app(store, app)
         if session:
             for session_id in session:
                 require_session(store, app, session_id, user)

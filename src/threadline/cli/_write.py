@@ -18,6 +18,7 @@ from threadline.cli._common import (
     emit_json,
     info_json,
     open_store,
+    pick_app,
     positionals,
     removed_on_failure,
     require_session,
@@ -71,7 +72,7 @@ def import_(
 def fork(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: UserOption = None,
     name: Annotated[
         str | None, typer.Option(show_default=False, help="The new session's name.")
@@ -82,6 +83,7 @@ def fork(
     MESSAGE_ID, with summaries applied."""
     url, (session_id, message_id) = positionals(ctx.args, ["SESSION_ID", "MESSAGE_ID"], db)
     with open_store(url, write=True) as store:
+        app = pick_app(store, app)
         require_session(store, app, session_id, user)
         _require_message(store, app, session_id, message_id)
         child = SessionManager(store, app_name=app).fork(session_id, message_id, name, user_id=user)
@@ -102,13 +104,14 @@ def _require_message(store: Any, app: str, session_id: str, message_id: str) -> 
 def checkout(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: UserOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Move a session's head to a message. Any message: the next append continues there."""
     url, (session_id, message_id) = positionals(ctx.args, ["SESSION_ID", "MESSAGE_ID"], db)
     with open_store(url, write=True) as store:
+        app = pick_app(store, app)
         require_session(store, app, session_id, user)
         _require_message(store, app, session_id, message_id)
         Session(store, session_id=session_id, app_name=app).checkout(message_id)
@@ -125,13 +128,14 @@ def checkout(
 def delete(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: UserOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Delete a session and everything of it. Messages, overlays, blocks, prompt, state."""
     url, (session_id,) = positionals(ctx.args, ["SESSION_ID"], db)
     with open_store(url, write=True) as store:
+        app = pick_app(store, app)
         info = require_session(store, app, session_id, user)
         SessionManager(store, app_name=app).delete(session_id, user_id=user)
     if as_json:
@@ -145,7 +149,7 @@ def delete(
 def compact(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: UserOption = None,
     keep_tokens: Annotated[
         int, typer.Option(min=0, help="Tokens of recent history to keep verbatim.")
@@ -157,6 +161,7 @@ def compact(
     nothing is deleted: the originals stay in the tree."""
     url, (session_id,) = positionals(ctx.args, ["SESSION_ID"], db)
     with open_store(url, write=True) as store:
+        app = pick_app(store, app)
         require_session(store, app, session_id, user)
         fn = create_compact_function(
             extractive(), protect_head=keep_first, tail_token_budget=keep_tokens

@@ -1,0 +1,106 @@
+"""``threadline state`` and ``threadline blocks`` on SQLite files and PostgreSQL, checked
+through the library."""
+
+from __future__ import annotations
+
+import pytest
+
+import threadline
+from threadline.cli._common import CliError
+from threadline.cli._state import parse_assignments
+from threadline.messages import user
+
+from .conftest import Run
+
+APP = "travel"
+
+
+def _fill_state(url: str) -> None:
+    with threadline.connect(url) as store:
+        store.create_session(APP, "trip", user_id="ana")
+        store.append_messages(APP, "trip", [user("hi", id="u1")])
+        store.update_state(
+            APP, "trip", "ana", {"step": 2, "user:home": "Porto", "app:season": "spring"}
+        )
+        store.create_session(APP, "anon")
+
+
+def test_state_shows_every_scope(run: Run, file_store_url: str) -> None:
+    _fill_state(file_store_url)
+    shown = run("state", file_store_url, "trip", "--app", APP, "--json")
+    assert shown.code == 0, shown.err
+    assert shown.json() == {
+        "app": APP,
+        "session_id": "trip",
+        "user_id": "ana",
+        "state": {"app:season": "spring", "step": 2, "user:home": "Porto"},
+        "scopes": {
+            "session": {"step": 2},
+            "user": {"user:home": "Porto"},
+            "app": {"app:season": "spring"},
+        },
+    }
+    # `state show` is the same command; the text names each key's scope.
+    text = run("state", "show", file_store_url, "trip", "--app", APP)
+    assert text.code == 0, text.err
+    rows = [line.split() for line in text.out.splitlines()[3:]]
+    assert rows == [
+        ["session", "│", "step", "│", "2"],
+        ["user", "│", "user:home", "│", '"Porto"'],
+        ["app", "│", "app:season", "│", '"spring"'],
+    ]
+
+
+def test_state_set_writes_json_values_by_scope_and_deletes(run: Run, file_store_url: str) -> None:
+    _fill_state(file_store_url)
+    done = run(
+        "state", "set", file_store_url, "trip", "step=3", "user:lang=pt", 'app:tags=["a"]',
+        "note=", "budget={\"eur\": 900}", "--delete", "user:home", "--app", APP, "--json",
+    )  # fmt: skip
+    assert done.code == 0, done.err
+    expected = {
+        "step": 3, "note": "", "budget": {"eur": 900}, "user:lang": "pt",
+        "app:season": "spring", "app:tags": ["a"],
+    }  # fmt: skip
+    assert done.json()["state"] == expected
+    with threadline.connect(file_store_url) as store:
+        assert store.get_state(APP, "trip", "ana") == expected
+        assert store.get_state(APP, "anon", None) == {"app:season": "spring", "app:tags": ["a"]}
+    removed = run("state", "set", file_store_url, "trip", "step=null", "--app", APP, "--json")
+    assert "step" not in removed.json()["state"]
+
+
+def test_state_set_refuses_what_cannot_be_stored(run: Run, file_store_url: str) -> None:
+    _fill_state(file_store_url)
+    cases = {
+        ("trip", "temp:x=1"): "threadline: 'temp:x': temp: keys live in one process and are "
+        "never stored\n",
+        ("trip", "oops"): "threadline: expected KEY=VALUE, got 'oops'\n",
+        ("trip",): "threadline: nothing to set: give KEY=VALUE or --delete KEY\n",
+    }
+    for args, err in cases.items():
+        result = run("state", "set", file_store_url, *args, "--app", APP)
+        assert (result.code, result.err) == (1, err)
+    # A user: key on a session without an owner: the library's typed error, one line.
+    anon = run("state", "set", file_store_url, "anon", "user:x=1", "--app", APP)
+    assert anon.code == 1 and anon.err.startswith("threadline: ") and anon.err.count("\n") == 1
+    with threadline.connect(file_store_url) as store:
+        assert store.get_state(APP, "trip", "ana")["step"] == 2
+
+
+def test_state_of_another_users_session_is_not_found(run: Run, file_store_url: str) -> None:
+    _fill_state(file_store_url)
+    for words in (["show", "trip"], ["set", "trip", "step=9"]):
+        result = run("state", words[0], file_store_url, *words[1:], "--app", APP, "--user", "ben")
+        assert result.code == 1 and "not found for user 'ben'" in result.err
+    with threadline.connect(file_store_url) as store:
+        assert store.get_state(APP, "trip", "ana")["step"] == 2
+
+
+def test_parse_assignments() -> None:
+    assert parse_assignments(["n=1.5", "ok=true", "s=\"quoted\"", "nan=NaN", "a=b=c"]) == {
+        "n": 1.5, "ok": True, "s": "quoted", "nan": "NaN", "a": "b=c",
+    }  # fmt: skip
+    for bad in (["=1"], ["novalue"]):
+        with pytest.raises(CliError):
+            parse_assignments(bad)

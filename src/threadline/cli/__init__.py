@@ -25,10 +25,11 @@ import threadline
 from threadline.cli._admin import forget_user, purge, rename, rewind
 from threadline.cli._common import CliError, register
 from threadline.cli._demo import demo
+from threadline.cli._import import import_
 from threadline.cli._read import export, history, search, sessions, show
 from threadline.cli._service import create_key, keys, list_keys, revoke_key, serve
 from threadline.cli._state import set_state, show_state, state
-from threadline.cli._write import checkout, compact, delete, fork, import_
+from threadline.cli._write import checkout, compact, delete, fork
 
 __all__ = ["app", "main"]
 

@@ -1,9 +1,7 @@
-"""Commands that change a store: import, fork, checkout, delete, compact."""
+"""Commands that change a store: fork, checkout, delete, compact (import: _import)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -20,53 +18,14 @@ from threadline.cli._common import (
     open_store,
     pick_app,
     positionals,
-    removed_on_failure,
     require_session,
 )
 from threadline.compaction import create_compact_function
-from threadline.export import import_sessions, load_jsonl
 from threadline.manager import SessionManager
 from threadline.session import Session
 from threadline.summarizers import extractive
 
-__all__ = ["checkout", "compact", "delete", "fork", "import_"]
-
-
-def import_(
-    ctx: typer.Context,
-    db: DbOption = None,
-    app: Annotated[
-        str | None,
-        typer.Option(
-            "--app",
-            envvar="THREADLINE_APP",
-            show_default=False,
-            help="Import into this app (default: each record's own app).",
-        ),
-    ] = None,
-    user: UserOption = None,
-    replace: Annotated[
-        bool, typer.Option(help="Replace sessions that already exist (default: refuse).")
-    ] = False,
-    as_json: JsonOption = False,
-) -> None:
-    """Import sessions from a JSON Lines export. FILE is the export (- for standard
-    input). Every record is checked first; a session that already exists stops the import
-    unless --replace. Each session is written in one transaction."""
-    url, (source,) = positionals(ctx.args, ["FILE"], db)
-    if source == "-":
-        records = list(load_jsonl(sys.stdin))
-    else:
-        with Path(source).open(encoding="utf-8") as fp:
-            records = list(load_jsonl(fp))
-    if user is not None:
-        records = [r for r in records if (r.get("session") or {}).get("user_id") == user]
-    with removed_on_failure(url), open_store(url, write=True, create=True) as store:
-        ids = import_sessions(store, records, replace=replace, app=app)
-    if as_json:
-        emit_json({"imported": ids})
-    else:
-        console().print(f"Imported {len(ids)} session(s): {', '.join(ids)}", markup=False)
+__all__ = ["checkout", "compact", "delete", "fork"]
 
 
 def fork(

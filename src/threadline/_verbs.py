@@ -266,13 +266,19 @@ VERBS: tuple[Verb, ...] = (
         remote=True,
         http=Route("GET", f"{_S}/blocks/{{label}}", _p(label="path:label")),
     ),
-    Verb("get_context_blocks", remote=True, http=Route("GET", f"{_S}/blocks")),
+    Verb(
+        "get_context_blocks",
+        remote=True,
+        http=Route("GET", f"{_S}/blocks"),
+        cli=Command("blocks show"),
+    ),
     Verb(
         "replace_context_block",
         remote=True,
         http=Route(
             "PUT", f"{_S}/blocks/{{label}}", _p(label="path:label", content="field:content")
         ),
+        cli=Command("blocks replace", _p(label="LABEL", content="TEXT")),
     ),
     Verb(
         "append_context_block",
@@ -280,6 +286,7 @@ VERBS: tuple[Verb, ...] = (
         http=Route(
             "POST", f"{_S}/blocks/{{label}}", _p(label="path:label", content="field:content")
         ),
+        cli=Command("blocks append", _p(label="LABEL", content="TEXT")),
     ),
     Verb("add_context"),
     Verb("remove_context"),

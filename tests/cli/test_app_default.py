@@ -23,21 +23,27 @@ def _two_apps(path: Path) -> str:
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("command", "rest"),
     [
-        ["sessions"],
-        ["show", "trip"],
-        ["history", "trip"],
-        ["search", "walk"],
-        ["export"],
-        ["state", "trip"],
+        (["sessions"], []),
+        (["show"], ["trip"]),
+        (["history"], ["trip"]),
+        (["search"], ["walk"]),
+        (["export"], []),
+        (["state"], ["trip"]),
+        (["blocks"], ["trip"]),
+        (["profile", "show"], []),
     ],
 )
-def test_the_only_app_is_used_without_app(run: Run, demo_db: str, args: list[str]) -> None:
-    result = run(args[0], demo_db, *args[1:], "--json")
+def test_the_only_app_is_used_without_app(
+    run: Run, demo_db: str, command: list[str], rest: list[str]
+) -> None:
+    result = run(*command, demo_db, *rest, "--json")
     assert result.code == 0, result.err
-    if args[0] == "export":
+    if command == ["export"]:
         assert {json.loads(line)["app"] for line in result.out.splitlines()} == {"demo"}
+    elif command == ["profile", "show"]:
+        assert result.json()["version"] == 1  # the demo's profile, not app default's (none)
     else:
         assert "demo" in result.out
 

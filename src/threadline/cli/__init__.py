@@ -23,6 +23,7 @@ import typer.main
 
 import threadline
 from threadline.cli._admin import forget_user, purge, rename, rewind
+from threadline.cli._blocks import append_block, blocks, replace_block, show_blocks
 from threadline.cli._common import CliError, register
 from threadline.cli._demo import demo
 from threadline.cli._import import import_
@@ -69,6 +70,15 @@ app.add_typer(keys, name="keys", rich_help_panel="Service")
 register(profile, "show", show_profile, "[DB]")
 register(profile, "set", set_profile, "[DB] FILE")
 app.add_typer(profile, name="profile", rich_help_panel="Service")
+register(blocks, "show", show_blocks, "[DB] SESSION_ID")
+register(blocks, "replace", replace_block, "[DB] SESSION_ID LABEL TEXT")
+register(blocks, "append", append_block, "[DB] SESSION_ID LABEL TEXT")
+app.add_typer(
+    blocks,
+    name="blocks",
+    rich_help_panel="Memory",
+    short_help="A session's memory blocks: show, replace, append.",
+)
 register(state, "show", show_state, "[DB] SESSION_ID")
 register(state, "set", set_state, "[DB] SESSION_ID KEY=VALUE [KEY=VALUE]...")
 app.add_typer(

@@ -25,7 +25,8 @@ def _document_text(document: object) -> str:
             f"a profile document must be a JSON object, got {type(document).__name__}"
         )
     try:
-        return json.dumps(dict(document), sort_keys=True, ensure_ascii=False, allow_nan=False)
+        # ASCII (the default): a lone surrogate in a text cannot reach the database.
+        return json.dumps(dict(document), sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"a profile document must be JSON: {exc}") from None
 

@@ -113,3 +113,28 @@ def test_piped_output_is_never_paged(run: Run, tmp_path: Path) -> None:
     for extra in ((), ("--no-pager",)):
         result = run("show", url, "long", *extra)  # captured: not a terminal
         assert result.code == 0 and result.out.count("\n") > 300
+
+
+def test_show_marks_superseded_overlays(run: Run, file_store_url: str) -> None:
+    with threadline.connect(file_store_url) as store:
+        store.append_messages(APP, "s", [user(f"message {i}", id=f"m{i}") for i in range(10)])
+        store.append_messages(APP, "s", [user("a branch", id="b")], "m5")
+        store.set_head(APP, "s", "m9")
+        first = store.add_compaction(APP, "s", "First.", "m2", "m4")  # read on branch b
+        second = store.add_compaction(APP, "s", "Second.", "m2", "m7")  # replaced by third
+        third = store.add_compaction(APP, "s", "Third.", "m2", "m8")
+    result = run("show", file_store_url, "s", "--width", "200")
+    assert result.code == 0, result.err
+    status = {
+        summary: re.search(r"\((.*?)\)  " + summary, result.out, re.M)
+        for summary in ("First.", "Second.", "Third.")
+    }
+    assert {k: m.group(1) if m else None for k, m in status.items()} == {
+        "First.": "not applied to the head's history",
+        "Second.": "superseded: a newer summary is read instead",
+        "Third.": "applied to the head's history",
+    }
+    data = run("show", file_store_url, "s", "--json").json()
+    assert {c["id"]: c["superseded"] for c in data["compactions"]} == {
+        first.id: False, second.id: True, third.id: False,
+    }  # fmt: skip

@@ -36,6 +36,7 @@ from threadline.cli._files import is_stdout, write_output
 from threadline.cli._pager import NoPagerOption, print_paged
 from threadline.cli._render import body, clip
 from threadline.cli._show import draw_history, draw_tail, draw_tree, head_path, tail_overlays
+from threadline.compaction import superseded
 from threadline.export import dump_jsonl, export_sessions, isoformat_utc
 from threadline.messages import decode_message
 from threadline.session import Session
@@ -139,6 +140,8 @@ def show(
         raise CliError(f"session {session_id!r} not found in app {app!r}")
     if as_json:
         path = set(head_path(dump))
+        parents = {node.message["id"]: node.parent_id for node in dump.messages}
+        gone = superseded(dump.compactions, parents, dump.head_id)
         emit_json(
             {
                 "session": info_json(dump.info),
@@ -153,7 +156,9 @@ def show(
                     }
                     for node in dump.messages
                 ],
-                "compactions": [_compaction_json(c) for c in dump.compactions],
+                "compactions": [
+                    _compaction_json(c) | {"superseded": c.id in gone} for c in dump.compactions
+                ],
             }
         )
         return

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from threadline.cli._render import body, clip, prefixed
 from threadline.cli._tree import covered_ids, layout
+from threadline.compaction import superseded
 from threadline.compaction.overlays import overlays_cross_start, visible_overlays
 from threadline.messages import (
     TOOL_NAME_WINDOW,
@@ -41,19 +42,20 @@ def head_path(dump: SessionDump) -> list[str]:
 
 
 class _Overlays:
-    """Which overlay starts at which message, which messages each one covers, and which
-    overlays the head's history applies ("active")."""
+    """Which overlay starts at which message, which messages each one covers, which
+    overlays the head's history applies ("active") and which no read shows any more
+    ("superseded", :func:`threadline.compaction.superseded`)."""
 
     def __init__(self, dump: SessionDump, path: Sequence[str]) -> None:
         parent_of = {node.message["id"]: node.parent_id for node in dump.messages}
         by_id = {node.message["id"]: node.message for node in dump.messages}
         spans = visible_overlays([by_id[i] for i in path], dump.compactions)
         self.active = {span.compaction.id for span in spans}
+        self.superseded = superseded(dump.compactions, parent_of, dump.head_id)
         self.starting: dict[str, list[Compaction]] = {}
         self.covered: dict[str, int] = {}
         self.status: dict[str, str] = {}
         self.summarised: set[str] = set()
-        on_path = set(path)
         for compaction in dump.compactions:
             ids = covered_ids(
                 compaction.from_message_id, compaction.to_message_id, parent_of, len(parent_of)
@@ -63,10 +65,10 @@ class _Overlays:
             if compaction.id in self.active:
                 self.summarised.update(ids)
                 self.status[compaction.id] = "applied to the head's history"
-            elif ids and on_path.issuperset(ids):
-                self.status[compaction.id] = "not applied: a newer summary covers it"
+            elif compaction.id in self.superseded:
+                self.status[compaction.id] = "superseded: a newer summary is read instead"
             else:
-                self.status[compaction.id] = "not on the head's path"
+                self.status[compaction.id] = "not applied to the head's history"
 
 
 def _prefixes(row_level: int, opens: bool, cap: int) -> tuple[Text, Text, int]:
@@ -207,7 +209,7 @@ def tail_overlays(
         status = (
             "applied to the head's history"
             if compaction.id in active
-            else "not applied: a newer summary covers it"
+            else "not applied: a newer summary covers it on this path"
         )
         if start < first_shown:
             status += "; it starts before the messages shown"

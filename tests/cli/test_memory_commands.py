@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -204,3 +205,27 @@ def test_blocks_without_a_profile(run: Run, file_store_url: str) -> None:
     assert refused.code == 1 and "has no profile" in refused.err
     with threadline.connect(file_store_url) as store:
         assert store.get_block(APP, "session", "trip", "notes") == "Stored by some code."
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["blocks", "trip"],
+        ["blocks", "replace", "trip", "memory", "x"],
+        ["state", "trip"],
+        ["state", "set", "trip", "k=1"],
+        ["rename", "trip", "x"],
+        ["rewind", "trip", "u1"],
+        ["purge", "--older-than", "1d", "--yes"],
+        ["forget-user", "ana", "--yes"],
+    ],
+)
+def test_a_missing_store_is_not_created(run: Run, tmp_path: Path, args: list[str]) -> None:
+    missing = tmp_path / "nope.db"
+    words = 2 if args[0] in ("blocks", "state") and args[1] in ("replace", "set") else 1
+    result = run(*args[:words], str(missing), *args[words:])
+    assert result.code == 1
+    assert result.err == (
+        f"threadline: no store at '{missing}': {missing} does not exist (nothing was created)\n"
+    )
+    assert list(tmp_path.iterdir()) == []

@@ -3,7 +3,10 @@ PostgreSQL, checked through the library afterwards."""
 
 from __future__ import annotations
 
+import io
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -115,3 +118,28 @@ def test_the_durations_and_dates_of_purge() -> None:
             parse_older_than(bad)
     with pytest.raises(CliError):
         parse_before("yesterday")
+
+
+class _Terminal(io.StringIO):
+    """Standard input as a terminal that types ``answer``."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("answer", "deleted"), [("n\n", False), ("y\n", True), ("\n", False)])
+def test_on_a_terminal_they_ask_first(
+    run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str, deleted: bool
+) -> None:
+    url = str(tmp_path / "t.db")
+    _fill(url)
+    monkeypatch.setattr(sys, "stdin", _Terminal(answer))
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    result = run("forget-user", url, "ana")
+    assert "Delete everything of user 'ana' in app 'travel': 2 session(s), 5 messages" in result.out
+    if deleted:
+        assert result.code == 0, result.err
+    else:
+        assert (result.code, result.err) == (1, "threadline: nothing was deleted (not confirmed)\n")
+    with threadline.connect(url) as store:
+        assert (store.get_session(APP, "trip") is None) == deleted

@@ -163,7 +163,9 @@ def _checked(records: list[dict[str, Any]], steps: _Steps) -> Iterator[dict[str,
     for record in records:
         yield record
         advance(1)
-    steps.start(f"writing {len(records)} record(s) in one transaction", None)
+    sessions = sum(1 for record in records if record.get("type") != "app")
+    also = " and the app record(s)" if sessions < len(records) else ""
+    steps.start(f"writing {sessions} session(s){also} in one transaction", None)
 
 
 def progress_wanted() -> bool:
@@ -224,7 +226,7 @@ def import_(
         )
     else:
         text = counts.describe(apps, user)
-        if report.apps:
+        if report.entries or report.keys or report.profiles:
             text += (
                 f"; app record(s) of {', '.join(map(repr, report.apps))}: {report.entries} "
                 f"keyed entr{'y' if report.entries == 1 else 'ies'}, {report.keys} API "

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import threadline
+import threadline.cli._copy as copying
 from threadline.errors import InvalidArgumentError, StoreError
 from threadline.export import (
     FORMAT,
@@ -171,6 +172,21 @@ def test_the_app_is_chosen_or_the_command_says_which_exist(run: Run, tmp_path: P
     assert both.code == 1 and "exclude each other" in both.err
     only = run("copy", "--from", source, "--to", target, "--app", "docs", "--json")
     assert only.code == 0 and only.json()["apps"] == ["docs"]
+
+
+def test_a_progress_bar_on_a_terminal_only(
+    run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = str(tmp_path / "source.db")
+    with threadline.connect(source) as store:
+        fill(store)
+    quiet = run("copy", "--from", source, "--to", str(tmp_path / "quiet.db"), "--app", APP)
+    assert quiet.code == 0 and quiet.err == ""  # not a terminal: no bar
+    monkeypatch.setattr(copying, "progress_wanted", lambda: True)
+    shown = run("copy", "--from", source, "--to", str(tmp_path / "shown.db"), "--app", APP)
+    assert shown.code == 0, shown.err
+    assert "copying app 'travel'" in shown.err and "3/3" in shown.err
+    assert shown.out.startswith("Copied 1 app(s) (travel): 3 sessions, 7 messages")
 
 
 def test_verification_names_the_first_difference(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from threadline.cli._common import (
 from threadline.export import CopyReport, copy_store
 from threadline.store.base import Store
 
-__all__ = ["copy"]
+__all__ = ["copy", "progress_wanted"]
 
 
 def copy(
@@ -105,18 +105,22 @@ def _listing(held: list[str]) -> str:
     return f"its apps: {', '.join(held)}" if held else "the source store is empty"
 
 
+def progress_wanted() -> bool:
+    """The bar is drawn for a person: when standard error (where it goes) is a terminal."""
+    return sys.stderr.isatty()
+
+
 @contextmanager
 def _progress(wanted: bool) -> Iterator[Callable[[str, int, int], None] | None]:
     """A progress bar on standard error when it is a terminal (else no callback)."""
-    if not (wanted and sys.stderr.isatty()):
+    if not (wanted and progress_wanted()):
         yield None
         return
     bar = Progress(
         TextColumn("copying {task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        console=Console(stderr=True),
-        transient=True,
+        console=Console(file=sys.stderr, force_terminal=True),
     )
     task = bar.add_task("sessions", total=None)
 

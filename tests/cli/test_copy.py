@@ -170,6 +170,8 @@ def test_the_app_is_chosen_or_the_command_says_which_exist(run: Run, tmp_path: P
     assert unknown.code == 1 and "holds nothing for app 'nope'" in unknown.err
     both = run("copy", "--from", source, "--to", target, "--app", APP, "--all-apps")
     assert both.code == 1 and "exclude each other" in both.err
+    itself = run("copy", "--from", source, "--to", source, "--replace")
+    assert itself.code == 1 and "the same store" in itself.err
     only = run("copy", "--from", source, "--to", target, "--app", "docs", "--json")
     assert only.code == 0 and only.json()["apps"] == ["docs"]
 

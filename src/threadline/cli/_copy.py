@@ -73,6 +73,8 @@ def copy(
         raise CliError(f"copy takes no arguments besides its options, got {ctx.args[0]!r}")
     if app and all_apps:
         raise CliError("--app and --all-apps exclude each other")
+    if source == target:
+        raise CliError("--from and --to name the same store")
     with open_store(source) as origin:
         apps = _apps(origin, app, all_apps)
         with (

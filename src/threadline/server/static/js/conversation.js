@@ -38,7 +38,7 @@ function onHeadPath(tree, id) {
   return tree.headPathSet ? tree.headPathSet.has(id) : (tree.headPathSet = new Set(tree.headPath)).has(id);
 }
 
-function renderMessage(tree, item, view) {
+export function renderMessage(tree, item, view) {
   const message = item.node.message || {};
   const id = item.id;
   const role = typeof message.role === "string" ? message.role : "message";
@@ -53,7 +53,9 @@ function renderMessage(tree, item, view) {
   ];
   if (isHead) headerBits.push(h("span", { class: "pill head-pill", title: "The session's head: new messages go after it" }, icon("head"), "HEAD"));
   const actions = h("span", { class: "actions" });
-  if (isLeaf && !isHead) {
+  if (view.actions) {
+    for (const action of view.actions(id, { isLeaf, isHead })) actions.appendChild(action);
+  } else if (isLeaf && !isHead) {
     actions.appendChild(h("button", {
       type: "button", class: "checkout", "data-leaf": id,
       title: "Move the head here: this branch becomes the live conversation",
@@ -115,7 +117,7 @@ function firstMessage(line) {
   return item.kind === "summary" ? item.items[0] : item;
 }
 
-function renderSummary(tree, item, view, line) {
+export function renderSummary(tree, item, view, line) {
   const overlay = item.overlay;
   const open = view.expandedSummaries.has(overlay.id);
   const count = item.items.length;
@@ -148,9 +150,11 @@ function renderSummary(tree, item, view, line) {
       branchCount ? h("span", { class: "pill wait" }, `${branchCount} branch${branchCount === 1 ? "" : "es"} inside`) : null,
       h("span", { class: "mono dim msg-id", title: `${OVERLAY_PREFIX}${overlay.id}` }, `${OVERLAY_PREFIX}${overlay.id}`.slice(0, 22))),
     h("div", { class: "card-body" }, renderParts({ parts: [{ type: "text", text: overlay.summary }] })),
+    overlay.superseded ? h("p", { class: "superseded-note" }, h("span", { class: "pill superseded-pill" }, "superseded"),
+      " a newer summary covers this range") : null,
     h("footer", { class: "card-foot" }, toggle));
   const li = h("li", {
-    class: `node summary${inPath ? " on-path" : ""}${open ? " open" : ""}`, role: "treeitem",
+    class: `node summary${inPath ? " on-path" : ""}${open ? " open" : ""}${overlay.superseded ? " superseded" : ""}`, role: "treeitem",
     "data-overlay": overlay.id, id: `summary-${overlay.id}`,
   }, h("span", { class: "dot", "aria-hidden": "true" }), card, originals);
   return li;

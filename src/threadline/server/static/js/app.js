@@ -256,6 +256,7 @@ function tabs(current) {
 
 function renderSession() {
   const current = state.current;
+  if (!current || !current.info || !(current.tree || current.paged)) return; // not loaded yet
   const { info, tree, paged } = current;
   const main = $("#main");
   main.classList.toggle("paged-main", Boolean(paged));

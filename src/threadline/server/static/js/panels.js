@@ -149,7 +149,7 @@ function renderCompactions(ctx, overlays) {
   h("button", { type: "button", class: "hit", onclick: () => ctx.jumpToSummary(overlay.id) },
     h("span", { class: "hit-meta dim" }, `${formatTime(overlay.createdAt)} · ${overlay.from} → ${overlay.to}`,
       overlay.superseded ? h("span", { class: "pill superseded-pill", title: "A newer summary covers this range" }, "superseded") : null),
-    h("span", { class: "hit-text" }, renderMarkdown(overlay.summary.length > 400 ? `${overlay.summary.slice(0, 399)}…` : overlay.summary, "text md compact")))))));
+    h("span", { class: "hit-text" }, renderMarkdown(overlay.summary.length > 400 ? `${overlay.summary.slice(0, 399)}…` : overlay.summary, "text md compact"))))));
 }
 
 function renderInfo(ctx) {

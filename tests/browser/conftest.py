@@ -110,6 +110,7 @@ class Server:
     ids: dict[str, Any]
     process: subprocess.Popen[bytes]
     log: Path
+    db: str = ""  # the store's URL (to make other keys)
 
     def call(self, method: str, path: str, body: Any = None, key: str | None = None) -> Any:
         """``method /v1/path`` with the key; the decoded JSON body (None for 204)."""
@@ -178,7 +179,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             if "address already in use" not in log.read_text().lower() or _attempt == 2:
                 raise
     try:
-        yield Server(base, key, ids, process, log)
+        yield Server(base, key, ids, process, log, url)
     finally:
         process.terminate()
         try:

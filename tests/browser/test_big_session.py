@@ -40,7 +40,10 @@ def big(server: Server) -> str:
         ]
         server.call("POST", f"sessions/{SID}/messages", {"messages": batch})
     for fork, name in (("m10", "early"), ("m2590", "late")):
-        branch = [text(f"{name}-1", f"{name} branch", "assistant"), text(f"{name}-2", "more", "user")]
+        branch = [
+            text(f"{name}-1", f"{name} branch", "assistant"),
+            text(f"{name}-2", "more", "user"),
+        ]
         server.call("POST", f"sessions/{SID}/messages", {"messages": branch, "parent_id": fork})
     server.call("PUT", f"sessions/{SID}/head", {"leaf_id": f"m{COUNT}"})
     return SID

@@ -354,3 +354,31 @@ def test_studio_in_dark_mode(browser: Any, server: Server, artifacts: Path) -> N
         tab.keyboard.press("Escape")
     finally:
         context.close()
+
+
+def test_a_key_bound_to_a_user_gets_no_app_wide_controls(page: Any, server: Server) -> None:
+    from threadline.server import create_key
+
+    server.call("PATCH", "sessions/lisbon/state", {"app:currency": "EUR"})
+    app_key = server.key
+    ana = create_key(server.db, "travel", "ana")
+    server.key = ana  # this test's tab uses ana's key
+    try:
+        open_viewer(page, server, "#/s/lisbon")
+        state = page.locator("#state-panel")
+        expect(state).to_contain_text("app:currency")
+        expect(page.locator('button[data-state-edit="budget_eur"]')).to_be_visible()
+        expect(page.locator('button[data-state-edit="app:currency"]')).to_have_count(0)
+        page.locator("#state-add").click()
+        box = dialog(page)
+        box.locator("#field-key").fill("app:currency")
+        box.locator("#field-value").fill('"USD"')
+        box.locator("#action-confirm").click()
+        expect(box.locator("#action-error")).to_contain_text("bound to a user")
+        page.keyboard.press("Escape")
+    finally:
+        server.key = app_key
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        server.call("PATCH", "sessions/lisbon/state", {"app:currency": "USD"}, key=ana)
+    assert refused.value.code == 403
+    assert server.call("GET", "sessions/lisbon/state")["state"]["app:currency"] == "EUR"

@@ -54,3 +54,13 @@ def test_pages_back_from_the_head_with_children_and_branch_leaves(server: Server
         assert missing.status_code == 404
         assert http.get(f"{base}/path", params={"descend": "nope"}).status_code == 404
         assert http.get(f"{base}/path", params={"limit": 0}).status_code in (400, 422)
+
+
+def test_the_key_says_what_it_reaches(server: Server) -> None:
+    app = f"app-{uuid.uuid4().hex[:8]}"
+    with server.client(server.key(app)) as http:
+        assert http.get("/v1/key").json() == {"app": app, "user": None}
+    with server.client(server.key(app, "ana")) as http:
+        assert http.get("/v1/key").json() == {"app": app, "user": "ana"}
+    with server.client("tl_nothere_wrong") as http:
+        assert http.get("/v1/key").status_code == 401

@@ -295,6 +295,13 @@ class StateOut(BaseModel):
     state: dict[str, Any]
 
 
+class KeyOut(BaseModel):
+    """What the calling key reaches: its app, and its user when it is bound to one."""
+
+    app: str
+    user: str | None
+
+
 class HealthOut(BaseModel):
     """Liveness."""
 

@@ -151,4 +151,6 @@ export const api = {
   context: (id, query) => request("GET", `${sessionPath(id)}/context`, { query }),
   turn: (id, input) => request("POST", `${sessionPath(id)}/turns`, { body: { input } }),
   profile: () => request("GET", "profile"),
+  /** {app, user}: what this key reaches (user: the user it is bound to, or null). */
+  whoami: () => request("GET", "key"),
 };

@@ -157,6 +157,8 @@ function contextOf(current) {
   const ctx = {
     sessionId: current.id,
     get info() { return current.info; },
+    // A key bound to a user may not write app-wide blocks or app: state: no controls for them.
+    get keyUser() { return state.key ? state.key.user : null; },
     toast,
     fail: handleError,
     open: (sessionId) => { location.hash = sessionId ? sessionHash(sessionId) : "#/"; loadSessions(); },
@@ -188,6 +190,7 @@ async function refresh(current, { jump, list, panelsOnly }) {
   if (list) loadSessions();
   if (panelsOnly) {
     current.info = await api.getSession(current.id).catch(() => current.info);
+    await state.keyReady;
     loadPanels(current.ctx, current.overlays || [], () => state.current === current);
     return;
   }
@@ -226,6 +229,7 @@ async function reloadSession({ scrollToHead } = {}) {
     } else if (scrollToHead && current.tree.headId && !parseHash().messageId) {
       document.getElementById(`msg-${current.tree.headId}`)?.scrollIntoView({ block: "end" });
     } else $("#main").scrollTop = keep;
+    await state.keyReady; // the panels offer only the writes this key may make
     loadPanels(current.ctx, current.overlays, () => state.current === current);
   } catch (error) {
     if (state.current !== current) return;
@@ -504,6 +508,7 @@ function setLive(mode) {
 // ------------------------------------------------------------------------------ start
 
 function start() {
+  state.keyReady = api.whoami().then((key) => { state.key = key; }).catch(() => { state.key = null; });
   loadSessions();
   subscribeList();
   loadProfile().then(() => { if (state.current) renderSession(); });

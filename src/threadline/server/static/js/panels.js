@@ -41,7 +41,8 @@ function renderBlocks(ctx, result) {
     const usage = block.max_tokens ? Math.min(100, Math.round((100 * (block.tokens || 0)) / block.max_tokens)) : null;
     const label = String(block.label);
     // Only writable blocks get controls; the API refuses the others anyway.
-    const edit = block.writable && !block.is_skill && !block.is_searchable
+    const appWide = block.scope === "app" && ctx.keyUser;
+    const edit = block.writable && !block.is_skill && !block.is_searchable && !appWide
       ? h("div", { class: "block-actions" },
         h("button", { type: "button", class: "ghost small", "data-edit": label, onclick: () => editBlock(ctx, block, "replace") }, "Edit…"),
         h("button", { type: "button", class: "ghost small", "data-append": label, onclick: () => editBlock(ctx, block, "append") }, "Append…"))
@@ -89,11 +90,13 @@ function renderState(ctx, result) {
   const keys = Object.keys(values).sort();
   const add = h("button", { type: "button", class: "ghost small", id: "state-add", onclick: () => editState(ctx, "", undefined) }, "Add a key…");
   if (!keys.length) return [h("p", { class: "dim" }, "No state."), add];
+  // app: keys are the whole app's: a key bound to a user may not write them.
+  const locked = (key) => Boolean(ctx.keyUser) && key.startsWith("app:");
   return [h("dl", { class: "state" }, keys.map((key) => [
     h("dt", { class: "mono" }, key),
     h("dd", {},
       h("pre", { class: "code" }, prettyJson(values[key])),
-      h("span", { class: "state-actions" },
+      locked(key) ? null : h("span", { class: "state-actions" },
         h("button", { type: "button", class: "link", "data-state-edit": key, onclick: () => editState(ctx, key, values[key]) }, "edit"),
         h("button", { type: "button", class: "link danger-text", "data-state-delete": key, onclick: () => deleteState(ctx, key) }, "delete"))),
   ])), add];
@@ -111,6 +114,7 @@ function editState(ctx, key, value) {
     action: async ({ key: name, value: raw }) => {
       const target = name.trim();
       if (!target) throw new Error("The key is empty.");
+      if (ctx.keyUser && target.startsWith("app:")) throw new Error("This key is bound to a user: it may not write app: state.");
       let parsed;
       try {
         parsed = JSON.parse(raw);

@@ -13,6 +13,7 @@ repository root, gitignored); each test prints the path of what it saved.
 from __future__ import annotations
 
 import json
+import mimetypes
 import os
 import shutil
 import socket
@@ -30,6 +31,8 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+STATIC = ROOT / "src" / "threadline" / "server" / "static"
+ORIGIN = "http://viewer.test"  # where the model page serves the static files (never fetched)
 CHROMIUM_ARGS = [
     "--no-sandbox",  # needed as root; harmless otherwise
     "--headless",
@@ -212,3 +215,38 @@ def page(browser: Any, server: Server) -> Iterator[Any]:
     finally:
         context.close()
     assert not errors, f"errors in the page: {errors}"
+
+
+@pytest.fixture(scope="module")
+def model_page(browser: Any) -> Iterator[Any]:
+    """A page with the viewer's modules, served straight from the package (no server):
+    ``window.tree`` (tree.js), ``window.render`` (conversation.js), ``window.md``
+    (markdown.js)."""
+    context = browser.new_context()
+
+    def serve(route: Any) -> None:
+        relative = route.request.url.removeprefix(f"{ORIGIN}/")
+        target = (STATIC / relative).resolve()
+        if not target.is_relative_to(STATIC) or not target.is_file():
+            route.fulfill(status=404, body="not found")
+            return
+        kind = "text/javascript" if target.suffix == ".js" else mimetypes.guess_type(target.name)[0]
+        route.fulfill(status=200, body=target.read_bytes(), content_type=kind or "text/plain")
+
+    context.route(f"{ORIGIN}/**", serve)
+    page = context.new_page()
+    page.route(
+        f"{ORIGIN}/",
+        lambda route: route.fulfill(status=200, body="<!doctype html>", content_type="text/html"),
+    )
+    page.goto(f"{ORIGIN}/")
+    page.evaluate(
+        f"Promise.all([import('{ORIGIN}/js/tree.js'), import('{ORIGIN}/js/conversation.js'),"
+        f" import('{ORIGIN}/js/markdown.js')]).then(([tree, render, md]) => {{"
+        " window.tree = tree; window.render = render; window.md = md; })"
+    )
+    page.wait_for_function("window.tree && window.render && window.md")
+    try:
+        yield page
+    finally:
+        context.close()

@@ -42,6 +42,7 @@ from threadline.errors import (
     ThreadlineError,
 )
 from threadline.manager import SessionManager
+from threadline.profile import Profile
 from threadline.runner import Hooks, RunContext, Runner, TurnResult
 from threadline.session import Session
 from threadline.store import PostgresStore, SQLiteStore, Store, connect
@@ -83,6 +84,7 @@ __all__ = [
     "InvalidMessageError",
     "MessageNotFoundError",
     "PostgresStore",
+    "Profile",
     "ReadOnlyBlockError",
     "RecentHistory",
     "RunContext",

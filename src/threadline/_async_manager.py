@@ -16,6 +16,7 @@ from threadline._async_calls import off, owning, to_thread
 from threadline._async_session import AsyncSession, AsyncToolset
 from threadline._settings import Compactor, ErrorHandler, async_compactor
 from threadline.manager import SessionManager
+from threadline.profile import Profile
 from threadline.store.base import Store
 from threadline.types import AUTO, AutoType, Message, Scope
 
@@ -75,6 +76,57 @@ class AsyncSessionManager:
         'default'
         """
         return self._sync
+
+    @classmethod
+    def from_profile(
+        cls,
+        store: Store | str,
+        app_name: str = "default",
+        *,
+        max_messages: int | None = None,
+        max_cached_sessions: int = 1024,
+        size_policy: Literal["attach", "truncate", "error"] | None = None,
+        max_message_bytes: int | None = None,
+    ) -> AsyncSessionManager:
+        """As ``SessionManager.from_profile`` (the profile is read at the first use, in a
+        worker thread).
+
+        >>> import asyncio
+        >>> async def main():
+        ...     m = AsyncSessionManager(":memory:").with_context("notes")
+        ...     _ = await m.save_profile()
+        ...     follower = AsyncSessionManager.from_profile(m.sync.store)
+        ...     session = await follower.get_session("s1")
+        ...     return [block.label for block in await session.get_context_blocks()]
+        >>> asyncio.run(main())
+        ['notes']
+        """
+        manager = cls.__new__(cls)
+        manager._sync = owning(
+            lambda source: SessionManager.from_profile(
+                source,
+                app_name,
+                max_messages=max_messages,
+                max_cached_sessions=max_cached_sessions,
+                size_policy=size_policy,
+                max_message_bytes=max_message_bytes,
+            ),
+            store,
+        )
+        manager._async_compact = None
+        return manager
+
+    async def save_profile(
+        self, *, model: dict[str, Any] | None = None, runner: dict[str, Any] | None = None
+    ) -> Profile:
+        """As ``SessionManager.save_profile``.
+
+        >>> import asyncio
+        >>> asyncio.run(AsyncSessionManager(":memory:").save_profile()).version
+        1
+        """
+        save = self._sync.save_profile
+        return await to_thread(self._sync, save, model=model, runner=runner)
 
     def with_context(
         self,

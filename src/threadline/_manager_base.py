@@ -200,6 +200,11 @@ class ManagerBase:
             raise InvalidArgumentError(f'scope must be "user" or "app", got {scope!r}')
         return self.with_context(label, provider=_HistorySearch(self, scope))
 
+    def _current_settings(self) -> SessionSettings:
+        """The settings sessions built now get (a manager following a profile lays its
+        builder's calls over the stored profile's)."""
+        return self._settings
+
     def _changed(self: SessionManager) -> SessionManager:
         with self._lock:
             self._sessions.clear()  # sessions handed out later pick up the new settings
@@ -257,6 +262,7 @@ class ManagerBase:
         ``user_id``), or a new one bound to its generation."""
         key = (session_id, user_id)
         owner = info.user_id if info else user_id
+        self._current_settings()  # a new profile version drops the cached sessions first
         with self._lock:
             cached = self._sessions.get(key)
             if cached is not None and _current(cached, info, owner):
@@ -283,7 +289,7 @@ class ManagerBase:
             session_id=session_id,
             user_id=user_id,
             app_name=self.app_name,
-            settings=self._settings,
+            settings=self._current_settings(),
             generation=generation or None,
         )
 

@@ -3,8 +3,8 @@ removals (``forget_user``, ``purge``) — what a manager does to sessions as row
 any of their messages. ``SessionManager`` (``threadline.manager``) builds on it.
 
 >>> from threadline import SessionManager
->>> [c.__name__ for c in SessionManager.__mro__][:3]
-['SessionManager', 'ManagerRegistry', 'ManagerBase']
+>>> [c.__name__ for c in SessionManager.__mro__][:4]
+['SessionManager', 'ManagerRegistry', 'ManagerProfile', 'ManagerBase']
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from threadline._manager_base import ManagerBase
+from threadline._manager_profile import ManagerProfile
 from threadline._manager_steps import (
     cutoff,
     purged_by,
@@ -28,7 +28,7 @@ from threadline.types import (
 __all__ = ["ManagerRegistry"]
 
 
-class ManagerRegistry(ManagerBase):
+class ManagerRegistry(ManagerProfile):
     """A manager's sessions as registry rows (see ``SessionManager``).
 
     >>> from threadline import SessionManager

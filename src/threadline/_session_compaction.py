@@ -107,7 +107,10 @@ class SessionCompaction(SessionTree):
         ('They greeted.', ['They greeted.', 'bye'])
         """
         if self._settings.compact_fn is None:
-            raise CompactionError("no compaction function registered: call on_compaction(fn)")
+            raise CompactionError(
+                "no compaction function: give the app's profile a compaction summarizer, "
+                "or call on_compaction(fn)"
+            )
         plan = self._compaction_input(leaf_id)
         return self._store_compaction(plan, self._call_compact_fn(plan.history))
 

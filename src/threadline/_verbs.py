@@ -322,7 +322,7 @@ NOT_VERBS = frozenset(
         # builders and configuration: they shape the object, not the stored session
         "create", "for_app", "for_session", "for_user", "with_context", "with_cached_prompt",
         "on_compaction", "on_compaction_error", "compact_after", "compact_when", "close",
-        "with_searchable_history",
+        "with_searchable_history", "from_profile", "profile",
         # who and where: plain accessors
         "session_id", "user_id", "app_name", "store", "sync",
     }
@@ -336,6 +336,7 @@ MANAGER_ONLY: Mapping[str, bool] = MappingProxyType(
         "delete": True, "forget_user": True, "purge": False, "fork": True,
         "compact_and_split": False, "add_usage": True, "rewind": True, "upsert": True,
         "get_message_count": True, "search": True, "tools": True, "get_session": True,
+        "save_profile": False,
     }
 )  # fmt: skip
 """``SessionManager`` methods that are not a per-session verb's forwarder (the manager's

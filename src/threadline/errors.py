@@ -152,9 +152,9 @@ class CompactionError(ThreadlineError):
     """Compaction cannot run (for example, no compaction function is registered).
 
     >>> import threadline
-    >>> threadline.Session.create(":memory:").compact()
+    >>> threadline.Session.create(":memory:").compact()  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    threadline.errors.CompactionError: no compaction function registered: call on_compaction(fn)
+    threadline.errors.CompactionError: no compaction function: give the app's profile ...
     """
 
 

@@ -22,6 +22,7 @@ from threadline._async_calls import owning
 from threadline._attachments import ref_sha
 from threadline._checks import API_RULES, check_every_public_method
 from threadline._ownership import not_found, owned_by, visible_to
+from threadline._profile_check import check_document, check_for_tenant
 from threadline._search_query import Term, parse_query
 from threadline._session_core import store_handle
 from threadline._state import INTERNAL_PREFIX, scope_of
@@ -46,7 +47,9 @@ __all__ = [
     "WRITTEN",
     "SessionStore",
     "Term",
+    "check_document",
     "check_every_public_method",
+    "check_for_tenant",
     "check_id",
     "datetime_to_us",
     "format_position",

@@ -29,6 +29,7 @@ from threadline.compaction.function import (
     TRANSCRIPT_START,
     Summarize,
 )
+from threadline.errors import InvalidArgumentError
 from threadline.tokens import estimate_tokens
 
 # --------------------------------------------------------------------------- SDK clients
@@ -329,4 +330,57 @@ def extractive(*, max_points: int = 8) -> Callable[[str], str]:
 
 AsyncSummarize = Callable[[str], Awaitable[str]]
 
-__all__ = ["AsyncSummarize", "anthropic", "extractive", "openai"]
+
+class NamedSummarizer:
+    """A summariser a profile can name (:func:`named`): callable like any ``summarize``, and
+    carrying the ``spec`` it was built from, so ``manager.save_profile()`` can store it.
+
+    >>> named({"type": "extractive"}).spec
+    {'type': 'extractive'}
+    """
+
+    def __init__(self, spec: dict[str, Any], summarize: Callable[[str], str]) -> None:
+        self.spec = spec
+        self._summarize = summarize
+
+    def __call__(self, prompt: str) -> str:
+        return self._summarize(prompt)
+
+    def __repr__(self) -> str:
+        return f"NamedSummarizer({self.spec!r})"
+
+
+def named(spec: dict[str, Any]) -> NamedSummarizer:
+    """The summariser a profile names: ``{"type": "extractive"}`` (offline, :func:`extractive`)
+    or ``{"type": "openai", "base_url", "model", "api_key_env"}`` (any OpenAI-compatible
+    chat endpoint, called with the standard library; the key is read from the environment
+    variable at each call). ``InvalidArgumentError`` names what is wrong with ``spec``.
+
+    >>> summarize = named({"type": "extractive"})
+    >>> summarize("[user]\\nBook a hotel in Oslo.").splitlines()[0]
+    '## Topic'
+    >>> named({"type": "openai", "model": "m"})
+    Traceback (most recent call last):
+    threadline.errors.InvalidArgumentError: summarizer.base_url must be a non-empty string, got None
+    """
+    from threadline._profile_check import check_spec
+
+    if not isinstance(spec, dict) or spec.get("type") == "code":
+        raise InvalidArgumentError(f"a named summarizer is extractive or openai, got {spec!r}")
+    checked = check_spec(spec, "summarizer")
+    if checked["type"] == "extractive":
+        return NamedSummarizer(checked, extractive())
+    # The HTTP client is imported at the first call: building a manager from a profile that
+    # names an endpoint costs nothing until a compaction runs.
+    endpoint = checked
+
+    def call_endpoint(prompt: str) -> str:
+        import importlib
+
+        http = importlib.import_module("threadline._openai_http")
+        return str(http.openai_summarize(endpoint)(prompt))
+
+    return NamedSummarizer(checked, call_endpoint)
+
+
+__all__ = ["AsyncSummarize", "NamedSummarizer", "anthropic", "extractive", "named", "openai"]

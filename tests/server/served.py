@@ -78,6 +78,7 @@ def start_server(
     max_body: int | None = None,
     env_extra: dict[str, str] | None = None,
     serve_args: str = "",
+    config: str | None = "server_config:configure",
 ) -> Server:
     port = free_port()
     env = {**os.environ, **(env_extra or {})}
@@ -85,7 +86,7 @@ def start_server(
     code = (
         "import sys; from threadline.server import serve; "
         f"serve(sys.argv[1], port={port}, workers={workers}, "
-        f"config='server_config:configure', auth={auth}{serve_args})"
+        f"config={config!r}, auth={auth}{serve_args})"
     )
     if max_body is not None:  # serve() has no cap option: run create_app with one
         code = (

@@ -23,6 +23,7 @@ import typer.main
 import threadline
 from threadline.cli._common import CliError, register
 from threadline.cli._demo import demo
+from threadline.cli._profile import profile, set_profile, show_profile
 from threadline.cli._read import export, history, search, sessions, show
 from threadline.cli._service import create_key, keys, list_keys, revoke_key, serve
 from threadline.cli._write import checkout, compact, delete, fork, import_
@@ -57,6 +58,9 @@ register(keys, "create", create_key, "[DB]")
 register(keys, "list", list_keys, "[DB]")
 register(keys, "revoke", revoke_key, "[DB] KEY_ID")
 app.add_typer(keys, name="keys", rich_help_panel="Service")
+register(profile, "show", show_profile, "[DB]")
+register(profile, "set", set_profile, "[DB] FILE")
+app.add_typer(profile, name="profile", rich_help_panel="Service")
 
 
 def _version(value: bool) -> None:

@@ -22,6 +22,7 @@ from threadline.cli._common import ENV_APP, CliError, JsonOption, console, emit_
 from threadline.cli._show import draw_tree
 from threadline.messages import assistant, text_of, tool_call, user
 from threadline.session import Session
+from threadline.summarizers import named
 
 __all__ = ["APP", "USER", "demo"]
 
@@ -68,6 +69,14 @@ def demo(
             .with_context("memory", description="Facts about the user", max_tokens=200)
             .with_context("profile", description="Shared across the user's chats", scope="user")
             .with_searchable_history("history")
+            .on_compaction(threadline.create_compact_function(named({"type": "extractive"})))
+        )
+        # Stored, so every other process (threadline serve, the CLI, the viewer) has the
+        # same blocks and compaction without being told (docs/profiles.md).
+        saved = manager.save_profile()
+        out.print(
+            f"Profile of app [cyan]{escape(app)}[/] saved (version {saved.version}): "
+            f"{len(saved.blocks)} blocks, extractive compaction"
         )
         _branches(out, manager, store, user)
         _memory(out, manager)
@@ -81,6 +90,7 @@ def demo(
                 "app": app,
                 "user": user,
                 "sessions": [info_json(i) for i in listed],
+                "profile_version": saved.version,
                 "next": _next_steps(path, app),
             }
         )

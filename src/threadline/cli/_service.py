@@ -54,7 +54,7 @@ def serve(
         typer.Option(
             show_default=False,
             metavar="MODULE:FUNCTION",
-            help="Configure each app's SessionManager (blocks, compaction...).",
+            help="Configure each app's SessionManager on top of its stored profile.",
         ),
     ] = None,
     no_auth: Annotated[
@@ -116,9 +116,20 @@ def serve(
             help="A PostgreSQL read replica of the database (repeatable).",
         ),
     ] = None,
+    allow_model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-model",
+            show_default=False,
+            metavar="NAME=BASE_URL,ENV",
+            help="A model endpoint (and the env var of its key) that profiles written over "
+            "HTTP may name (repeatable).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Run the HTTP service and the web viewer (/ui). With uvicorn; API docs at /docs."""
+    """Run the HTTP service and the web viewer (/ui). With uvicorn; API docs at /docs.
+    Each app is configured from its stored profile (threadline profile)."""
     url, _ = positionals(ctx.args, [], db)
     server = _server()
     base = f"http://{host}:{port}"
@@ -154,6 +165,7 @@ def serve(
         head_timeout=head_timeout,
         body_timeout=body_timeout,
         replicas=tuple(replica or ()),
+        allow_models=tuple(allow_model or ()),
     )
 
 

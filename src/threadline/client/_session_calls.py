@@ -356,9 +356,9 @@ class SessionCalls:
         (``create_app(..., configure=...)``); ``None`` when it declines.
 
         >>> s = client.get_session(client.create(session_id="chat-1").id)
-        >>> s.compact()  # this server has no compaction function
+        >>> s.compact()  # doctest: +ELLIPSIS
         Traceback (most recent call last):
-        threadline.errors.CompactionError: no compaction function registered: call on_compaction(fn)
+        threadline.errors.CompactionError: no compaction function: give the app's profile ...
         """
         body = w.body_without({"leaf_id": leaf_id})
         call = w.Call("POST", self._path("compact"), w.compact_result, None, body)

@@ -62,6 +62,7 @@ class ContextConfig:
     max_tokens: int | None = None
     provider: Any = None
     scope: Scope = "session"
+    initial: str | None = None  # a store-backed block's text until first written
 
     def __post_init__(self) -> None:
         if not isinstance(self.label, str) or not self.label.strip():
@@ -77,6 +78,8 @@ class ContextConfig:
             raise InvalidArgumentError(
                 f"scope must be one of {', '.join(SCOPES)}; got {self.scope!r}"
             )
+        if self.initial is not None and not isinstance(self.initial, str):
+            raise InvalidArgumentError("initial must be a string or None")
 
 
 @dataclass
@@ -217,6 +220,7 @@ class ContextBlocks:
             user_id=self._user_id,
             label=config.label,
             generation=self._generation,
+            initial=config.initial,
         )
 
     def _resolve(self, slot: _Slot) -> Any:

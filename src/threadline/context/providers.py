@@ -119,12 +119,15 @@ class StoreContextProvider:
 
     ``scope="session"`` keeps one text per session, ``"user"`` one per user of the app (shared
     by the user's sessions), ``"app"`` one for the whole app. The label comes from
-    ``init(label)`` when not given.
+    ``init(label)`` when not given. ``initial`` is what the block reads as until it is first
+    written (a profile's ``initial`` text); nothing is stored for it.
 
     >>> import threadline
     >>> p = StoreContextProvider(threadline.connect(":memory:"), session_id="s1", label="memory")
     >>> p.set("likes tea"); p.get()
     'likes tea'
+    >>> StoreContextProvider(threadline.connect(":memory:"), label="m", initial="None yet.").get()
+    'None yet.'
     """
 
     def __init__(
@@ -137,6 +140,7 @@ class StoreContextProvider:
         user_id: str | None = None,
         label: str | None = None,
         generation: Callable[[], int | None] | None = None,
+        initial: str | None = None,
     ) -> None:
         if scope not in SCOPES:
             raise InvalidArgumentError(f"scope must be one of {', '.join(SCOPES)}; got {scope!r}")
@@ -155,6 +159,7 @@ class StoreContextProvider:
         # creation's: once it is deleted, reads and writes raise SessionNotFoundError).
         self._generation = generation if scope == "session" else None
         self._checks: bool | None = None
+        self.initial = initial
 
     def _expect(self) -> dict[str, int]:
         """``generation=`` for the store call, when bound and the store takes it."""
@@ -205,9 +210,10 @@ class StoreContextProvider:
         True
         """
         label = _need_label(self.label, self)
-        return self.store.get_block(
+        stored = self.store.get_block(
             self.app_name, self.scope, self.owner_id, label, **self._expect()
         )
+        return self.initial if stored is None else stored
 
     def set(self, content: str) -> None:
         """Replace the stored text.

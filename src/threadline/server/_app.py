@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +92,7 @@ def create_app(
     key_cache_ttl: float = 1.0,
     app: str | None = None,
     user: str | None = None,
+    allow_models: Mapping[str, tuple[str, str | None]] | None = None,
 ) -> FastAPI:
     """The HTTP service over a store (or a store URL, opened here and closed at shutdown).
 
@@ -102,7 +103,9 @@ def create_app(
     request), so a revoked key is refused within that time. ``app`` (and ``user``) narrow the
     service to one app (and one user): other apps' keys (and keys bound to other users) are
     401, an app-wide key acts as bound to ``user``, and without auth every request is that
-    app's (and user's).
+    app's (and user's). Every app is configured from its stored profile (``configure``
+    composes on top); ``allow_models`` (``name -> (base_url, api_key_env)``) are the model
+    endpoints a profile written over HTTP may name (api.md clarification 27).
 
     >>> from fastapi.testclient import TestClient
     >>> app = create_app(":memory:", auth=False)
@@ -116,7 +119,9 @@ def create_app(
     opened: Store = connect(store) if isinstance(store, str) else store
     pg_dsn = opened.dsn if isinstance(opened, PostgresStore) else None
     hub = EventHub(opened, pg_dsn, poll_interval)
-    tenants = Tenants(opened, configure, auth, key_cache_ttl, app=app, user=user)
+    tenants = Tenants(
+        opened, configure, auth, key_cache_ttl, app=app, user=user, allowed_models=allow_models
+    )
     if not auth:
         _log.warning(NO_AUTH_WARNING)
     redact_server_logs()
@@ -174,6 +179,7 @@ def _include_routes(app: FastAPI) -> None:
         _routes_events,
         _routes_memory,
         _routes_messages,
+        _routes_profile,
         _routes_search,
         _routes_sessions,
     )
@@ -194,6 +200,7 @@ def _include_routes(app: FastAPI) -> None:
         _routes_search,
         _routes_events,
         _routes_data,
+        _routes_profile,
     ):
         app.include_router(module.routes)
 

@@ -27,6 +27,7 @@ _ENV_APP = "THREADLINE_SERVE_APP"
 _ENV_USER = "THREADLINE_SERVE_USER"
 _ENV_CORS = "THREADLINE_SERVE_CORS"  # origins, one per line
 _ENV_MAX_BODY = "THREADLINE_SERVE_MAX_BODY"
+_ENV_ALLOW_MODELS = "THREADLINE_SERVE_ALLOW_MODELS"  # NAME=base_url,env, one per line
 KEEP_ALIVE_TIMEOUT = 5.0
 """Default seconds a kept-alive connection may stay silent after a response."""
 ENV_KEY_CACHE = "THREADLINE_KEY_CACHE_TTL"
@@ -56,6 +57,23 @@ def load_configure(spec: str | None) -> Callable[[SessionManager], SessionManage
     if not callable(fn):
         raise InvalidArgumentError(f"--config {spec!r} is not callable")
     return fn  # type: ignore[no-any-return]
+
+
+def parse_allow_model(spec: str) -> tuple[str, tuple[str, str | None]]:
+    """One ``--allow-model NAME=base_url[,env]``: a model endpoint (and the environment
+    variable holding its key) that tenants' profiles may name.
+
+    >>> parse_allow_model("local=http://127.0.0.1:8080/v1,LLM_KEY")
+    ('local', ('http://127.0.0.1:8080/v1', 'LLM_KEY'))
+    >>> parse_allow_model("local")
+    Traceback (most recent call last):
+    threadline.errors.InvalidArgumentError: --allow-model must be NAME=base_url[,env], got 'local'
+    """
+    name, _, rest = spec.partition("=")
+    url, _, env = rest.partition(",")
+    if not name.strip() or not url.startswith(("http://", "https://")):
+        raise InvalidArgumentError(f"--allow-model must be NAME=base_url[,env], got {spec!r}")
+    return name.strip(), (url.strip(), env.strip() or None)
 
 
 def with_replicas(db: str, replicas: Sequence[str]) -> str:
@@ -91,6 +109,9 @@ def app_from_environment() -> Any:
         user=os.environ.get(_ENV_USER) or None,
         cors_origins=tuple(o for o in os.environ.get(_ENV_CORS, "").splitlines() if o),
         max_body_bytes=int(os.environ.get(_ENV_MAX_BODY) or DEFAULT_MAX_BODY),
+        allow_models=dict(
+            parse_allow_model(line) for line in os.environ.get(_ENV_ALLOW_MODELS, "").splitlines()
+        ),
     )
 
 
@@ -110,6 +131,7 @@ def serve(
     head_timeout: float = HEAD_TIMEOUT,
     body_timeout: float = BODY_TIMEOUT,
     replicas: Sequence[str] = (),
+    allow_models: Sequence[str] = (),
 ) -> None:
     """Run the HTTP service on ``db`` with uvicorn until interrupted.
 
@@ -122,6 +144,9 @@ def serve(
     ``replicas`` (PostgreSQL URLs) are read replicas of a PostgreSQL ``db`` (``replica=``
     URL parameters added to it, so every worker gets them): write responses carry
     ``X-Threadline-Read-After`` and reads echoing it see the write on any worker.
+    ``allow_models`` (``NAME=base_url,env`` each) are the model endpoints a profile written
+    over HTTP may name. Every app is configured from its stored profile; ``config``
+    composes on top.
 
     >>> serve("agent.db", port=8000, workers=4)  # doctest: +SKIP
     """
@@ -131,6 +156,11 @@ def serve(
     from threadline.server._tenancy import check_served
 
     load_configure(config)  # fail here, once, rather than in every worker
+    if isinstance(allow_models, str):
+        raise InvalidArgumentError("allow_models must be a list of NAME=base_url,env")
+    for spec in allow_models:
+        parse_allow_model(spec)
+    os.environ[_ENV_ALLOW_MODELS] = "\n".join(allow_models)
     if workers < 1:
         raise InvalidArgumentError("workers must be at least 1")
     if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int):

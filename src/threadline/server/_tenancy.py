@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from threadline.errors import InvalidArgumentError, StoreError
@@ -159,6 +159,7 @@ class Tenants:
         *,
         app: str | None = None,
         user: str | None = None,
+        allowed_models: Mapping[str, tuple[str, str | None]] | None = None,
     ) -> None:
         if key_cache_ttl < 0:
             raise InvalidArgumentError("key_cache_ttl must be >= 0")
@@ -169,16 +170,19 @@ class Tenants:
         self.user = user  # serve this user only: every request acts as bound to it
         self.key_cache_ttl = key_cache_ttl
         self._configure = configure
+        # name -> (base_url, api_key_env) a tenant's profile may name (serve --allow-model)
+        self.allowed_models = dict(allowed_models or {})
         self._managers: dict[str, SessionManager] = {}
         self._lock = threading.Lock()
         self._keys: dict[str, tuple[float, Tenant]] = {}  # key hash -> (expires, tenant)
 
     def manager(self, app: str) -> SessionManager:
-        """The app's manager, configured by the hook on first use."""
+        """The app's manager: its stored profile (followed as it changes), with the
+        ``configure`` hook's calls laid over it, built on first use."""
         with self._lock:
             found = self._managers.get(app)
             if found is None:
-                found = SessionManager(self.store, app)
+                found = SessionManager.from_profile(self.store, app)
                 if self._configure is not None:
                     found = self._configure(found) or found
                 self._managers[app] = found

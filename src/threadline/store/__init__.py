@@ -28,6 +28,7 @@ from threadline.store.base import (
     SessionDump,
     SkillLoad,
     Store,
+    StoredProfile,
     TreeNode,
 )
 from threadline.store.postgres import PostgresStore
@@ -47,6 +48,7 @@ __all__ = [
     "SessionDump",
     "SkillLoad",
     "Store",
+    "StoredProfile",
     "TreeNode",
     "check_dump",
     "connect",

@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 
 from threadline.store._contract.content import ContentContract
 from threadline.store._contract.keys import KeysContract
+from threadline.store._contract.profiles import ProfilesContract
 from threadline.store._contract.registry import RegistryContract
 from threadline.store._contract.transfer import TransferContract
 from threadline.store._contract.tree import TreeContract
@@ -21,6 +22,13 @@ __all__ = ["StoreRooms"]
 
 @runtime_checkable
 class StoreRooms(
-    RegistryContract, TreeContract, ContentContract, KeysContract, TransferContract, Protocol
+    RegistryContract,
+    TreeContract,
+    ContentContract,
+    KeysContract,
+    ProfilesContract,
+    TransferContract,
+    Protocol,
 ):
-    """The sessions, tree, content, keys and transfer rooms of the contract, together."""
+    """The sessions, tree, content, keys, profiles and transfer rooms of the contract,
+    together."""

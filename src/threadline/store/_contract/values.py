@@ -18,6 +18,7 @@ __all__ = [
     "RecentPath",
     "SessionDump",
     "SkillLoad",
+    "StoredProfile",
     "TreeNode",
 ]
 
@@ -93,6 +94,25 @@ class ApiKey:
     user_id: str | None
     created_at: datetime
     revoked: bool
+
+
+@dataclass(frozen=True)
+class StoredProfile:
+    """An app's profile as the store holds it: the JSON document (``threadline.Profile`` reads
+    and validates it), a write counter that grows by one on every write, and when it was
+    last written.
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> stored = store.put_profile("travel", {"format": 1})
+    >>> stored.app, stored.document, stored.version
+    ('travel', {'format': 1}, 1)
+    """
+
+    app: str
+    document: dict[str, Any]
+    version: int
+    updated_at: datetime
 
 
 @dataclass(frozen=True)

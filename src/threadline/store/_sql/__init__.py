@@ -100,6 +100,7 @@ from threadline.store._sql.changes import ChangesMixin
 from threadline.store._sql.content import ContentMixin
 from threadline.store._sql.keys import KeysMixin
 from threadline.store._sql.nodes import NodesMixin
+from threadline.store._sql.profiles import ProfilesMixin
 from threadline.store._sql.registry import RegistryMixin
 from threadline.store._sql.state import StateMixin
 from threadline.store._sql.transfer import TransferMixin
@@ -116,9 +117,10 @@ class SQLStore(
     StateMixin,
     AttachmentMixin,
     KeysMixin,
+    ProfilesMixin,
 ):
     """Shared implementation of the Store protocol, room by room (registry, tree, content,
-    state, API keys, transfer); a backend subclass supplies the dialect hooks of
+    state, API keys, profiles, transfer); a backend subclass supplies the dialect hooks of
     :class:`SQLBase`."""
 
     def session(self, app: str, session_id: str, *, user_id: str | None = None) -> SessionStore:

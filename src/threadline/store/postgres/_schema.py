@@ -222,7 +222,15 @@ _V5 = [
 # second part again, now with the wider patterns).
 _V6 = [_utf8_rewrite(_RESPLIT)]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6]
+# Version 7: each app's current profile (store/_sql/profiles.py), a JSON document with a
+# write counter.
+_V7 = [
+    """CREATE TABLE IF NOT EXISTS tl_profiles (
+        app TEXT NOT NULL PRIMARY KEY, document TEXT NOT NULL, version BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL)""",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
 """``MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (version 0: no tables yet)."""
 
 SCHEMA_VERSION = len(MIGRATIONS)  # derived, so adding a migration cannot leave it behind

@@ -251,6 +251,16 @@ def _resplit(conn: sqlite3.Connection, corpus: _Corpus, rows: list[tuple[int, st
             conn.execute(corpus.insert_fts, (rowid, words))
 
 
+# Version 8: each app's current profile (store/_sql/profiles.py), a JSON document with a write
+# counter; a new table, so code of version 7 keeps reading the rest until it meets version 8.
+def _migrate_to_8(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS tl_profiles (
+        app TEXT NOT NULL PRIMARY KEY, document TEXT NOT NULL, version INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL)"""
+    )
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_1,
     _migrate_to_2,
@@ -259,6 +269,7 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_5,
     _migrate_to_6,
     _migrate_to_7,
+    _migrate_to_8,
 )
 """``MIGRATIONS[i]`` upgrades a database from schema version ``i`` to ``i + 1``."""
 

@@ -12,6 +12,7 @@ repository root, gitignored); each test prints the path of what it saved.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mimetypes
 import os
@@ -147,22 +148,25 @@ def _wait_ready(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
     raise RuntimeError(f"uvicorn did not answer /healthz in 60 s:\n{log.read_text()}")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """uvicorn serving the demo store on a free port (one per test module)."""
+def _viewer_data() -> Any:
     sys.path.insert(0, str(HERE))
     try:
         import viewer_data
     finally:
         sys.path.remove(str(HERE))
+    return viewer_data
+
+
+@contextlib.contextmanager
+def _serving(
+    directory: Path, url: str, ids: dict[str, Any], env_extra: dict[str, str] | None = None
+) -> Iterator[Server]:
+    """uvicorn serving the store at ``url`` (viewer_app) on a free port, with an app key."""
     from threadline.server import create_key
 
-    directory = tmp_path_factory.mktemp("viewer")
-    url = f"sqlite:///{(directory / 'viewer.db').as_posix()}"
-    ids = viewer_data.populate(url)
-    key = create_key(url, viewer_data.APP)
+    key = create_key(url, _viewer_data().APP)
     log = directory / "uvicorn.log"
-    env = {**os.environ, "THREADLINE_VIEWER_DB": url}
+    env = {**os.environ, "THREADLINE_VIEWER_DB": url, **(env_extra or {})}
     for _attempt in range(3):
         port = _free_port()
         with log.open("wb") as out:
@@ -190,6 +194,50 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """uvicorn serving the demo store on a free port (one per test module)."""
+    directory = tmp_path_factory.mktemp("viewer")
+    url = f"sqlite:///{(directory / 'viewer.db').as_posix()}"
+    ids = _viewer_data().populate(url)
+    with _serving(directory, url, ids) as running:
+        yield running
+
+
+LLM_KEY_ENV = "THREADLINE_TEST_LLM_KEY"
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[Any]:
+    """A scripted OpenAI-compatible endpoint (tests/fixtures/fake_openai.py: a fake of the
+    external LLM, never of threadline's storage); with no script it echoes the user."""
+    sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+    try:
+        fake_openai = pytest.importorskip("fake_openai", reason="tests/fixtures/fake_openai.py")
+    finally:
+        sys.path.remove(str(ROOT / "tests" / "fixtures"))
+    with fake_openai.FakeOpenAI() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(scope="module")
+def chat_server(tmp_path_factory: pytest.TempPathFactory, llm: Any) -> Iterator[Server]:
+    """The demo store whose app's stored profile names ``llm`` as its model (an operator's
+    write, in Python), served like ``server``."""
+    import threadline
+
+    directory = tmp_path_factory.mktemp("chat")
+    url = f"sqlite:///{(directory / 'viewer.db').as_posix()}"
+    ids = _viewer_data().populate(url)
+    store = threadline.connect(url)
+    try:
+        threadline.Profile(model=llm.spec(LLM_KEY_ENV)).save(store, _viewer_data().APP)
+    finally:
+        store.close()
+    with _serving(directory, url, ids, {LLM_KEY_ENV: "sk-studio-test-0123"}) as running:
+        yield running
 
 
 @pytest.fixture

@@ -165,6 +165,7 @@ function contextOf(current) {
     refresh: (options) => refresh(current, options || {}),
     jumpToSummary,
     checkout: (leafId) => checkout(ctx, leafId),
+    messageText: (id) => messageText(current, id),
     openPath: (where) => { current.where = where; reloadSession(); },
   };
   ctx.messageActions = (id, flags) => messageActions(ctx, id, flags);
@@ -221,14 +222,16 @@ async function reloadSession({ scrollToHead } = {}) {
       current.tree = buildTree(tree.messages, tree.headId, tree.overlays);
       current.paged = null;
     }
-    const keep = $("#main").scrollTop;
+    const main = $("#main");
+    const keep = main.scrollTop;
+    const atEnd = main.scrollHeight - main.scrollTop - main.clientHeight < 80;
     renderSession();
     if (current.paged) {
       scrollToEnd();
       current.paged.start();
     } else if (scrollToHead && current.tree.headId && !parseHash().messageId) {
       document.getElementById(`msg-${current.tree.headId}`)?.scrollIntoView({ block: "end" });
-    } else $("#main").scrollTop = keep;
+    } else main.scrollTop = atEnd ? main.scrollHeight : keep; // at the end: follow new messages
     await state.keyReady; // the panels offer only the writes this key may make
     loadPanels(current.ctx, current.overlays, () => state.current === current);
   } catch (error) {
@@ -309,6 +312,15 @@ function findNode(tree, id) {
     if (item.kind === "summary") for (const inner of item.items) if (inner.id === id) return inner.node.message;
   }
   return null;
+}
+
+/** A preview of message (or summary) `id` from what this view has loaded, else "". */
+function messageText(current, id) {
+  const overlay = (current.overlays || []).find((o) => `compaction_${o.id}` === id || o.id === id);
+  if (overlay) return previewText({ parts: [{ type: "text", text: overlay.summary }] }, 140);
+  if (current.tree) return previewText(findNode(current.tree, id), 140);
+  const node = current.paged && current.paged.view.nodes.find((n) => n.id === id);
+  return node ? previewText(node.message, 140) : "";
 }
 
 function stat(n, one, many) {

@@ -42,7 +42,7 @@ export function contextView(ctx) {
       const result = await api.context(ctx.sessionId, { runs: runs.value, max_context_tokens: budget.value });
       if (!runs.value && result.runs !== null && result.runs !== undefined) runs.placeholder = String(result.runs);
       if (!budget.value && result.max_context_tokens) budget.placeholder = String(result.max_context_tokens);
-      replaceChildren(out, renderContext(result));
+      replaceChildren(out, renderContext(result, ctx.messageText || (() => "")));
     } catch (error) {
       replaceChildren(out, h("p", { class: "error", role: "alert" },
         error.status === 404 && error.type !== "SessionNotFoundError"
@@ -59,7 +59,7 @@ export function contextView(ctx) {
     form, out);
 }
 
-function renderContext(result) {
+function renderContext(result, textOf) {
   const totals = result.totals || {};
   const used = totals.total ?? 0;
   const limit = totals.budget;
@@ -70,6 +70,7 @@ function renderContext(result) {
   return [
     h("div", { class: "context-totals", id: "context-totals" },
       h("span", {}, "system ", h("strong", { "data-total": "system" }, number(totals.system))),
+      totals.input ? h("span", {}, "input ", h("strong", { "data-total": "input" }, number(totals.input))) : null,
       h("span", {}, "history ", h("strong", { "data-total": "history" }, number(totals.history))),
       h("span", {}, "total ", h("strong", { "data-total": "total" }, number(used))),
       h("span", {}, "budget ", h("strong", { "data-total": "budget" }, limit ? number(limit) : "none")),
@@ -84,18 +85,19 @@ function renderContext(result) {
       : h("p", { class: "dim" }, "No system prompt."),
     h("h2", {}, `History sent · ${messages.length} message${messages.length === 1 ? "" : "s"}`),
     messages.length
-      ? h("ol", { class: "context-messages" }, messages.map((m) => contextRow(m, "sent")))
+      ? h("ol", { class: "context-messages" }, messages.map((m) => contextRow(m, "sent", textOf)))
       : h("p", { class: "dim" }, "No message is sent."),
     h("h2", {}, `Falls out · ${dropped.length} message${dropped.length === 1 ? "" : "s"}`),
     dropped.length
-      ? h("ol", { class: "context-messages dropped" }, dropped.slice(0, 200).map((m) => contextRow(m, "dropped")),
+      ? h("ol", { class: "context-messages dropped" }, dropped.slice(0, 200).map((m) => contextRow(m, "dropped", textOf)),
         dropped.length > 200 ? h("li", { class: "dim" }, `and ${dropped.length - 200} more`) : null)
       : h("p", { class: "dim" }, "Nothing falls out."),
   ];
 }
 
-function contextRow(message, kind) {
-  const text = previewText(message, 140) || (typeof message.text === "string" ? message.text.slice(0, 140) : "");
+function contextRow(message, kind, textOf) {
+  // The API counts messages (id, role, tokens); their words come from the loaded conversation.
+  const text = previewText(message, 140) || textOf(String(message.id ?? ""));
   return h("li", { class: `context-row ${kind}`, "data-id": String(message.id ?? "") },
     h("span", { class: `role role-${String(message.role ?? "").replace(/[^a-z]/gi, "")}` }, String(message.role ?? "")),
     h("span", { class: "mono dim" }, String(message.id ?? "")),
@@ -127,11 +129,11 @@ export function chatBox(ctx) {
     status.className = "dim small";
     status.textContent = "The model is answering…";
     try {
-      await api.turn(ctx.sessionId, text);
+      const result = await api.turn(ctx.sessionId, text);
       kept.draft = "";
       input.value = "";
       status.textContent = "";
-      await ctx.refresh({});
+      await ctx.refresh({ jump: result && result.output ? result.output.id : null });
       document.querySelector("#chat-input")?.focus();
     } catch (error) {
       status.className = "error small";

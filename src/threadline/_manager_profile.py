@@ -1,9 +1,9 @@
 """A manager and its app's stored profile: ``save_profile()``, ``from_profile()`` and the
 ``profile`` it follows.
 
-A manager built by ``from_profile`` re-reads the profile's version at most once a second when
+A manager built by ``from_profile`` re-reads the profile's version (one indexed read) whenever
 it hands out a session; a new version (written by any process) reconfigures the sessions it
-hands out afterwards. Its builder's own calls are laid over the profile and win.
+hands out from then on. Its builder's own calls are laid over the profile and win.
 
 >>> from threadline import SessionManager
 >>> m = SessionManager(":memory:", "travel").with_context("memory", scope="user")
@@ -29,8 +29,9 @@ from threadline.types import Scope
 
 __all__ = ["ManagerProfile"]
 
-#: Seconds between re-reads of the stored profile's version by a manager following it.
-PROFILE_TTL = 1.0
+#: Seconds a manager following a profile trusts the version it read last (0: read it on every
+#: use, api.md clarification 27; a deployment may raise it to save that read).
+PROFILE_TTL = 0.0
 
 Manager = TypeVar("Manager", bound="ManagerProfile")
 

@@ -213,7 +213,11 @@ def settings_of(
             settings.compact_when(compaction["min_messages"], compaction["keep"])
     settings.token_counter = counter
     size = parts.get("size_policy") or {}
-    settings.limit_size(size.get("policy"), size.get("max_message_bytes"))
+    given: frozenset[str] = getattr(store, "size_options", frozenset())  # connect()'s win
+    settings.limit_size(
+        None if "size_policy" in given else size.get("policy"),
+        None if "max_message_bytes" in given else size.get("max_message_bytes"),
+    )
     code = any(block["kind"] == "code" for block in parts.get("blocks", ()))
     # A process lacking a code-provided block would persist a prompt without its content.
     settings.cached_prompt = bool(parts.get("cached_prompt")) and not code

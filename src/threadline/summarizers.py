@@ -9,8 +9,8 @@ deterministically.
 >>> summarize = extractive()
 >>> from threadline.compaction.function import build_summary_prompt
 >>> msgs = [{"role": "user", "parts": [{"type": "text", "text": "Plan a trip to Oslo."}]}]
->>> summarize(build_summary_prompt(msgs, None, 100)).splitlines()[:2]
-['## Topic', 'Plan a trip to Oslo.']
+>>> summarize(build_summary_prompt(msgs, None, 100)).splitlines()[:4]
+['## Topic', 'Covers 1 message (1 user, 0 assistant).', 'User request:', '1. Plan a trip to Oslo.']
 """
 
 from __future__ import annotations
@@ -146,7 +146,16 @@ _TODO = re.compile(
     r"\b(todo|to-do|next step|follow[- ]up|still need|pending|not yet|remind|later)\b",
     re.IGNORECASE,
 )
+# The Topic section of an extractive summary, read back when the next compaction extends it.
+_COVERS = re.compile(r"^Covers (an earlier summary, then )?(\d+) messages? \(([^)]*)\)\.$")
+_ROLE_COUNT = re.compile(r"(\d+) (user|assistant|other)\b")
+_REQUEST = re.compile(r"^(\d+)\. (.+)$")
+_EARLIER_TOPIC = "Earlier summary's topic: "
+_LAST = re.compile(r"^Last (user|assistant) message(?: in this range)?: (.+)$")
+_COUNTED = ("user", "assistant", "other")
 _POINT_CHARS = 200
+_REQUEST_CHARS = 160
+_NO_TEXT = "(no text)"
 
 
 @dataclass
@@ -158,6 +167,19 @@ class _Turn:
     @property
     def text(self) -> str:
         return "\n".join(self.lines).strip()
+
+
+@dataclass
+class _Coverage:
+    """What a summary covers: message counts by role and the user requests, numbered in order
+    (``shown`` may skip numbers: long ranges keep the first and the latest requests)."""
+
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COUNTED, 0))
+    shown: list[tuple[int, str]] = field(default_factory=list)
+    total: int = 0
+    earlier_unknown: bool = False  # extends a summary that does not say what it covers
+    earlier_topic: str | None = None  # that summary's topic, kept as it was given
+    last: dict[str, str] = field(default_factory=dict)  # role → its last message in the range
 
 
 def _between(text: str, start: str, end: str, *, from_index: int = 0, last_end: bool) -> str | None:
@@ -183,7 +205,7 @@ def _parse_turns(transcript: str) -> list[_Turn]:
             turns[-1].tools.append(line[len(TOOL_CALL_LABEL) :].strip())
             continue
         is_tool_value = line.startswith("  ") and bool(turns[-1].tools)  # input/output lines
-        if not is_tool_value and line.strip() and line.strip() != "(no text)":
+        if not is_tool_value and line.strip() and line.strip() != _NO_TEXT:
             turns[-1].lines.append(line.strip())
     return turns
 
@@ -235,17 +257,102 @@ def _dedupe(items: list[str]) -> list[str]:
     return out
 
 
-def _key_points(turns: list[_Turn], previous: list[str], max_points: int, topic: str) -> list[str]:
+def _previous_coverage(old: dict[str, list[str]]) -> _Coverage:
+    """What the summary being extended covered; ``earlier_unknown`` when it does not say
+    (a summary written by a model, or an older extractive one)."""
+    coverage = _Coverage()
+    topic = old.get("topic", [])
+    covers = _COVERS.match(topic[0]) if topic else None
+    if covers is None:
+        coverage.earlier_unknown = True
+        coverage.earlier_topic = _clip(topic[0], _REQUEST_CHARS) if topic else None
+    else:
+        coverage.earlier_unknown = covers.group(1) is not None
+        for count, role in _ROLE_COUNT.findall(covers.group(3)):
+            coverage.counts[role] += int(count)
+        for line in topic[1:]:
+            if line.startswith(_EARLIER_TOPIC):
+                coverage.earlier_topic = line[len(_EARLIER_TOPIC) :]
+            request = _REQUEST.match(line)
+            if request:
+                coverage.shown.append((int(request.group(1)), request.group(2)))
+        coverage.total = max((number for number, _ in coverage.shown), default=0)
+    for line in old.get("current state", []):
+        last = _LAST.match(line)
+        if last:
+            coverage.last[last.group(1)] = last.group(2)
+    return coverage
+
+
+def _no_text(turn: _Turn) -> str:
+    return f"(no text; tool call {turn.tools[-1]})" if turn.tools else _NO_TEXT
+
+
+def _cover(previous: _Coverage, turns: list[_Turn], max_points: int) -> _Coverage:
+    """``previous`` extended by ``turns``; keeps the first and the latest requests."""
+    coverage = _Coverage(dict(previous.counts), list(previous.shown), previous.total)
+    coverage.earlier_unknown = previous.earlier_unknown
+    coverage.earlier_topic = previous.earlier_topic
+    coverage.last = dict(previous.last)
+    for turn in turns:
+        coverage.counts[turn.role if turn.role in ("user", "assistant") else "other"] += 1
+        if turn.role in ("user", "assistant"):
+            coverage.last[turn.role] = _clip(turn.text) if turn.text else _no_text(turn)
+        if turn.role == "user" and turn.text:
+            coverage.total += 1
+            coverage.shown.append((coverage.total, _clip(turn.text, _REQUEST_CHARS)))
+    first, latest = max(1, max_points // 2), max_points
+    coverage.shown = [
+        (number, text)
+        for number, text in coverage.shown
+        if number <= first or number > coverage.total - latest
+    ]
+    return coverage
+
+
+def _topic(coverage: _Coverage) -> str:
+    """The Topic section: how many messages the range holds and its user requests in order —
+    never one request standing for a range that has several."""
+    counts = coverage.counts
+    size = sum(counts.values())
+    roles = [f"{counts['user']} user", f"{counts['assistant']} assistant"]
+    roles += [f"{counts['other']} other"] if counts["other"] else []
+    earlier = "an earlier summary, then " if coverage.earlier_unknown else ""
+    lines = [f"Covers {earlier}{size} message{'' if size == 1 else 's'} ({', '.join(roles)})."]
+    if coverage.earlier_topic:
+        lines.append(f"{_EARLIER_TOPIC}{coverage.earlier_topic}")
+    if not coverage.total:
+        lines.append("No user request with text in this range.")
+        return "\n".join(lines)
+    after = " after it" if coverage.earlier_unknown else ""
+    lines.append(
+        f"User request{after}:" if coverage.total == 1 else f"User requests{after}, in order:"
+    )
+    seen = 0
+    for number, text in coverage.shown:
+        if number > seen + 1:
+            lines.append(f"… {number - seen - 1} more …")
+        lines.append(f"{number}. {text}")
+        seen = number
+    return "\n".join(lines)
+
+
+def _key_points(
+    turns: list[_Turn], previous: list[str], max_points: int, requests: list[str]
+) -> list[str]:
     candidates: list[str] = []
     for turn in turns:
         candidates += [f"Used tool {name}." for name in turn.tools]
         if turn.role in ("user", "assistant"):
             candidates += [s for s in _sentences(turn.text) if len(s.split()) >= 4]
-    # Questions and TODOs belong to Open Items, the topic sentence to Topic.
+    # Questions and TODOs belong to Open Items; what a listed request says is in Topic already.
+    stems = [request.removesuffix("…") for request in requests]
     candidates = [
         c
         for c in _dedupe(candidates)
-        if not c.endswith("?") and not _TODO.search(c) and _clip(c) != topic
+        if not c.endswith("?")
+        and not _TODO.search(c)
+        and not any(_clip(c) in stem for stem in stems)
     ]
     ranked = sorted(range(len(candidates)), key=lambda i: (-_score(candidates[i]), i))
     fresh = [_clip(candidates[i]) for i in sorted(ranked[:max_points])]
@@ -254,12 +361,14 @@ def _key_points(turns: list[_Turn], previous: list[str], max_points: int, topic:
     return _dedupe(kept_old + fresh[: max_points - len(kept_old)])
 
 
-def _current_state(turns: list[_Turn]) -> list[str]:
-    state = []
-    for role in ("user", "assistant"):
-        last = next((t for t in reversed(turns) if t.role == role and (t.text or t.tools)), None)
-        if last is not None and last.text:
-            state.append(f"Last {role} message: {_clip(last.text)}")
+def _current_state(turns: list[_Turn], coverage: _Coverage) -> list[str]:
+    """The last user and assistant messages of the covered range (which ends before the
+    messages kept after the summary: "in this range", not of the conversation)."""
+    state = [
+        f"Last {role} message in this range: {coverage.last[role]}"
+        for role in ("user", "assistant")
+        if role in coverage.last
+    ]
     if turns and turns[-1].tools:
         state.append(f"Last tool used: {turns[-1].tools[-1]}.")
     return state
@@ -267,7 +376,8 @@ def _current_state(turns: list[_Turn]) -> list[str]:
 
 def _open_items(turns: list[_Turn], previous: list[str], max_points: int) -> list[str]:
     last_assistant = max((i for i, t in enumerate(turns) if t.role == "assistant"), default=-1)
-    items = list(previous)
+    # An earlier open question counts as answered once the assistant has spoken after it.
+    items = [item for item in previous if last_assistant < 0 or not item.endswith("?")]
     for index, turn in enumerate(turns):
         for sentence in _sentences(turn.text):
             unanswered = turn.role == "user" and index > last_assistant and sentence.endswith("?")
@@ -292,32 +402,47 @@ def _extract(prompt: str, max_points: int) -> str:
     transcript = _between(prompt, TRANSCRIPT_START, TRANSCRIPT_END, from_index=after, last_end=True)
     turns = _parse_turns(transcript if transcript is not None else prompt)
     old = _summary_sections(previous or "")
-    first_user = next((t for t in turns if t.role == "user" and t.text), None)
-    first = first_user or next((t for t in turns if t.text), None)
-    topic = (old.get("topic") or [""])[0] or (
-        _clip(_sentences(first.text)[0]) if first else "Conversation."
-    )
-    points = _key_points(turns, old.get("key points", []), max_points, topic)
+    earlier = _previous_coverage(old) if previous else _Coverage()
+    coverage = _cover(earlier, turns, max_points)
+    topic = _topic(coverage)
+    requests = [text for _, text in coverage.shown]
+    points = _key_points(turns, old.get("key points", []), max_points, requests)
     items = _open_items(turns, old.get("open items", []), max_points)
-    summary = _render(topic, points, _current_state(turns), items)
+    state = _current_state(turns, coverage)
+    summary = _render(topic, points, state, items)
     target = _TARGET.search(prompt[prompt.rfind(TRANSCRIPT_END) :] if transcript else "")
     while target and len(points) > 1 and estimate_tokens(summary) > 2 * int(target.group(1)):
         points = points[:-1]  # stay near the requested size: drop the latest-ranked points
-        summary = _render(topic, points, _current_state(turns), items)
+        summary = _render(topic, points, state, items)
     return summary
 
 
 def extractive(*, max_points: int = 8) -> Callable[[str], str]:
     """An offline, deterministic summariser for prompts from ``build_summary_prompt``.
 
-    Topic: the first user sentence (or the previous summary's topic). Key Points: the most
-    salient sentences (numbers, names, decisions) plus tools used, merged with the previous
-    summary's points. Current State: the last user and assistant messages. Open Items:
-    unanswered user questions and TODO-like sentences. Any other text is summarised as one
-    transcript.
+    Topic: what the range covers — its number of messages by role and its user requests
+    in order (numbered; a long range keeps the first ``max_points // 2`` and the latest
+    ``max_points``, with ``… N more …`` between), never one request standing for several.
+    Key Points: the most salient sentences (numbers, names, decisions) plus tools used,
+    merged with the previous summary's points. Current State: the last user and assistant
+    messages *of the range* (later messages stay in history after the summary). Open Items:
+    unanswered user questions and TODO-like sentences. When the prompt extends a previous
+    extractive summary, counts, numbering and last messages continue from it. Any other
+    text is summarised as one transcript.
 
-    >>> extractive()("[user]\\nWhat is the capital of Norway?").splitlines()[-1]
-    '- What is the capital of Norway?'
+    Limitation: the transcript is read back by its ``[role]`` lines, so a message whose text
+    holds such a line alone is read as two messages.
+
+    >>> prompt = "[user]\\nHotels?\\n\\n[assistant]\\nTry Alfama.\\n\\n[user]\\nBeaches?"
+    >>> summary = extractive()(prompt)
+    >>> print(summary.split("\\n\\n## Key")[0])
+    ## Topic
+    Covers 3 messages (2 user, 1 assistant).
+    User requests, in order:
+    1. Hotels?
+    2. Beaches?
+    >>> summary.splitlines()[-1]
+    '- Beaches?'
     """
     if max_points < 1:
         raise ValueError("max_points must be at least 1")

@@ -246,3 +246,18 @@ def test_async_manager_from_profile() -> None:
         return [b.label for b in await session.get_context_blocks()]
 
     assert asyncio.run(main()) == ["notes"]
+
+
+def test_connect_options_win_over_the_profile_size_policy(tmp_path: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'sizes.db'}"
+    with threadline.connect(url) as store:
+        Profile.from_dict({"size_policy": {"policy": "error"}}).save(store, "app")
+    big = {"role": "user", "content": "x" * 3_000_000}
+    with (
+        threadline.connect(url) as store,  # the profile's policy: refused
+        pytest.raises(threadline.errors.MessageTooLargeError),
+    ):
+        SessionManager.from_profile(store, "app").append("s1", big)
+    with threadline.connect(url, size_policy="attach") as store:  # connect() wins
+        stored = SessionManager.from_profile(store, "app").append("s1", big)
+        assert stored["id"]

@@ -279,3 +279,27 @@ def test_import_with_a_bad_second_record_writes_nothing(server: Server) -> None:
         replaced = http.post("/v1/import", content=bad, headers=ndjson, params={"replace": True})
         assert replaced.status_code == 400
         assert http.get("/v1/export").text == before
+
+
+def test_compactions_mark_the_superseded_ones_per_branch(server: Server) -> None:
+    s = sid()
+    with server.client(server.key(f"app-{uuid.uuid4().hex[:8]}")) as http:
+
+        def marks() -> dict[str, bool]:
+            got = http.get(f"/v1/sessions/{s}/compactions")
+            assert got.status_code == 200, got.text
+            return {c["to_message_id"]: c["superseded"] for c in got.json()["compactions"]}
+
+        for i in range(4):
+            http.post(f"/v1/sessions/{s}/messages", json=user(f"turn {i}", f"t{i}"))
+        assert http.post(f"/v1/sessions/{s}/compact", json={}).json()["result"]
+        assert marks() == {"t2": False}  # one overlay: t0..t2
+        for i in (4, 5):
+            http.post(f"/v1/sessions/{s}/messages", json=user(f"turn {i}", f"t{i}"))
+        assert http.post(f"/v1/sessions/{s}/compact", json={}).json()["result"]
+        assert marks() == {"t2": True, "t4": False}  # extended to t0..t4: the first is gone
+        http.put(f"/v1/sessions/{s}/head", json={"leaf_id": "t3"})
+        assert marks() == {"t2": False, "t4": False}  # the head's history shows the first
+        branch = http.post(f"/v1/sessions/{s}/messages?parent_id=t2", json=user("other", "b3"))
+        assert branch.status_code in (200, 201), branch.text
+        assert marks() == {"t2": False, "t4": False}  # and so does the new branch from t2

@@ -26,6 +26,7 @@ from threadline.compaction.overlays import (
     apply_overlays,
     earliest_visible_overlay,
     overlay_message,
+    superseded,
     visible_overlays,
 )
 
@@ -43,6 +44,7 @@ __all__ = [
     "overlay_message",
     "plan_compaction",
     "shrink_value",
+    "superseded",
     "truncate_older_messages",
     "truncate_tool_output",
     "visible_overlays",

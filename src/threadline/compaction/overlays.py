@@ -12,7 +12,7 @@ overlays is O(len(path) + len(compactions)) so it can run on every read.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from threadline.messages import OVERLAY_ID_PREFIX
@@ -147,6 +147,97 @@ def earliest_visible_overlay(
     return spans[0].compaction if spans else None
 
 
+def superseded(
+    compactions: Sequence[Compaction],
+    parents: Mapping[str, str | None],
+    head_id: str | None = None,
+) -> set[str]:
+    """Ids of the overlays that no read of the session shows any more: on every branch they
+    lie on, another overlay is applied instead — a newer one from the same start, or one whose
+    range holds their start (the rule of :func:`visible_overlays`, applied to each read).
+
+    ``parents`` maps every message id of the session to its parent id (``None`` for a root);
+    the reads are the path to each leaf and, when given, to ``head_id`` (after a rewind the
+    head is not a leaf, and an older overlay may be the one shown up to it). An overlay that
+    lies on no read (an end deleted, or its start not above its end) is superseded by nothing
+    and is not reported. Cost: one walk up the tree, then per distinct branch only the ends of
+    the overlays on it.
+
+    >>> from datetime import datetime, timezone
+    >>> at = lambda minute: datetime(2026, 1, 1, 0, minute, tzinfo=timezone.utc)
+    >>> parents = {"m1": None, "m2": "m1", "m3": "m2", "m4": "m3", "b3": "m2"}
+    >>> grown = [Compaction("c1", "S", "m2", "m3", at(1)), Compaction("c2", "S", "m2", "m4", at(2))]
+    >>> superseded(grown, parents)  # c2 extends c1 on the same branch
+    {'c1'}
+    >>> other = [grown[0], Compaction("c3", "S", "m2", "b3", at(3))]
+    >>> superseded(other, parents)  # c3 is newer but on another branch: c1 is still shown
+    set()
+    """
+    if len(compactions) < 2:
+        return set()
+    ends = {c.from_message_id for c in compactions} | {c.to_message_id for c in compactions}
+    nearest = _nearest_end(parents, ends)
+    with_children = {parent for parent in parents.values() if parent is not None}
+    reads = [message_id for message_id in parents if message_id not in with_children]
+    if head_id is not None and head_id in parents:
+        reads.append(head_id)
+    shown: set[str] = set()
+    placed: set[str] = set()
+    done: set[tuple[str, ...]] = set()
+    for read in reads:
+        chain: list[str] = []  # the overlay ends on this read, leaf first
+        end = nearest(read)
+        while end is not None and end not in chain:  # (a corrupt cycle stops the walk)
+            chain.append(end)
+            end = nearest(parents[end])
+        key = tuple(reversed(chain))
+        if key in done:
+            continue
+        done.add(key)
+        # Only the order of the ends matters to visible_overlays: the ends alone stand for
+        # the whole path.
+        stubs: list[Message] = [{"id": message_id} for message_id in key]
+        shown.update(span.compaction.id for span in visible_overlays(stubs, compactions))
+        positions = _positions(stubs)
+        placed.update(c.id for c in compactions if _lies_on(positions, c))
+    return placed - shown
+
+
+def _lies_on(positions: dict[str, int], compaction: Compaction) -> bool:
+    start = positions.get(compaction.from_message_id)
+    end = positions.get(compaction.to_message_id)
+    return start is not None and end is not None and start <= end
+
+
+def _nearest_end(
+    parents: Mapping[str, str | None], ends: set[str]
+) -> Callable[[str | None], str | None]:
+    """``nearest(id)``: the closest of ``ends`` at or above that message (``None``: none), each
+    message walked once over all calls."""
+    memo: dict[str, str | None] = {}
+
+    def nearest(message_id: str | None) -> str | None:
+        trail: list[str] = []
+        seen: set[str] = set()
+        node = message_id
+        found: str | None = None
+        while node is not None and node in parents and node not in seen:
+            if node in memo:
+                found = memo[node]
+                break
+            if node in ends:
+                found = node
+                break
+            trail.append(node)
+            seen.add(node)
+            node = parents[node]
+        for walked in trail:
+            memo[walked] = found
+        return found
+
+    return nearest
+
+
 def apply_overlays_encoded(
     rows: Sequence[tuple[str, str]],
     compactions: Sequence[Compaction],
@@ -195,5 +286,6 @@ __all__ = [
     "earliest_visible_overlay",
     "overlay_message",
     "overlays_cross_start",
+    "superseded",
     "visible_overlays",
 ]

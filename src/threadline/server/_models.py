@@ -274,13 +274,16 @@ class CompactOut(BaseModel):
 
 
 class CompactionOut(BaseModel):
-    """A stored summary overlay."""
+    """A stored summary overlay. ``superseded``: no read of the session shows it any more (on
+    every branch it lies on, a newer overlay from the same start, or one whose range holds its
+    start, is applied instead: ``threadline.compaction.superseded``)."""
 
     id: str
     summary: str
     from_message_id: str
     to_message_id: str
     created_at: datetime
+    superseded: bool = False
 
 
 class CompactionsOut(BaseModel):

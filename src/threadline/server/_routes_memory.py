@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from fastapi import Body, Request, Response
 
+from threadline.compaction import superseded
 from threadline.errors import BlockNotFoundError
 from threadline.server._deps import TenantDep, changed, plain, router
 from threadline.server._models import (
@@ -22,8 +23,10 @@ from threadline.server._models import (
     ToolsOut,
 )
 from threadline.server._tenancy import NotFound, Tenant
+from threadline.types import Compaction
 
 routes = router()
+_TREE_PAGE = 10_000
 
 
 @routes.get("/sessions/{session_id}/blocks", response_model=BlocksOut, tags=["memory"])
@@ -128,8 +131,29 @@ def compact(
 
 @routes.get("/sessions/{session_id}/compactions", response_model=CompactionsOut, tags=["memory"])
 def get_compactions(session_id: str, tenant: Tenant = TenantDep) -> Any:
-    """Every summary overlay of the session, oldest first."""
-    return {"compactions": [plain(c) for c in tenant.session(session_id).get_compactions()]}
+    """Every summary overlay of the session, oldest first; ``superseded`` marks those no read
+    shows any more (a newer overlay is applied instead on every branch they lie on)."""
+    session = tenant.session(session_id)
+    compactions = session.get_compactions()
+    gone = _superseded(tenant, session_id, compactions) if len(compactions) > 1 else set()
+    return {"compactions": [{**plain(c), "superseded": c.id in gone} for c in compactions]}
+
+
+def _superseded(tenant: Tenant, session_id: str, compactions: list[Compaction]) -> set[str]:
+    """Reads the tree's parent links page by page (attachments left as references)."""
+    store = tenant.manager.store
+    parents: dict[str, str | None] = {}
+    after = 0
+    while True:
+        page = store.get_tree(
+            tenant.app, session_id, after_seq=after, limit=_TREE_PAGE, attachments="ref"
+        )
+        parents.update((node.message["id"], node.parent_id) for node in page)
+        if len(page) < _TREE_PAGE:
+            break
+        after = page[-1].seq
+    head = store.get_head(tenant.app, session_id)
+    return superseded(compactions, parents, head["id"] if head else None)
 
 
 @routes.get("/sessions/{session_id}/state", response_model=StateOut, tags=["memory"])

@@ -34,8 +34,8 @@ def put_profile(
     request: Request, document: dict[str, Any] = Body(...), tenant: Tenant = TenantDep
 ) -> Any:
     """Replace the app's profile (the same document ``GET`` answers; ``version`` and
-    ``updated_at`` in it are ignored: the store counts). Every worker picks it up within a
-    second."""
+    ``updated_at`` in it are ignored: the store counts). Every worker picks it up at its next
+    request."""
     if tenant.user is not None:
         raise Forbidden("a key bound to a user may not change the app's profile")
     parts = check_document(document)
@@ -43,5 +43,5 @@ def put_profile(
     before = None if current is None else check_document(current.document())
     check_for_tenant(parts, request.app.state.tenants.allowed_models, before)
     saved = Profile.from_dict(document).save(tenant.manager.store, tenant.app)
-    tenant.manager.profile  # noqa: B018 - adopt it in this worker now, not within a second
+    tenant.manager.profile  # noqa: B018 - adopt it in this worker now
     return {"version": saved.version, **saved.to_dict()}

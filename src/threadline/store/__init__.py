@@ -167,6 +167,24 @@ def _lazily(store: Any) -> tuple[Any, bool]:
 
 def _opener(
     url: str | os.PathLike[str],
+    **options: Any,
+) -> Callable[[], Store]:
+    """What ``connect`` opens, checked but not opened yet (no I/O): call it to open. Every
+    bad option is an ``InvalidArgumentError`` naming it (amendment 14). The store opened
+    remembers which size options were given (``size_options``): they win over a profile's
+    size policy (api.md clarification 27)."""
+    build, given = _checked_opener(url, **options)
+
+    def open_store() -> Store:
+        store = build()
+        store.size_options = given  # type: ignore[attr-defined]
+        return store
+
+    return open_store
+
+
+def _checked_opener(
+    url: str | os.PathLike[str],
     *,
     clock: Callable[[], datetime] | None = None,
     read_only: bool = False,
@@ -174,9 +192,7 @@ def _opener(
     max_message_bytes: int | None = None,
     replicas: Sequence[str] | None = None,
     max_replica_lag: float | None = None,
-) -> Callable[[], Store]:
-    """What ``connect`` opens, checked but not opened yet (no I/O): call it to open. Every
-    bad option is an ``InvalidArgumentError`` naming it (amendment 14)."""
+) -> tuple[Callable[[], Store], frozenset[str]]:
     text = _url_text(url)
     if not isinstance(read_only, bool):
         raise InvalidArgumentError(
@@ -193,7 +209,8 @@ def _opener(
     bare_options = scheme is None and "?" in text and not text.startswith("file:")
     if scheme is None and not bare_options:
         sizes = _size_options({}, size_policy, max_message_bytes)
-        return partial(SQLiteStore, text, clock=clock, **_read_only(read_only, text), **sizes)
+        sqlite = partial(SQLiteStore, text, clock=clock, **_read_only(read_only, text), **sizes)
+        return sqlite, frozenset(sizes)
     text, from_url = _take_size_options(text)
     sizes = _size_options(from_url, size_policy, max_message_bytes)
     if scheme in ("postgresql", "postgres"):
@@ -203,7 +220,7 @@ def _opener(
                 "role or to a standby (e.g. ?target_session_attrs=read-only)"
             )
         check_replica_options(replicas, max_replica_lag)  # bad ones fail before any I/O
-        return partial(
+        postgres = partial(
             PostgresStore,
             text,
             clock=clock,
@@ -211,13 +228,14 @@ def _opener(
             max_replica_lag=max_replica_lag,
             **sizes,
         )
+        return postgres, frozenset(sizes)
     if scheme == "sqlite" or bare_options:
         path, options = _parse_sqlite_url(text) if scheme else _parse_bare_path(text)
         if read_only:
             if options.get("read_only") is False:
                 raise InvalidArgumentError(f"read_only=True contradicts mode=rw in {text!r}")
             options.update(_read_only(read_only, path))
-        return partial(SQLiteStore, path, clock=clock, **options, **sizes)
+        return partial(SQLiteStore, path, clock=clock, **options, **sizes), frozenset(sizes)
     raise InvalidArgumentError(f"unsupported store URL scheme {scheme!r}; supported: {SUPPORTED}")
 
 

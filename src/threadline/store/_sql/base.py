@@ -279,6 +279,8 @@ class SQLBase(ABC):
     #: What happens to a message too large for its row (``connect(size_policy=...)``) and the
     #: hard cap on one message (``connect(max_message_bytes=...)``); docs/attachments.md.
     _size_policy: str = "attach"
+    #: The size options given to ``connect()`` (they win over a profile's size policy).
+    size_options: frozenset[str] = frozenset()
     _max_message_bytes: int = MAX_MESSAGE_BYTES
 
     def _configure_size(self, size_policy: str, max_message_bytes: int) -> None:

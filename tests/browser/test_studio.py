@@ -270,6 +270,22 @@ def test_compact_now_renders_the_summary_as_markdown(
     expect(summary.locator(".card-body li code").first).to_have_text("compact-s-1")
     expect(second.locator("li.node.summary")).to_have_count(1, timeout=LIVE)
     shot(page, artifacts, "24-studio-compacted")
+    # Compacted again later: the newer summary covers the same start, the older is superseded
+    # (the API says so, and the Summaries panel marks it).
+    more = [text("compact-s-7", "seven", "user"), text("compact-s-8", "eight", "assistant")]
+    server.call("POST", "sessions/compact-s/messages", {"messages": more})
+    expect(node(page, "compact-s-8")).to_be_attached(timeout=LIVE)
+    page.locator("#compact-session").click()
+    panel = page.locator("#summaries-panel li[data-compaction]")
+    expect(panel).to_have_count(2, timeout=LIVE)
+    overlays = server.call("GET", "sessions/compact-s/compactions")["compactions"]
+    assert [c["superseded"] for c in overlays] == [True, False]
+    superseded = page.locator("#summaries-panel li.superseded")
+    expect(superseded).to_have_count(1)
+    assert superseded.get_attribute("data-compaction") == overlays[0]["id"]
+    expect(superseded.locator(".superseded-pill")).to_have_text("superseded")
+    expect(page.locator("li.node.summary")).to_contain_text("6 messages")
+    shot(page, artifacts, "27-studio-superseded")
 
 
 def test_check_out_a_branch_shows_live(page: Any, second: Any, server: Server) -> None:

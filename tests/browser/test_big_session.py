@@ -122,3 +122,10 @@ def test_an_append_shows_live_at_the_end(page: Any, server: Server, big: str) ->
     newest = page.locator('li.node[data-id="newest"]')
     expect(newest).to_have_class(re.compile(r"\bis-head\b"), timeout=20_000)
     expect(newest).to_be_in_viewport()
+    # The studio's actions work in the paged view too: rewind to before the newest message.
+    newest.locator(":scope > .card details.menu > summary").click()
+    newest.locator(':scope > .card button[data-action="rewind"]').click()
+    page.locator("#action-confirm").click()
+    head = page.locator(f'li.node[data-id="m{COUNT}"]')
+    expect(head).to_have_class(re.compile(r"\bis-head\b"), timeout=20_000)
+    assert server.head_id(big) == f"m{COUNT}"

@@ -181,9 +181,11 @@ def test_rename_shows_live_in_the_other_viewer_and_its_list(
     )
 
 
-def test_fork_at_a_message(page: Any, server: Server, artifacts: Path) -> None:
+def test_fork_at_a_message(page: Any, second: Any, server: Server, artifacts: Path) -> None:
     make_session(server, "fork-s", count=6)
     open_viewer(page, server, "#/s/fork-s")
+    open_viewer(second, server, "#/s/fork-s")
+    live_on(second)
     menu_action(page, "fork-s-3", "fork")
     shot(page, artifacts, "22-studio-menu-and-fork")
     box = dialog(page)
@@ -195,6 +197,9 @@ def test_fork_at_a_message(page: Any, server: Server, artifacts: Path) -> None:
     assert len(forked) == 1 and forked[0]["parent_session_id"] == "fork-s"
     history = server.call("GET", f"sessions/{forked[0]['id']}/messages")["messages"]
     assert len(history) == 3 and history[-1]["parts"][0]["text"] == "message 3 of fork-s"
+    # The other viewer's session list (GET /v1/events) shows the new session.
+    link = second.locator(f'.session-link[data-session="{forked[0]["id"]}"]')
+    expect(link).to_contain_text("The fork", timeout=LIVE)
 
 
 def test_rewind_to_before_a_message(page: Any, second: Any, server: Server) -> None:

@@ -83,6 +83,15 @@ def test_opens_at_the_head_and_pages_back_with_a_bounded_dom(
     assert seen_oldest[-1] < COUNT - 300, seen_oldest  # it paged back
     assert seen_oldest == sorted(seen_oldest, reverse=True)
     page.screenshot(path=str(artifacts / "31-big-session-paged-back.png"))
+    # Something happens meanwhile: the reader is not moved; a button offers the latest.
+    server.call("POST", f"sessions/{big}/messages", text("while-away", "new", "user"))
+    activity = page.locator("#activity")
+    expect(activity).to_be_visible(timeout=20_000)
+    assert page.locator("#main ol.paged > li.node").first.get_attribute("data-id") == first
+    activity.click()
+    expect(page.locator('li.node[data-id="while-away"]')).to_be_in_viewport()
+    expect(activity).to_be_hidden()
+    server.call("PUT", f"sessions/{big}/head", {"leaf_id": f"m{COUNT}"})
     # Back down: the newer cards come back from memory, still bounded.
     for _ in range(12):
         page.evaluate("document.querySelector('#main').scrollTop = 1e9")

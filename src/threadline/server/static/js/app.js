@@ -226,6 +226,7 @@ async function reloadSession({ scrollToHead } = {}) {
     const keep = main.scrollTop;
     const atEnd = main.scrollHeight - main.scrollTop - main.clientHeight < 80;
     renderSession();
+    showActivity(false);
     if (current.paged) {
       scrollToEnd();
       current.paged.start();
@@ -244,6 +245,21 @@ async function reloadSession({ scrollToHead } = {}) {
     }
     handleError(error, "loading the session");
   }
+}
+
+function nearEnd() {
+  const main = $("#main");
+  return main.scrollHeight - main.scrollTop - main.clientHeight < 120;
+}
+
+function showActivity(on) {
+  let button = $("#activity");
+  if (!button) {
+    button = h("button", { type: "button", id: "activity", class: "activity primary", hidden: true,
+      onclick: () => { showActivity(false); reloadSession(); } }, "New activity · show the latest");
+    document.body.appendChild(button);
+  }
+  button.hidden = !on;
 }
 
 function scrollToEnd() {
@@ -485,7 +501,17 @@ function subscribe(sessionId) {
   state.current.events = events;
   const onEvent = () => {
     clearTimeout(state.reloadTimer);
-    state.reloadTimer = setTimeout(() => reloadSession(), 150);
+    state.reloadTimer = setTimeout(() => {
+      const current = state.current;
+      // A big session read far back stays where the reader is: the panels follow, and a
+      // button offers the new messages (a reload reopens the view at its end).
+      if (current && current.paged && !nearEnd()) {
+        refresh(current, { panelsOnly: true });
+        showActivity(true);
+        return;
+      }
+      reloadSession();
+    }, 150);
   };
   for (const name of EVENT_NAMES) events.addEventListener(name, onEvent);
   events.addEventListener("gone", () => {

@@ -148,6 +148,7 @@ const TREE_LIMIT = 2000;
 function closeSession() {
   if (state.current && state.current.events) state.current.events.close();
   if (state.current && state.current.paged) state.current.paged.stop();
+  if ($("#activity")) showActivity(false);
   state.current = null;
   setLive("off");
 }

@@ -194,7 +194,9 @@ export function pagedView(ctx, where = {}) {
     banner.hidden = onHead;
     if (!onHead) {
       const leafIsLeaf = view.model.isLeaf(view.leafId);
-      replaceChildren(banner, icon("branch"), h("span", {}, "Viewing a branch, not the live conversation."),
+      replaceChildren(banner, icon("branch"), h("span", {}, leafIsLeaf
+        ? "Viewing a branch, not the live conversation."
+        : `Viewing the path that ends at ${view.leafId}.`),
         leafIsLeaf ? h("button", { type: "button", class: "checkout", onclick: () => ctx.checkout(view.leafId) }, "Check out this branch") : null,
         h("button", { type: "button", class: "ghost small", onclick: () => ctx.openPath({}) }, "Back to the head"));
     }

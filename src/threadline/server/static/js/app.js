@@ -4,6 +4,7 @@
 import { api, ApiError, forgetKey, getKey, setKey } from "./api.js";
 import { chatBox, contextView, loadProfile } from "./context.js";
 import { renderConversation } from "./conversation.js";
+import { hitList, hitsOf } from "./search.js";
 import { clear, formatTime, h, icon, replaceChildren } from "./dom.js";
 import { pagedView } from "./paged.js";
 import { loadPanels } from "./panels.js";
@@ -398,27 +399,6 @@ function jumpToSummary(overlayId) {
 
 // ------------------------------------------------------------------------------ search
 
-/** `text` with the words of `query` marked (text nodes and <mark> elements only). */
-function highlight(text, query) {
-  const words = query.toLowerCase().split(/\s+/).map((w) => w.replace(/["']/g, "")).filter((w) => w.length > 1);
-  if (!words.length) return [text];
-  const pattern = new RegExp(`(${words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|")})`, "gi");
-  return text.split(pattern).map((chunk, i) => (i % 2 ? h("mark", {}, chunk) : chunk));
-}
-
-function snippet(content, query, size = 180) {
-  const text = String(content ?? "").replace(/\s+/g, " ");
-  const first = query.toLowerCase().split(/\s+/).filter(Boolean)
-    .map((w) => text.toLowerCase().indexOf(w)).filter((i) => i >= 0).sort((a, b) => a - b)[0] ?? 0;
-  const start = Math.max(0, first - 50);
-  return (start ? "…" : "") + text.slice(start, start + size) + (text.length > start + size ? "…" : "");
-}
-
-function hitsOf(result) {
-  if (Array.isArray(result)) return result;
-  return (result && (result.hits || result.results)) || [];
-}
-
 /** "in a summary" / "on a branch" for a hit the tree does not show as it stands. */
 function whereLabel(id) {
   const tree = state.current && state.current.tree;
@@ -463,24 +443,13 @@ async function searchAll(event) {
 }
 
 function resultsList(hits, query, showSession, title) {
-  const close = h("button", { type: "button", class: "link", onclick: (e) => { e.target.closest(".results").hidden = true; } }, "close");
-  return [
-    h("div", { class: "results-head" }, h("span", {}, title), showSession ? null : close),
-    h("ol", { class: "hits" }, hits.map((hit) => {
-      const sessionId = hit.session_id;
-      const open = () => {
-        if (showSession) location.hash = sessionHash(sessionId, hit.id);
-        else jumpTo(hit.id);
-      };
-      return h("li", {},
-        h("button", { type: "button", class: "hit", "data-hit": hit.id, onclick: open },
-          h("span", { class: "hit-meta" },
-            h("span", { class: `role role-${String(hit.role).replace(/[^a-z]/gi, "")}` }, String(hit.role)),
-            showSession ? h("span", { class: "mono dim" }, sessionId) : whereLabel(hit.id),
-            h("span", { class: "dim" }, formatTime(hit.created_at))),
-          h("span", { class: "hit-text" }, highlight(snippet(hit.content, query), query))));
-    })),
-  ];
+  return hitList(hits, query, {
+    showSession, title, where: whereLabel,
+    open: (hit) => {
+      if (showSession) location.hash = sessionHash(hit.session_id, hit.id);
+      else jumpTo(hit.id);
+    },
+  });
 }
 
 // ------------------------------------------------------------------------------ live updates

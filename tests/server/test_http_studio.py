@@ -1,11 +1,14 @@
-"""``GET .../path``: one root→leaf path a page at a time (the studio's big-session view), on
-SQLite and PostgreSQL against a real uvicorn."""
+"""What the studio needs of the service, on SQLite and PostgreSQL against a real uvicorn:
+``GET .../path`` (one root→leaf path a page at a time, for big sessions), ``GET /v1/key``
+(what the key may write) and ``/docs`` / ``/redoc`` served with their own assets."""
 
 from __future__ import annotations
 
+import importlib.util
 import uuid
 from typing import Any
 
+import pytest
 from served import Server
 
 
@@ -64,3 +67,20 @@ def test_the_key_says_what_it_reaches(server: Server) -> None:
         assert http.get("/v1/key").json() == {"app": app, "user": "ana"}
     with server.client("tl_nothere_wrong") as http:
         assert http.get("/v1/key").status_code == 401
+
+
+def test_the_api_docs_need_no_cdn(server: Server) -> None:
+    if importlib.util.find_spec("fastapi_offline") is None:
+        pytest.skip("fastapi-offline (the server extra) is not installed")
+    with server.client() as anonymous:
+        for page, assets in (
+            ("/docs", ("swagger-ui-bundle.js", "swagger-ui.css")),
+            ("/redoc", ("redoc.standalone.js",)),
+        ):
+            html = anonymous.get(page)
+            assert html.status_code == 200
+            assert "cdn." not in html.text and "fonts.googleapis" not in html.text
+            for asset in assets:
+                assert f"/docs-assets/{asset}" in html.text
+                served = anonymous.get(f"/docs-assets/{asset}")
+                assert served.status_code == 200 and len(served.content) > 100_000

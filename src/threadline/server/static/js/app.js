@@ -205,13 +205,18 @@ async function reloadSession({ scrollToHead } = {}) {
   const current = state.current;
   if (!current) return;
   try {
+    // Opening: the first page of the path is asked for with the session (one round trip
+    // less for a big session; a small one just does not use it).
+    const early = scrollToHead ? pagedView(current.ctx, current.where) : null;
+    const first = early ? early.fetch() : null;
+    if (first) first.catch(() => {});
     const info = await api.getSession(current.id);
     if (state.current !== current) return;
     current.info = info;
     if ((info.message_count ?? 0) > TREE_LIMIT) {
       if (current.paged) current.paged.stop();
-      const paged = pagedView(current.ctx, current.where);
-      await paged.load();
+      const paged = early || pagedView(current.ctx, current.where);
+      await paged.load(first);
       if (state.current !== current) return;
       current.paged = paged;
       current.tree = null;

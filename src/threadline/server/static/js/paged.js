@@ -177,11 +177,16 @@ export function pagedView(ctx, where = {}) {
     }
   }, { root: null, rootMargin: "300px 0px" });
 
-  async function load() {
+  /** The first page and the overlays: [page, overlays]. */
+  function fetch() {
     const query = { limit: PAGE };
     if (where.descend) query.descend = where.descend;
     else if (where.leafId) query.leaf_id = where.leafId;
-    const [page, overlays] = await Promise.all([api.path(ctx.sessionId, query), api.compactions(ctx.sessionId)]);
+    return Promise.all([api.path(ctx.sessionId, query), api.compactions(ctx.sessionId)]);
+  }
+
+  async function load(fetched) {
+    const [page, overlays] = await (fetched || fetch());
     view.nodes = page.nodes.map(toNode);
     view.hasMore = page.has_more;
     view.headId = page.head_id;
@@ -207,6 +212,7 @@ export function pagedView(ctx, where = {}) {
   return {
     element: root,
     view,
+    fetch,
     load,
     start() {
       watcher.observe(top);

@@ -36,8 +36,8 @@ def test_sessions_pages_with_a_cursor(run: Run, demo_db: str) -> None:
 
 
 def test_sessions_of_another_app_names_the_apps_that_exist(run: Run, demo_db: str) -> None:
-    # The demo writes to app "demo": without --app this used to print nothing and exit 0.
-    result = run("sessions", demo_db)
+    # The demo writes to app "demo": asking for another app names the ones that exist.
+    result = run("sessions", demo_db, "--app", "default")
     assert result.code == 1 and result.out == ""
     assert result.err.strip() == (
         "threadline: app 'default' has no sessions; apps in this store: demo (4 sessions); "
@@ -203,6 +203,10 @@ READ_COMMANDS = (
     ["history", "trip", "--app", "demo"],
     ["search", "walkable river", "--app", "demo"],
     ["export", "--app", "demo"],
+    ["show", "trip", "--last", "2"],
+    ["blocks", "trip", "--json"],
+    ["blocks", "long-chat"],
+    ["state", "trip"],
 )
 
 
@@ -232,7 +236,8 @@ def test_read_commands_leave_a_wal_file_unwritten(run: Run, demo_db: str) -> Non
 
 def test_help_is_clean_text(run: Run) -> None:
     commands = ["sessions", "show", "history", "search", "export", "import", "fork",
-                "checkout", "delete", "compact", "serve", "demo", "keys"]  # fmt: skip
+                "checkout", "delete", "compact", "serve", "demo", "keys", "rename", "rewind",
+                "purge", "forget-user", "blocks", "state"]  # fmt: skip
     top = run("--help")
     assert top.code == 0
     for command in commands:
@@ -240,7 +245,7 @@ def test_help_is_clean_text(run: Run) -> None:
         text = run(command, "--help").out
         for raw in ("``", ":class:", ":meth:", ">>>", "{[", "list[str]"):
             assert raw not in text, (command, raw)
-        assert "--json" in text or command == "keys"
+        assert "--json" in text or command in ("keys", "blocks", "state")
     assert "Usage: threadline show [OPTIONS] [DB] SESSION_ID" in run("show", "--help").out
     assert run().code == 2  # no command: the help, as a usage error
 

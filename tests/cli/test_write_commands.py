@@ -228,7 +228,7 @@ def test_only_import_creates_a_store(run: Run, tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    assert run("import", missing, str(empty), "--json").json() == {"imported": []}
+    assert run("import", missing, str(empty), "--json").json()["imported"] == []
     assert run("sessions", missing).err == (
         "threadline: app 'default' has no sessions; this store has no sessions yet\n"
     )

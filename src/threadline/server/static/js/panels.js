@@ -145,13 +145,15 @@ function deleteState(ctx, key) {
   });
 }
 
+const short = (id) => (String(id).length > 14 ? `${String(id).slice(0, 12)}…` : String(id));
+
 function renderCompactions(ctx, overlays) {
   if (!overlays.length) return h("p", { class: "dim" }, "No compactions.");
   return h("ol", { class: "compactions" }, overlays.map((overlay) => h("li", {
     class: overlay.superseded ? "superseded" : null, "data-compaction": overlay.id,
   },
   h("button", { type: "button", class: "hit", onclick: () => ctx.jumpToSummary(overlay.id) },
-    h("span", { class: "hit-meta dim" }, `${formatTime(overlay.createdAt)} · ${overlay.from} → ${overlay.to}`,
+    h("span", { class: "hit-meta dim", title: `${overlay.from} → ${overlay.to}` }, `${formatTime(overlay.createdAt)} · ${short(overlay.from)} → ${short(overlay.to)}`,
       overlay.superseded ? h("span", { class: "pill superseded-pill", title: "A newer summary covers this range" }, "superseded") : null),
     h("span", { class: "hit-text" }, renderMarkdown(overlay.summary.length > 400 ? `${overlay.summary.slice(0, 399)}…` : overlay.summary, "text md compact"))))));
 }

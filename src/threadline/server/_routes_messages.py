@@ -313,8 +313,9 @@ def get_path_page(
 ) -> Any:
     """A page of one root→leaf path, newest ``limit`` messages, root side first, raw
     (overlays are not applied: ``GET .../compactions`` lists them), each with its depth and
-    its children's ids (where branches fork). Reads at most ``limit`` + 1 path rows: a
-    session of any size opens at its head in one request, and pages back with ``before``."""
+    its children's ids (where branches fork; one indexed read per message). Reads at most
+    ``limit`` + 2 path rows: a session of any size opens at its head in one request, and pages
+    back with ``before``."""
     session = tenant.session(session_id)
     store = tenant.manager.store
     head = session.get_latest_leaf()

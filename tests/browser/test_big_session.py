@@ -22,7 +22,7 @@ pytestmark = pytest.mark.timeout(300)
 
 SID = "big"
 COUNT = 2600  # over the viewer's TREE_LIMIT (2,000): the paged view
-MAX_CARDS = 160  # paged.js MAX_ITEMS
+MAX_CARDS = 160 + 40  # paged.js MAX_ITEMS, and MAX_ORIGINALS of the one summary opened
 
 
 def text(mid: str, body: str, role: str) -> dict[str, Any]:
@@ -46,6 +46,13 @@ def big(server: Server) -> str:
         ]
         server.call("POST", f"sessions/{SID}/messages", {"messages": branch, "parent_id": fork})
     server.call("PUT", f"sessions/{SID}/head", {"leaf_id": f"m{COUNT}"})
+    import threadline  # a summary of m2570..m2580, on the first page of the head's path
+
+    store = threadline.connect(server.db)
+    try:
+        store.add_compaction(server.ids["app"], SID, "**Eleven** messages.", "m2570", "m2580")
+    finally:
+        store.close()
     return SID
 
 
@@ -69,6 +76,13 @@ def test_opens_at_the_head_and_pages_back_with_a_bounded_dom(
     expect(head).to_be_in_viewport()
     expect(page.locator(".stats")).to_contain_text(f"{COUNT + 4} messages")
     assert cards(page) <= 50  # one page of the path, not the tree
+    # The summary stands for its messages, as in the tree view; it opens to them.
+    summary = page.locator("li.node.summary")
+    expect(summary).to_contain_text("11 messages compacted")
+    expect(summary.locator("strong")).to_have_text("Eleven")
+    expect(page.locator('li.node[data-id="m2575"]')).to_have_count(0)
+    summary.locator(".summary-toggle").click()
+    expect(page.locator('li.node[data-id="m2575"]')).to_be_visible()
     # The branch off m2590 shows where it forks.
     expect(page.locator('li.node[data-id="m2590"] button[data-branch="late-1"]')).to_be_visible()
     page.screenshot(path=str(artifacts / "30-big-session-head.png"))

@@ -130,8 +130,14 @@ export function renderSummary(tree, item, view, line) {
   const fill = () => {
     if (originals.firstChild) return;
     const list = h("ol", { class: "thread originals-thread", role: "group" });
-    for (const original of item.items) list.appendChild(renderMessage(tree, original, view, line));
+    // A bounded view (paged.js) draws at most maxOriginals of them: the DOM stays bounded.
+    const shown = view.maxOriginals ? item.items.slice(0, view.maxOriginals) : item.items;
+    for (const original of shown) list.appendChild(renderMessage(tree, original, view, line));
     originals.appendChild(list);
+    if (shown.length < item.items.length) {
+      originals.appendChild(h("p", { class: "dim small more-originals" },
+        `and ${item.items.length - shown.length} more original messages (search finds them).`));
+    }
   };
   if (open) fill(); else originals.hidden = true;
   toggle.addEventListener("click", () => {

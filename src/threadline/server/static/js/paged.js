@@ -1,8 +1,9 @@
 // The view of a big session: one root→leaf path (the head's, or a branch's), read a page at a
 // time from GET .../path — it opens at the leaf, pages back when the top is scrolled into
 // view, and keeps at most MAX_ITEMS cards in the DOM (older or newer ones leave the page and
-// come back from memory). Branches show where they fork, a bounded list of buttons that open
-// that branch's own path. Overlays apply to the loaded part of the path as in the tree view.
+// come back from memory; an opened summary draws at most MAX_ORIGINALS of its messages).
+// Branches show where they fork, a bounded list of buttons that open that branch's own path.
+// Overlays apply to the loaded part of the path as in the tree view.
 
 import { api } from "./api.js";
 import { renderMessage, renderSummary } from "./conversation.js";
@@ -13,6 +14,7 @@ export const PAGE = 40;
 export const MAX_ITEMS = 160; // cards in the DOM at most
 const STEP = 40; // cards brought back from memory at a time
 const MAX_FORKS = 8; // branch buttons shown under one message
+export const MAX_ORIGINALS = 40; // an opened summary's messages drawn at most
 
 /**
  * ctx: studio.js's context, plus messageActions(id, flags) and checkout(id).
@@ -88,7 +90,7 @@ export function pagedView(ctx, where = {}) {
   function renderItem(item, index) {
     const itemView = {
       sessionId: ctx.sessionId, expandedLines: new Set(), expandedSummaries: view.expandedSummaries,
-      actions: ctx.messageActions,
+      actions: ctx.messageActions, maxOriginals: MAX_ORIGINALS,
     };
     const nextOf = (msg) => {
       const i = view.nodes.indexOf(msg.node);

@@ -168,6 +168,7 @@ def test_rename_shows_live_in_the_other_viewer_and_its_list(
     open_viewer(page, server, "#/s/rename-s")
     open_viewer(second, server, "#/s/rename-s")
     live_on(second)
+    second.fill("#session-q", "half-typed")  # the other viewer is typing a search meanwhile
     page.locator("#rename-session").click()
     box = dialog(page)
     box.locator("#field-name").fill("After the rename")
@@ -176,6 +177,8 @@ def test_rename_shows_live_in_the_other_viewer_and_its_list(
     assert server.call("GET", "sessions/rename-s")["name"] == "After the rename"
     expect(page.locator("#session-title")).to_have_text("After the rename")
     expect(second.locator("#session-title")).to_have_text("After the rename", timeout=LIVE)
+    expect(second.locator("#session-q")).to_have_value("half-typed")  # a redraw keeps it
+    expect(second.locator("#session-q")).to_be_focused()
     expect(second.locator('.session-link[data-session="rename-s"]')).to_contain_text(
         "After the rename", timeout=LIVE
     )

@@ -290,7 +290,11 @@ function renderSession() {
   const { info, tree, paged } = current;
   const main = $("#main");
   main.classList.toggle("paged-main", Boolean(paged));
-  const results = h("div", { id: "session-results", class: "results", hidden: true });
+  // A redraw (a live update) keeps the search box's text, its results and the focus.
+  const oldQuery = $("#session-q");
+  const typed = oldQuery ? { value: oldQuery.value, focused: document.activeElement === oldQuery } : null;
+  const oldResults = $("#session-results");
+  const results = oldResults || h("div", { id: "session-results", class: "results", hidden: true });
   const headId = tree ? tree.headId : paged.view.headId;
   const headText = tree ? (headId ? previewText(findNode(tree, headId), 60) : "") : paged.headText();
   const stats = tree
@@ -324,6 +328,11 @@ function renderSession() {
         h("input", { type: "search", id: "session-q", name: "q", placeholder: "Search this session", "aria-label": "Search this session", autocomplete: "off" }),
         h("button", { type: "submit" }, "Search"))),
     body);
+  const query = $("#session-q");
+  if (typed && query) {
+    query.value = typed.value;
+    if (typed.focused) query.focus({ preventScroll: true });
+  }
 }
 
 function findNode(tree, id) {

@@ -51,6 +51,8 @@ def big(server: Server) -> str:
     store = threadline.connect(server.db)
     try:
         store.add_compaction(server.ids["app"], SID, "**Eleven** messages.", "m2570", "m2580")
+        # one that starts two pages back: it applies once its start is loaded
+        store.add_compaction(server.ids["app"], SID, "Sixty-six messages.", "m2500", "m2565")
     finally:
         store.close()
     return SID
@@ -88,7 +90,13 @@ def test_opens_at_the_head_and_pages_back_with_a_bounded_dom(
     page.screenshot(path=str(artifacts / "30-big-session-head.png"))
     # Scroll to the top again and again: older pages come, the DOM stays bounded.
     seen_oldest = []
-    for _ in range(12):
+    for i in range(12):
+        if i == 3:  # three pages loaded (m2481..): the summary starting at m2500 now applies
+            expect(page.locator("li.node.summary")).to_have_count(2)
+            sixty = page.locator("li.node.summary", has_text="Sixty-six messages.")
+            expect(sixty).to_have_count(1)
+            assert page.locator('ol.paged > li.node[data-id="m2563"]').count() == 0
+            page.screenshot(path=str(artifacts / "32-big-session-summary-paged-in.png"))
         page.evaluate("document.querySelector('#main').scrollTop = 0")
         page.wait_for_timeout(250)
         first = page.locator("#main ol.paged > li.node").first.get_attribute("data-id")

@@ -108,6 +108,9 @@ export function pagedView(ctx, where = {}) {
     return li;
   }
 
+  const firstId = (item) => (item ? (item.kind === "summary" ? item.items[0].id : item.id) : null);
+  const holds = (item, id) => (item.kind === "summary" ? item.items.some((m) => m.id === id) : item.id === id);
+
   function paint() {
     replaceChildren(list, view.items.slice(view.lo, view.hi).map((item, i) => renderItem(item, view.lo + i)));
     edges();
@@ -125,8 +128,12 @@ export function pagedView(ctx, where = {}) {
     const box = scroller();
     const anchor = [...list.children].find((el) => el.getBoundingClientRect().bottom > box.getBoundingClientRect().top);
     const before = anchor ? anchor.getBoundingClientRect().top : 0;
+    const key = anchor ? anchor.querySelector(".node[data-id]")?.dataset.id || anchor.dataset.id : null;
     change();
-    if (anchor && anchor.isConnected) box.scrollTop += anchor.getBoundingClientRect().top - before;
+    // Drawn again: the same message's new card (or the summary now holding it) is the anchor.
+    const now = anchor && anchor.isConnected ? anchor
+      : key ? [...list.children].find((el) => el.dataset.id === key || el.querySelector(`[data-id="${CSS.escape(key)}"]`)) : null;
+    if (now) box.scrollTop += now.getBoundingClientRect().top - before;
   }
 
   async function older() {
@@ -135,13 +142,19 @@ export function pagedView(ctx, where = {}) {
     try {
       if (view.lo === 0 && view.hasMore) {
         const page = await api.path(ctx.sessionId, { before: view.nodes[0].id, limit: PAGE });
-        const count = view.items.length;
+        const shownFirst = firstId(view.items[view.lo]);
+        const shownLast = firstId(view.items[view.hi - 1]);
         view.nodes = page.nodes.map(toNode).concat(view.nodes);
         view.hasMore = page.has_more;
         regroup();
-        const added = view.items.length - count;
-        view.lo += added;
-        view.hi += added;
+        // Find the shown window again: an overlay that starts in the new page may now group
+        // messages that were shown one by one (then the window is drawn again, in place).
+        const lo = view.items.findIndex((item) => holds(item, shownFirst));
+        const hi = view.items.findIndex((item) => holds(item, shownLast)) + 1;
+        const regrouped = view.items[lo]?.kind !== "msg" || view.items[lo].id !== shownFirst;
+        view.lo = Math.max(0, lo);
+        view.hi = Math.max(view.lo, hi);
+        if (regrouped) anchored(paint);
       }
       if (view.lo > 0) {
         const from = Math.max(0, view.lo - STEP);

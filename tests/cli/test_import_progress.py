@@ -45,6 +45,10 @@ def test_import_prints_counts_not_ids(run: Run, tmp_path: Path) -> None:
         "messages": 60,
         "skipped_sessions": 0,
         "skipped_messages": 0,
+        "app_records": ["travel"],  # the whole app's export starts with its app record
+        "entries": 0,
+        "keys": 0,
+        "profiles": 0,
     }
 
 
@@ -69,7 +73,8 @@ def test_a_progress_bar_on_a_terminal(
     result = run("import", str(tmp_path / "target.db"), str(backup))
     assert result.code == 0, result.err
     assert result.out == "Imported 30 session(s), 60 message(s) into app 'travel'\n"
-    for step in ("reading backup.jsonl", "checking 30 record(s)", "writing 30 session(s)"):
+    # 31 records: the app record, then the 30 sessions'.
+    for step in ("reading backup.jsonl", "checking 31 record(s)", "writing 30 session(s)"):
         assert step in result.err
     assert result.err.count("100%") >= 3  # every step ends complete
     # Standard input: the records read are counted as they come.

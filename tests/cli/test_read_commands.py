@@ -181,8 +181,11 @@ def test_search_text_and_json(run: Run, demo_db: str) -> None:
 
 def test_export_to_stdout_and_to_a_file(run: Run, demo_db: str, tmp_path: Path) -> None:
     lines = run("export", demo_db, "--app", "demo").out.splitlines()
-    assert len(lines) == 4
-    assert {json.loads(line)["format"] for line in lines} == {"threadline.export/1"}
+    assert len(lines) == 5  # the app record first, then the four sessions
+    records = [json.loads(line) for line in lines]
+    assert {record["format"] for record in records} == {"threadline.export/2"}
+    assert [record["type"] for record in records] == ["app"] + ["session"] * 4
+    assert "keys" not in records[0]  # keys' hashes only with --with-keys
     out = tmp_path / "backup.jsonl"
     summary = run("export", demo_db, "--app", "demo", "--session", "trip", "-o", str(out), "--json")
     assert summary.json()["sessions"] == ["trip"] and summary.json()["exported"] == 1

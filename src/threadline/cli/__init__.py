@@ -2,7 +2,8 @@
 
 Read: ``sessions``, ``show`` (the tree), ``history``, ``search``, ``export``. Write:
 ``import``, ``fork``, ``checkout``, ``delete``, ``compact``, ``rename``, ``rewind``,
-``purge``, ``forget-user``. Memory: ``blocks``, ``state``. Service: ``serve``, ``keys``.
+``purge``, ``forget-user``, ``copy`` (whole apps between stores, verified). Memory:
+``blocks``, ``state``. Service: ``serve``, ``keys``.
 And ``demo``. Every command takes ``--json`` and the same ``--db/--app/--user`` options
 (environment ``THREADLINE_DB`` and ``THREADLINE_APP`` as defaults); the database may also be
 the first argument (``threadline history agent.db chat-42``). Read commands open SQLite
@@ -25,6 +26,7 @@ import threadline
 from threadline.cli._admin import forget_user, purge, rename, rewind
 from threadline.cli._blocks import append_block, blocks, replace_block, show_blocks
 from threadline.cli._common import CliError, register
+from threadline.cli._copy import copy
 from threadline.cli._demo import demo
 from threadline.cli._import import import_
 from threadline.cli._profile import profile, set_profile, show_profile
@@ -59,6 +61,7 @@ for _name, _command, _usage, _panel in (
     ("rewind", rewind, "[DB] SESSION_ID MESSAGE_ID", "Write"),
     ("purge", purge, "[DB]", "Write"),
     ("forget-user", forget_user, "[DB] USER", "Write"),
+    ("copy", copy, "--from URL --to URL", "Write"),
     ("serve", serve, "[DB]", "Service"),
     ("demo", demo, "", "Start here"),
 ):

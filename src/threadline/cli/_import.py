@@ -2,8 +2,8 @@
 
 The bar (on standard error, only when it is a terminal) follows the three steps of an
 import: reading the file, checking every record, then writing them all in one transaction.
-The result is counted (sessions and messages imported, and those ``--user`` left out),
-never listed id by id; ``--json`` also keeps the ids (``imported``).
+The result is counted (sessions and messages imported, and those ``--user`` left out, and
+what app records held), never listed id by id; ``--json`` also keeps the ids (``imported``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from threadline.cli._common import (
     positionals,
     removed_on_failure,
 )
-from threadline.export import import_sessions, load_jsonl
+from threadline.export import import_records, load_jsonl
 
 __all__ = ["ImportCounts", "count_records", "import_"]
 
@@ -163,7 +163,9 @@ def _checked(records: list[dict[str, Any]], steps: _Steps) -> Iterator[dict[str,
     for record in records:
         yield record
         advance(1)
-    steps.start(f"writing {len(records)} session(s) in one transaction", None)
+    sessions = sum(1 for record in records if record.get("type") != "app")
+    also = " and the app record(s)" if sessions < len(records) else ""
+    steps.start(f"writing {sessions} session(s){also} in one transaction", None)
 
 
 def progress_wanted() -> bool:
@@ -190,31 +192,44 @@ def import_(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Import sessions from a JSON Lines export. FILE is the export (- for standard
+    """Import a JSON Lines export (format 2 or 1). FILE is the export (- for standard
     input). Every record is checked first; a session that already exists stops the import
-    unless --replace. All the sessions are written in one transaction. On a terminal a
+    unless --replace (which also makes an app record replace the app's profile, blocks,
+    state and keyed entries). Everything is written in one transaction. On a terminal a
     progress bar follows the steps; the result is counted, not listed."""
     url, (source,) = positionals(ctx.args, ["FILE"], db)
     with _steps(progress_wanted()) as steps:
         records = _read(source, steps)
         kept = records
-        if user is not None:
+        if user is not None:  # a user's sessions: no app record (it is the whole app's)
             kept = [r for r in records if (r.get("session") or {}).get("user_id") == user]
         with removed_on_failure(url), open_store(url, write=True, create=True) as store:
-            ids = import_sessions(store, _checked(kept, steps), replace=replace, app=app)
+            report = import_records(store, _checked(kept, steps), replace=replace, app=app)
         steps.finish()
-    counts = count_records(records, kept)
+    sessions = [r for r in records if r.get("type") != "app"]
+    counts = count_records(sessions, [r for r in kept if r.get("type") != "app"])
     apps = [app] if app is not None else sorted({str(r.get("app")) for r in kept})
     if as_json:
         emit_json(
             {
-                "imported": ids,
+                "imported": report.sessions,
                 "apps": apps,
                 "sessions": counts.sessions,
                 "messages": counts.messages,
                 "skipped_sessions": counts.skipped_sessions,
                 "skipped_messages": counts.skipped_messages,
+                "app_records": report.apps,
+                "entries": report.entries,
+                "keys": report.keys,
+                "profiles": report.profiles,
             }
         )
     else:
-        console().print(counts.describe(apps, user), markup=False, soft_wrap=True)
+        text = counts.describe(apps, user)
+        if report.entries or report.keys or report.profiles:
+            text += (
+                f"; app record(s) of {', '.join(map(repr, report.apps))}: {report.entries} "
+                f"keyed entr{'y' if report.entries == 1 else 'ies'}, {report.keys} API "
+                f"key(s), {report.profiles} profile(s)"
+            )
+        console().print(text, markup=False, soft_wrap=True)

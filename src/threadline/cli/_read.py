@@ -37,7 +37,7 @@ from threadline.cli._pager import NoPagerOption, print_paged
 from threadline.cli._render import body, clip
 from threadline.cli._show import draw_history, draw_tail, draw_tree, head_path, tail_overlays
 from threadline.compaction import superseded
-from threadline.export import dump_jsonl, export_sessions, isoformat_utc
+from threadline.export import dump_jsonl, export_app, export_sessions, isoformat_utc
 from threadline.messages import decode_message
 from threadline.session import Session
 from threadline.types import Compaction, SessionInfo
@@ -322,19 +322,34 @@ def export(
             "--out", "-o", show_default=False, help="Write to this file (default: standard output)."
         ),
     ] = None,
+    with_keys: Annotated[
+        bool,
+        typer.Option(
+            "--with-keys",
+            help="Include the app's API keys' hashes (whole-app exports only; default: never).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Export sessions as JSON Lines. One record per session with everything it holds
-    (format threadline.export/1, see docs/cli.md); threadline import reads it back."""
+    """Export an app as JSON Lines (format threadline.export/2, see docs/cli.md): for a
+    whole app, first its app record (profile, app and user blocks and state, keyed entries,
+    API keys' hashes with --with-keys), then one record per session with everything it
+    holds; with --session or --user, those sessions' records only. threadline import reads
+    it back."""
     url, _ = positionals(ctx.args, [], db)
+    whole = not session and user is None
+    if with_keys and not whole:
+        raise CliError("--with-keys exports a whole app: drop --session and --user")
     with open_store(url) as store:
         app = pick_app(store, app)
         if session:
             for session_id in session:
                 require_session(store, app, session_id, user)
-        else:
+        elif app not in store.list_app_names():
             require_app(store, app)
         records = export_sessions(store, app, session_ids=session, user_id=user)
+        if whole:
+            records = itertools.chain([export_app(store, app, keys=with_keys)], records)
         if out is None:
             count = dump_jsonl(records, sys.stdout)
             ids: list[str] = []
@@ -345,9 +360,10 @@ def export(
     # Records written to stdout (-o /dev/stdout): the summary goes to stderr, not among them.
     with contextlib.redirect_stdout(sys.stderr) if is_stdout(out) else contextlib.nullcontext():
         if as_json:
-            emit_json({"app": app, "path": str(out), "exported": count, "sessions": ids})
+            emit_json({"app": app, "path": str(out), "exported": len(ids), "sessions": ids})
         else:
-            text = f"Exported {count} session(s) of app {app!r} to {out}"
+            text = f"Exported {len(ids)} session(s) of app {app!r} to {out}"
+            text += " with its app record" if count > len(ids) else ""
             console().print(text, markup=False)  # rich writes to sys.stdout as it is now
 
 
@@ -358,7 +374,8 @@ def _write_file(path: Path, records: Any) -> tuple[int, list[str]]:
 
     def noted() -> Any:
         for record in records:
-            ids.append(record["session"]["id"])
+            if record.get("type") != "app":
+                ids.append(record["session"]["id"])
             yield record
 
     count = write_output(path, lambda fp: dump_jsonl(noted(), fp))

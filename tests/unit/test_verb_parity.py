@@ -458,6 +458,7 @@ SESSION_ROUTES_NOT_VERBS = {
     ("POST", "/v1/sessions/{session_id}/rewind"),
     ("POST", "/v1/sessions/{session_id}/usage"),  # add_usage
     ("GET", "/v1/sessions/{session_id}/tree"),  # the viewer's paged tree
+    ("GET", "/v1/sessions/{session_id}/path"),  # the studio's paged path (big sessions)
     ("POST", "/v1/sessions/{session_id}/tools/{name}"),  # Toolset.execute of tools()
     ("GET", "/v1/sessions/{session_id}/events"),  # server-sent events
 }

@@ -84,7 +84,8 @@ class Route:
 
 @dataclass(frozen=True)
 class Command:
-    """The ``threadline`` command carrying a verb: ``name`` and, for each carried verb
+    """The ``threadline`` command carrying a verb: ``name`` (``"state set"``: a subcommand
+    of a group) and, for each carried verb
     parameter, its option (``--leaf``) or positional argument (``MESSAGE_ID``, as in the
     usage line); ``session`` names how the session is chosen (``SESSION_ID``, or ``--session``
     for a command that reads the whole app without it); ``--app/--user/--db`` are every
@@ -265,13 +266,19 @@ VERBS: tuple[Verb, ...] = (
         remote=True,
         http=Route("GET", f"{_S}/blocks/{{label}}", _p(label="path:label")),
     ),
-    Verb("get_context_blocks", remote=True, http=Route("GET", f"{_S}/blocks")),
+    Verb(
+        "get_context_blocks",
+        remote=True,
+        http=Route("GET", f"{_S}/blocks"),
+        cli=Command("blocks show"),
+    ),
     Verb(
         "replace_context_block",
         remote=True,
         http=Route(
             "PUT", f"{_S}/blocks/{{label}}", _p(label="path:label", content="field:content")
         ),
+        cli=Command("blocks replace", _p(label="LABEL", content="TEXT")),
     ),
     Verb(
         "append_context_block",
@@ -279,6 +286,7 @@ VERBS: tuple[Verb, ...] = (
         http=Route(
             "POST", f"{_S}/blocks/{{label}}", _p(label="path:label", content="field:content")
         ),
+        cli=Command("blocks append", _p(label="LABEL", content="TEXT")),
     ),
     Verb("add_context"),
     Verb("remove_context"),
@@ -302,6 +310,7 @@ VERBS: tuple[Verb, ...] = (
         client=True,
         remote=True,
         http=Route("PATCH", f"{_S}/state", _p(delta="body")),
+        cli=Command("state set", _p(delta="KEY=VALUE")),
     ),
     Verb(
         "state",
@@ -310,6 +319,7 @@ VERBS: tuple[Verb, ...] = (
         client=True,
         remote=True,
         http=Route("GET", f"{_S}/state"),
+        cli=Command("state show"),
     ),
     Verb("state_view"),
 )

@@ -12,7 +12,9 @@ repository root, gitignored); each test prints the path of what it saved.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import mimetypes
 import os
 import shutil
 import socket
@@ -30,6 +32,8 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+STATIC = ROOT / "src" / "threadline" / "server" / "static"
+ORIGIN = "http://viewer.test"  # where the model page serves the static files (never fetched)
 CHROMIUM_ARGS = [
     "--no-sandbox",  # needed as root; harmless otherwise
     "--headless",
@@ -110,6 +114,7 @@ class Server:
     ids: dict[str, Any]
     process: subprocess.Popen[bytes]
     log: Path
+    db: str = ""  # the store's URL (to make other keys)
 
     def call(self, method: str, path: str, body: Any = None, key: str | None = None) -> Any:
         """``method /v1/path`` with the key; the decoded JSON body (None for 204)."""
@@ -143,22 +148,25 @@ def _wait_ready(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
     raise RuntimeError(f"uvicorn did not answer /healthz in 60 s:\n{log.read_text()}")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """uvicorn serving the demo store on a free port (one per test module)."""
+def _viewer_data() -> Any:
     sys.path.insert(0, str(HERE))
     try:
         import viewer_data
     finally:
         sys.path.remove(str(HERE))
+    return viewer_data
+
+
+@contextlib.contextmanager
+def _serving(
+    directory: Path, url: str, ids: dict[str, Any], env_extra: dict[str, str] | None = None
+) -> Iterator[Server]:
+    """uvicorn serving the store at ``url`` (viewer_app) on a free port, with an app key."""
     from threadline.server import create_key
 
-    directory = tmp_path_factory.mktemp("viewer")
-    url = f"sqlite:///{(directory / 'viewer.db').as_posix()}"
-    ids = viewer_data.populate(url)
-    key = create_key(url, viewer_data.APP)
+    key = create_key(url, _viewer_data().APP)
     log = directory / "uvicorn.log"
-    env = {**os.environ, "THREADLINE_VIEWER_DB": url}
+    env = {**os.environ, "THREADLINE_VIEWER_DB": url, **(env_extra or {})}
     for _attempt in range(3):
         port = _free_port()
         with log.open("wb") as out:
@@ -178,7 +186,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             if "address already in use" not in log.read_text().lower() or _attempt == 2:
                 raise
     try:
-        yield Server(base, key, ids, process, log)
+        yield Server(base, key, ids, process, log, url)
     finally:
         process.terminate()
         try:
@@ -186,6 +194,50 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """uvicorn serving the demo store on a free port (one per test module)."""
+    directory = tmp_path_factory.mktemp("viewer")
+    url = f"sqlite:///{(directory / 'viewer.db').as_posix()}"
+    ids = _viewer_data().populate(url)
+    with _serving(directory, url, ids) as running:
+        yield running
+
+
+LLM_KEY_ENV = "THREADLINE_TEST_LLM_KEY"
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[Any]:
+    """A scripted OpenAI-compatible endpoint (tests/fixtures/fake_openai.py: a fake of the
+    external LLM, never of threadline's storage); with no script it echoes the user."""
+    sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+    try:
+        fake_openai = pytest.importorskip("fake_openai", reason="tests/fixtures/fake_openai.py")
+    finally:
+        sys.path.remove(str(ROOT / "tests" / "fixtures"))
+    with fake_openai.FakeOpenAI() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(scope="module")
+def chat_server(tmp_path_factory: pytest.TempPathFactory, llm: Any) -> Iterator[Server]:
+    """The demo store whose app's stored profile names ``llm`` as its model (an operator's
+    write, in Python), served like ``server``."""
+    import threadline
+
+    directory = tmp_path_factory.mktemp("chat")
+    url = f"sqlite:///{(directory / 'viewer.db').as_posix()}"
+    ids = _viewer_data().populate(url)
+    store = threadline.connect(url)
+    try:
+        threadline.Profile(model=llm.spec(LLM_KEY_ENV)).save(store, _viewer_data().APP)
+    finally:
+        store.close()
+    with _serving(directory, url, ids, {LLM_KEY_ENV: "sk-studio-test-0123"}) as running:
+        yield running
 
 
 @pytest.fixture
@@ -211,3 +263,38 @@ def page(browser: Any, server: Server) -> Iterator[Any]:
     finally:
         context.close()
     assert not errors, f"errors in the page: {errors}"
+
+
+@pytest.fixture(scope="module")
+def model_page(browser: Any) -> Iterator[Any]:
+    """A page with the viewer's modules, served straight from the package (no server):
+    ``window.tree`` (tree.js), ``window.render`` (conversation.js), ``window.md``
+    (markdown.js)."""
+    context = browser.new_context()
+
+    def serve(route: Any) -> None:
+        relative = route.request.url.removeprefix(f"{ORIGIN}/")
+        target = (STATIC / relative).resolve()
+        if not target.is_relative_to(STATIC) or not target.is_file():
+            route.fulfill(status=404, body="not found")
+            return
+        kind = "text/javascript" if target.suffix == ".js" else mimetypes.guess_type(target.name)[0]
+        route.fulfill(status=200, body=target.read_bytes(), content_type=kind or "text/plain")
+
+    context.route(f"{ORIGIN}/**", serve)
+    page = context.new_page()
+    page.route(
+        f"{ORIGIN}/",
+        lambda route: route.fulfill(status=200, body="<!doctype html>", content_type="text/html"),
+    )
+    page.goto(f"{ORIGIN}/")
+    page.evaluate(
+        f"Promise.all([import('{ORIGIN}/js/tree.js'), import('{ORIGIN}/js/conversation.js'),"
+        f" import('{ORIGIN}/js/markdown.js')]).then(([tree, render, md]) => {{"
+        " window.tree = tree; window.render = render; window.md = md; })"
+    )
+    page.wait_for_function("window.tree && window.render && window.md")
+    try:
+        yield page
+    finally:
+        context.close()

@@ -9,10 +9,7 @@ served from the package directory through Playwright's request routing.
 
 from __future__ import annotations
 
-import mimetypes
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,42 +19,7 @@ from hypothesis import strategies as st
 from threadline.compaction import visible_overlays
 from threadline.types import Compaction
 
-STATIC = Path(__file__).resolve().parents[2] / "src" / "threadline" / "server" / "static"
-ORIGIN = "http://viewer.test"
-
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture(scope="module")
-def model_page(browser: Any) -> Iterator[Any]:
-    """A page with ``window.tree`` = the tree.js module, served straight from the package."""
-    context = browser.new_context()
-
-    def serve(route: Any) -> None:
-        relative = route.request.url.removeprefix(f"{ORIGIN}/")
-        target = (STATIC / relative).resolve()
-        if not target.is_relative_to(STATIC) or not target.is_file():
-            route.fulfill(status=404, body="not found")
-            return
-        kind = "text/javascript" if target.suffix == ".js" else mimetypes.guess_type(target.name)[0]
-        route.fulfill(status=200, body=target.read_bytes(), content_type=kind or "text/plain")
-
-    context.route(f"{ORIGIN}/**", serve)
-    page = context.new_page()
-    page.route(
-        f"{ORIGIN}/",
-        lambda route: route.fulfill(status=200, body="<!doctype html>", content_type="text/html"),
-    )
-    page.goto(f"{ORIGIN}/")
-    page.evaluate(
-        f"Promise.all([import('{ORIGIN}/js/tree.js'), import('{ORIGIN}/js/conversation.js')])"
-        ".then(([tree, render]) => { window.tree = tree; window.render = render; })"
-    )
-    page.wait_for_function("window.tree !== undefined && window.render !== undefined")
-    try:
-        yield page
-    finally:
-        context.close()
 
 
 _T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -232,6 +232,7 @@ def test_overview_in_light_and_dark(browser: Any, server: Server, artifacts: Pat
             open_viewer(tab, server, "#/s/lisbon")
             node(tab, "u1").locator(".branch-toggle").click()
             expect(node(tab, "a1b")).to_be_visible()
+            tab.evaluate("document.querySelector('#main').scrollTop = 0")  # the title too
             tab.wait_for_timeout(300)
             backgrounds[scheme] = tab.evaluate("getComputedStyle(document.body).backgroundColor")
             shot(tab, artifacts, f"10-overview-{scheme}")

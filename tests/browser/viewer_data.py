@@ -21,7 +21,7 @@ import sys
 import zlib
 from typing import Any
 
-from threadline import SessionManager
+from threadline import CompactResult, SessionManager
 
 APP = "travel"
 XSS_TEXT = (
@@ -77,11 +77,28 @@ def _tool(mid: str, name: str, args: Any, output: Any, when: str, text: str = ""
     return {"id": mid, "role": "assistant", "parts": parts, "createdAt": when}
 
 
+def compact(history: list[dict[str, Any]]) -> CompactResult | None:
+    """The demo app's compaction: every message but the last two, summarised in markdown
+    (what "Compact now" in the studio runs)."""
+    if len(history) < 3:
+        return None
+    covered = history[:-2]
+    return CompactResult(
+        covered[0]["id"],
+        covered[-1]["id"],
+        f"**Summary** of {len(covered)} messages:\n\n- from `{covered[0]['id']}`\n"
+        f"- to `{covered[-1]['id']}`",
+    )
+
+
 def configure(manager: SessionManager) -> SessionManager:
-    """The blocks every session of the demo app has (the server's ``configure`` hook)."""
-    return manager.with_context(
-        "soul", provider="You are a calm, precise travel assistant."
-    ).with_context("memory", description="Facts about the traveller", max_tokens=400)
+    """The blocks every session of the demo app has, and its compaction (the server's
+    ``configure`` hook)."""
+    return (
+        manager.with_context("soul", provider="You are a calm, precise travel assistant.")
+        .with_context("memory", description="Facts about the traveller", max_tokens=400)
+        .on_compaction(compact)
+    )
 
 
 def populate(url: str) -> dict[str, Any]:

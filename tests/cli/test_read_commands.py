@@ -21,7 +21,8 @@ def test_sessions_text_and_json(run: Run, demo_db: str) -> None:
     assert result.code == 0
     assert "Trip to Lisbon" in result.out and "madrid" in result.out
     listed = run("sessions", demo_db, "--app", "demo", "--user", "ana", "--json").json()
-    assert {s["name"] for s in listed["sessions"]} == {"Trip to Lisbon", "Lisbon, Alfama plan"}
+    names = {s["name"] for s in listed["sessions"]}
+    assert names == {"Trip to Lisbon", "Lisbon, Alfama plan", None}  # None: long-chat
     assert all(s["user_id"] == "ana" for s in listed["sessions"])
     assert listed["next_cursor"] is None
 
@@ -36,8 +37,8 @@ def test_sessions_pages_with_a_cursor(run: Run, demo_db: str) -> None:
 
 
 def test_sessions_of_another_app_names_the_apps_that_exist(run: Run, demo_db: str) -> None:
-    # The demo writes to app "demo": without --app this used to print nothing and exit 0.
-    result = run("sessions", demo_db)
+    # The demo writes to app "demo": asking for another app names the ones that exist.
+    result = run("sessions", demo_db, "--app", "default")
     assert result.code == 1 and result.out == ""
     assert result.err.strip() == (
         "threadline: app 'default' has no sessions; apps in this store: demo (4 sessions); "
@@ -181,8 +182,11 @@ def test_search_text_and_json(run: Run, demo_db: str) -> None:
 
 def test_export_to_stdout_and_to_a_file(run: Run, demo_db: str, tmp_path: Path) -> None:
     lines = run("export", demo_db, "--app", "demo").out.splitlines()
-    assert len(lines) == 4
-    assert {json.loads(line)["format"] for line in lines} == {"threadline.export/1"}
+    assert len(lines) == 5  # the app record first, then the four sessions
+    records = [json.loads(line) for line in lines]
+    assert {record["format"] for record in records} == {"threadline.export/2"}
+    assert [record["type"] for record in records] == ["app"] + ["session"] * 4
+    assert "keys" not in records[0]  # keys' hashes only with --with-keys
     out = tmp_path / "backup.jsonl"
     summary = run("export", demo_db, "--app", "demo", "--session", "trip", "-o", str(out), "--json")
     assert summary.json()["sessions"] == ["trip"] and summary.json()["exported"] == 1
@@ -203,6 +207,10 @@ READ_COMMANDS = (
     ["history", "trip", "--app", "demo"],
     ["search", "walkable river", "--app", "demo"],
     ["export", "--app", "demo"],
+    ["show", "trip", "--last", "2"],
+    ["blocks", "trip", "--json"],
+    ["blocks", "long-chat"],
+    ["state", "trip"],
 )
 
 
@@ -232,7 +240,8 @@ def test_read_commands_leave_a_wal_file_unwritten(run: Run, demo_db: str) -> Non
 
 def test_help_is_clean_text(run: Run) -> None:
     commands = ["sessions", "show", "history", "search", "export", "import", "fork",
-                "checkout", "delete", "compact", "serve", "demo", "keys"]  # fmt: skip
+                "checkout", "delete", "compact", "serve", "demo", "keys", "rename", "rewind",
+                "purge", "forget-user", "blocks", "state"]  # fmt: skip
     top = run("--help")
     assert top.code == 0
     for command in commands:
@@ -240,7 +249,7 @@ def test_help_is_clean_text(run: Run) -> None:
         text = run(command, "--help").out
         for raw in ("``", ":class:", ":meth:", ">>>", "{[", "list[str]"):
             assert raw not in text, (command, raw)
-        assert "--json" in text or command == "keys"
+        assert "--json" in text or command in ("keys", "blocks", "state")
     assert "Usage: threadline show [OPTIONS] [DB] SESSION_ID" in run("show", "--help").out
     assert run().code == 2  # no command: the help, as a usage error
 

@@ -245,6 +245,14 @@ def test_export_then_import_into_another_app_gives_the_same_sessions(server: Ser
         assert http.get("/v1/sessions/e1/state").json()["state"] == {"k": "v"}
         assert http.post("/v1/import", content=b"[1]\n", headers=ndjson).status_code == 400
         assert http.post("/v1/import", content=b"\xff", headers=ndjson).status_code == 400
+        # An app record (a profile, keys' hashes) is the operator's: never a tenant's import.
+        app_record = (
+            '{"format":"threadline.export/2","type":"app","app":"x","profile":null,'
+            '"blocks":{"policy":"Tenant-written."},"keys":[]}\n'
+        )
+        taken = http.post("/v1/import", content=app_record.encode(), headers=ndjson)
+        assert taken.status_code == 400 and "app record" in taken.json()["error"]["message"]
+        assert "Tenant-written." not in http.get("/v1/export").text
     with server.client(server.key(target, user="ana")) as bound:
         refused = bound.post("/v1/import", content=exported.content, headers=ndjson)
         assert refused.status_code == 400

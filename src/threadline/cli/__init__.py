@@ -1,7 +1,9 @@
 """The ``threadline`` command (typer on rich): every everyday job on a store.
 
 Read: ``sessions``, ``show`` (the tree), ``history``, ``search``, ``export``. Write:
-``import``, ``fork``, ``checkout``, ``delete``, ``compact``. Service: ``serve``, ``keys``.
+``import``, ``fork``, ``checkout``, ``delete``, ``compact``, ``rename``, ``rewind``,
+``purge``, ``forget-user``, ``copy`` (whole apps between stores, verified). Memory:
+``blocks``, ``state``. Service: ``serve``, ``keys``.
 And ``demo``. Every command takes ``--json`` and the same ``--db/--app/--user`` options
 (environment ``THREADLINE_DB`` and ``THREADLINE_APP`` as defaults); the database may also be
 the first argument (``threadline history agent.db chat-42``). Read commands open SQLite
@@ -21,12 +23,17 @@ import typer
 import typer.main
 
 import threadline
+from threadline.cli._admin import forget_user, purge, rename, rewind
+from threadline.cli._blocks import append_block, blocks, replace_block, show_blocks
 from threadline.cli._common import CliError, register
+from threadline.cli._copy import copy
 from threadline.cli._demo import demo
+from threadline.cli._import import import_
 from threadline.cli._profile import profile, set_profile, show_profile
 from threadline.cli._read import export, history, search, sessions, show
 from threadline.cli._service import create_key, keys, list_keys, revoke_key, serve
-from threadline.cli._write import checkout, compact, delete, fork, import_
+from threadline.cli._state import set_state, show_state, state
+from threadline.cli._write import checkout, compact, delete, fork
 
 __all__ = ["app", "main"]
 
@@ -50,6 +57,11 @@ for _name, _command, _usage, _panel in (
     ("checkout", checkout, "[DB] SESSION_ID MESSAGE_ID", "Write"),
     ("delete", delete, "[DB] SESSION_ID", "Write"),
     ("compact", compact, "[DB] SESSION_ID", "Write"),
+    ("rename", rename, "[DB] SESSION_ID NAME", "Write"),
+    ("rewind", rewind, "[DB] SESSION_ID MESSAGE_ID", "Write"),
+    ("purge", purge, "[DB]", "Write"),
+    ("forget-user", forget_user, "[DB] USER", "Write"),
+    ("copy", copy, "--from URL --to URL", "Write"),
     ("serve", serve, "[DB]", "Service"),
     ("demo", demo, "", "Start here"),
 ):
@@ -61,6 +73,20 @@ app.add_typer(keys, name="keys", rich_help_panel="Service")
 register(profile, "show", show_profile, "[DB]")
 register(profile, "set", set_profile, "[DB] FILE")
 app.add_typer(profile, name="profile", rich_help_panel="Service")
+register(blocks, "show", show_blocks, "[DB] SESSION_ID")
+register(blocks, "replace", replace_block, "[DB] SESSION_ID LABEL TEXT")
+register(blocks, "append", append_block, "[DB] SESSION_ID LABEL TEXT")
+app.add_typer(
+    blocks,
+    name="blocks",
+    rich_help_panel="Memory",
+    short_help="A session's memory blocks: show, replace, append.",
+)
+register(state, "show", show_state, "[DB] SESSION_ID")
+register(state, "set", set_state, "[DB] SESSION_ID KEY=VALUE [KEY=VALUE]...")
+app.add_typer(
+    state, name="state", rich_help_panel="Memory", short_help="A session's state: show, set."
+)
 
 
 def _version(value: bool) -> None:

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 import threadline
 from threadline.errors import StoreError
@@ -27,12 +28,14 @@ __all__ = [
     "AppOption",
     "CliError",
     "DbOption",
+    "DefaultShow",
     "JsonOption",
     "UserOption",
     "console",
     "emit_json",
     "info_json",
     "open_store",
+    "pick_app",
     "positionals",
     "register",
     "require_app",
@@ -54,7 +57,14 @@ DbOption = Annotated[
     ),
 ]
 AppOption = Annotated[
-    str, typer.Option("--app", envvar=ENV_APP, show_envvar=True, help="The app to work in.")
+    str | None,
+    typer.Option(
+        "--app",
+        envvar=ENV_APP,
+        show_envvar=True,
+        show_default=False,
+        help="The app to work in (default: the store's only app, else 'default').",
+    ),
 ]
 UserOption = Annotated[
     str | None,
@@ -68,6 +78,16 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
 class CliError(Exception):
     """A problem the user can fix, reported as one line on stderr with exit code 1."""
+
+
+class DefaultShow(TyperGroup):
+    """A command group whose ``show`` is the default: ``threadline state trip`` is
+    ``threadline state show trip`` (a first argument that names no subcommand is show's)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's own click
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = ["show", *args]
+        return super().parse_args(ctx, args)
 
 
 def register(
@@ -150,10 +170,45 @@ def _apps_hint(store: Store) -> str:
     apps = store.list_apps()
     if not apps:
         return "this store has no sessions yet"
-    listed = ", ".join(
+    return f"apps in this store: {_listed(apps)}; pick one with --app"
+
+
+DEFAULT_APP = "default"
+
+
+def choose_app(given: str | None, apps: dict[str, int]) -> str:
+    """The app a command works in: ``given`` (``--app`` or ``THREADLINE_APP``) when there is
+    one, else the store's only app, else ``"default"`` for an empty store; with several apps
+    and none given, ``CliError`` listing them (a guess could read or write the wrong one).
+
+    >>> choose_app(None, {"demo": 4})
+    'demo'
+    >>> choose_app("travel", {"demo": 4}), choose_app(None, {})
+    ('travel', 'default')
+    >>> try:
+    ...     choose_app(None, {"demo": 4, "travel": 1})
+    ... except CliError as exc:
+    ...     print(exc)
+    this store holds several apps: demo (4 sessions), travel (1 session); pick one with --app
+    """
+    if given is not None:
+        return given
+    if not apps:
+        return DEFAULT_APP
+    if len(apps) == 1:
+        return next(iter(apps))
+    raise CliError(f"this store holds several apps: {_listed(apps)}; pick one with --app")
+
+
+def pick_app(store: Store, given: str | None) -> str:
+    """:func:`choose_app` over the apps ``store`` holds (read only when ``given`` is None)."""
+    return given if given is not None else choose_app(None, store.list_apps())
+
+
+def _listed(apps: dict[str, int]) -> str:
+    return ", ".join(
         f"{name} ({count} session{'s' * (count != 1)})" for name, count in apps.items()
     )
-    return f"apps in this store: {listed}; pick one with --app"
 
 
 def require_app(store: Store, app: str) -> None:

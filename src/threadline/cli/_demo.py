@@ -81,7 +81,7 @@ def demo(
         _branches(out, manager, store, user)
         _memory(out, manager)
         _users_and_fork(out, manager, user)
-        _compaction(out, store, app)
+        _compaction(out, store, app, user)
         listed = manager.list().sessions
     if as_json:
         emit_json(
@@ -186,11 +186,11 @@ def _users_and_fork(out: Console, manager: threadline.SessionManager, user_id: s
     out.print(f"\n[bold]9. Cross-session search 'Lisbon' for user {who}[/]: {len(hits)} hit(s)")
 
 
-def _compaction(out: Console, store: threadline.Store, app: str) -> None:
+def _compaction(out: Console, store: threadline.Store, app: str, user_id: str) -> None:
     from threadline.summarizers import extractive
 
     session = (
-        Session(store, session_id="long-chat", app_name=app)
+        Session(store, session_id="long-chat", app_name=app, user_id=user_id)
         .on_compaction(threadline.create_compact_function(extractive(), tail_token_budget=60))
         .compact_after(150)
     )

@@ -18,6 +18,7 @@ from threadline.cli._common import (
     console,
     emit_json,
     open_store,
+    pick_app,
     positionals,
 )
 from threadline.profile import Profile
@@ -76,11 +77,12 @@ def _describe(found: Profile) -> list[str]:
 
 
 def show_profile(
-    ctx: typer.Context, db: DbOption = None, app: AppOption = "default", as_json: JsonOption = False
+    ctx: typer.Context, db: DbOption = None, app: AppOption = None, as_json: JsonOption = False
 ) -> None:
     """Show the app's stored profile (--json: the document itself, as GET /v1/profile)."""
     url, _ = positionals(ctx.args, [], db)
     with open_store(url) as store:
+        app = pick_app(store, app)
         found = Profile.load(store, app)
     if found is None:
         if as_json:
@@ -94,13 +96,14 @@ def show_profile(
 
 
 def set_profile(
-    ctx: typer.Context, db: DbOption = None, app: AppOption = "default", as_json: JsonOption = False
+    ctx: typer.Context, db: DbOption = None, app: AppOption = None, as_json: JsonOption = False
 ) -> None:
     """Write the app's profile from FILE (.json or .toml; - reads JSON from stdin); checked
     first, nothing written when it is wrong."""
     url, (path,) = positionals(ctx.args, ["FILE"], db)
     parsed = Profile.from_dict(read_document(path))
     with open_store(url, write=True) as store:
+        app = pick_app(store, app)
         saved = parsed.save(store, app)
     if as_json:
         emit_json({"version": saved.version, **saved.to_dict()})

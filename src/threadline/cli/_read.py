@@ -7,11 +7,13 @@ instead of a new empty database.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -25,15 +27,20 @@ from threadline.cli._common import (
     emit_json,
     info_json,
     open_store,
+    pick_app,
     positionals,
     require_app,
     require_session,
 )
 from threadline.cli._files import is_stdout, write_output
+from threadline.cli._pager import NoPagerOption, print_paged
 from threadline.cli._render import body, clip
-from threadline.cli._show import draw_history, draw_tree, head_path
-from threadline.export import dump_jsonl, export_sessions, isoformat_utc
+from threadline.cli._show import draw_history, draw_tail, draw_tree, head_path, tail_overlays
+from threadline.compaction import superseded
+from threadline.export import dump_jsonl, export_app, export_sessions, isoformat_utc
+from threadline.messages import decode_message
 from threadline.session import Session
+from threadline.types import Compaction, SessionInfo
 
 __all__ = ["export", "history", "search", "sessions", "show"]
 
@@ -54,7 +61,7 @@ FullOption = Annotated[
 def sessions(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: UserOption = None,
     limit: Annotated[int, typer.Option(min=1, help="Sessions per page.")] = 20,
     cursor: Annotated[
@@ -65,6 +72,7 @@ def sessions(
     """List the sessions of an app, newest first."""
     url, _ = positionals(ctx.args, [], db)
     with open_store(url) as store:
+        app = pick_app(store, app)
         require_app(store, app)
         page = store.list_sessions(app, user_id=user, limit=limit, cursor=cursor)
     if as_json:
@@ -98,23 +106,42 @@ def sessions(
 def show(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: UserOption = None,
+    last: Annotated[
+        int | None,
+        typer.Option(
+            "--last",
+            min=1,
+            show_default=False,
+            metavar="N",
+            help="Only the last N messages of the head's path (read without the rest).",
+        ),
+    ] = None,
     width: WidthOption = None,
     full: FullOption = False,
+    no_pager: NoPagerOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Draw a session's whole message tree. Every root, every branch, summary overlays,
     tool calls and attachments, with the head's path marked (●) and the head itself; long
-    messages are shortened to 3 lines with a note saying how much is left (--full: all)."""
+    messages are shortened to 3 lines with a note saying how much is left (--full: all).
+    --last N draws only the newest N messages of the head's path. On a terminal, output
+    longer than the screen goes through a pager (--no-pager: not)."""
     url, (session_id,) = positionals(ctx.args, ["SESSION_ID"], db)
+    if last is not None:
+        _show_last(url, app, user, session_id, last, width, full, no_pager, as_json)
+        return
     with open_store(url) as store:
+        app = pick_app(store, app)
         info = require_session(store, app, session_id, user)
         dump = store.dump_session(app, session_id)
     if dump is None:  # deleted between the two reads
         raise CliError(f"session {session_id!r} not found in app {app!r}")
     if as_json:
         path = set(head_path(dump))
+        parents = {node.message["id"]: node.parent_id for node in dump.messages}
+        gone = superseded(dump.compactions, parents, dump.head_id)
         emit_json(
             {
                 "session": info_json(dump.info),
@@ -130,52 +157,100 @@ def show(
                     for node in dump.messages
                 ],
                 "compactions": [
-                    c.to_dict() | {"created_at": isoformat_utc(c.created_at)}
-                    for c in dump.compactions
+                    _compaction_json(c) | {"superseded": c.id in gone} for c in dump.compactions
                 ],
             }
         )
         return
     out = console(width)
+    lines = itertools.chain(_title(info, app, out), draw_tree(dump, out, full=full))
+    if not dump.messages:
+        lines = itertools.chain(lines, [Text("(no messages)", style="dim")])
+    print_paged(out, lines, enabled=not no_pager)
+
+
+def _compaction_json(compaction: Compaction) -> dict[str, Any]:
+    return compaction.to_dict() | {"created_at": isoformat_utc(compaction.created_at)}
+
+
+def _title(info: SessionInfo, app: str, out: Console) -> list[Text]:
     title = Text(f"session {info.id}", style="bold")
     title.append(
         f"  app {app} · user {info.user_id or '—'} · {info.message_count} messages", style="dim"
     )
     if info.name:
         title.append(f" · {info.name}", style="dim")
-    out.print(title)
-    _print_lines(out, draw_tree(dump, out, full=full))
-    if not dump.messages:
-        out.print("(no messages)", style="dim")
+    return clip(title, out, out.width, None)
 
 
-def _print_lines(out: Any, lines: Any, batch: int = 500) -> None:
-    chunk: list[Text] = []
-    for line in lines:
-        chunk.append(line)
-        if len(chunk) >= batch:
-            out.print(Text("\n").join(chunk), soft_wrap=True)
-            chunk = []
-    if chunk:
-        out.print(Text("\n").join(chunk), soft_wrap=True)
+def _show_last(
+    url: str,
+    app: str | None,
+    user: str | None,
+    session_id: str,
+    last: int,
+    width: int | None,
+    full: bool,
+    no_pager: bool,
+    as_json: bool,
+) -> None:
+    """``show --last N``: the newest rows of the head's path by the store's tail read
+    (reading further back only while an overlay ending in them starts before them)."""
+    with open_store(url) as store:
+        app = pick_app(store, app)
+        info = require_session(store, app, session_id, user)
+        compactions = store.get_compactions(app, session_id)
+        count = last
+        while True:
+            rows = store.get_path_tail(app, session_id, count)
+            if not tail_overlays(rows, compactions, last)[2]:
+                break
+            count *= 2
+    tail = rows[max(len(rows) - last, 0) :]
+    if as_json:
+        starting, _, _ = tail_overlays(rows, compactions, last)
+        touching = {c.id for entries in starting.values() for c, _, _ in entries}
+        emit_json(
+            {
+                "session": info_json(info),
+                "head": tail[-1][0] if tail else None,
+                "path_length": tail[-1][2] if tail else 0,
+                "head_path": [message_id for message_id, _, _ in tail],
+                "messages": [
+                    {"depth": depth, "on_head_path": True, "message": decode_message(data)}
+                    for _, data, depth in tail
+                ],
+                "compactions": [_compaction_json(c) for c in compactions if c.id in touching],
+            }
+        )
+        return
+    out = console(width)
+    lines = itertools.chain(
+        _title(info, app, out), draw_tail(rows, compactions, last, out, full=full)
+    )
+    if not tail:
+        lines = itertools.chain(lines, [Text("(no messages)", style="dim")])
+    print_paged(out, lines, enabled=not no_pager)
 
 
 def history(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: UserOption = None,
     leaf: Annotated[
         str | None, typer.Option(show_default=False, help="End at this message, not the head.")
     ] = None,
     raw: Annotated[bool, typer.Option(help="Without summary overlays.")] = False,
     width: WidthOption = None,
+    no_pager: NoPagerOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Print a session's history as the model sees it. The path from the root to the head
     (or --leaf), with summary overlays in place of what they cover (--raw: without)."""
     url, (session_id,) = positionals(ctx.args, ["SESSION_ID"], db)
     with open_store(url) as store:
+        app = pick_app(store, app)
         require_session(store, app, session_id, user)
         if raw:
             messages = store.get_path(app, session_id, leaf)
@@ -185,16 +260,14 @@ def history(
         emit_json({"session_id": session_id, "app": app, "messages": messages})
         return
     out = console(width)
-    for item in draw_history(messages):
-        out.print(item)
-    if not messages:
-        out.print("(no messages)", style="dim")
+    lines = draw_history(messages) if messages else iter([Text("(no messages)", style="dim")])
+    print_paged(out, lines, enabled=not no_pager, wrap=True)
 
 
 def search(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: UserOption = None,
     session: Annotated[
         str | None, typer.Option(show_default=False, help="Search only this session.")
@@ -207,6 +280,7 @@ def search(
     """Full-text search over an app's sessions. Best hits first; --session searches one."""
     url, (query,) = positionals(ctx.args, ["QUERY"], db)
     with open_store(url) as store:
+        app = pick_app(store, app)
         if session is not None:
             require_session(store, app, session, user)
         else:
@@ -234,7 +308,7 @@ def search(
 def export(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: UserOption = None,
     session: Annotated[
         list[str] | None,
@@ -248,18 +322,34 @@ def export(
             "--out", "-o", show_default=False, help="Write to this file (default: standard output)."
         ),
     ] = None,
+    with_keys: Annotated[
+        bool,
+        typer.Option(
+            "--with-keys",
+            help="Include the app's API keys' hashes (whole-app exports only; default: never).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Export sessions as JSON Lines. One record per session with everything it holds
-    (format threadline.export/1, see docs/cli.md); threadline import reads it back."""
+    """Export an app as JSON Lines (format threadline.export/2, see docs/cli.md): for a
+    whole app, first its app record (profile, app and user blocks and state, keyed entries,
+    API keys' hashes with --with-keys), then one record per session with everything it
+    holds; with --session or --user, those sessions' records only. threadline import reads
+    it back."""
     url, _ = positionals(ctx.args, [], db)
+    whole = not session and user is None
+    if with_keys and not whole:
+        raise CliError("--with-keys exports a whole app: drop --session and --user")
     with open_store(url) as store:
+        app = pick_app(store, app)
         if session:
             for session_id in session:
                 require_session(store, app, session_id, user)
-        else:
+        elif app not in store.list_app_names():
             require_app(store, app)
         records = export_sessions(store, app, session_ids=session, user_id=user)
+        if whole:
+            records = itertools.chain([export_app(store, app, keys=with_keys)], records)
         if out is None:
             count = dump_jsonl(records, sys.stdout)
             ids: list[str] = []
@@ -270,9 +360,10 @@ def export(
     # Records written to stdout (-o /dev/stdout): the summary goes to stderr, not among them.
     with contextlib.redirect_stdout(sys.stderr) if is_stdout(out) else contextlib.nullcontext():
         if as_json:
-            emit_json({"app": app, "path": str(out), "exported": count, "sessions": ids})
+            emit_json({"app": app, "path": str(out), "exported": len(ids), "sessions": ids})
         else:
-            text = f"Exported {count} session(s) of app {app!r} to {out}"
+            text = f"Exported {len(ids)} session(s) of app {app!r} to {out}"
+            text += " with its app record" if count > len(ids) else ""
             console().print(text, markup=False)  # rich writes to sys.stdout as it is now
 
 
@@ -283,7 +374,8 @@ def _write_file(path: Path, records: Any) -> tuple[int, list[str]]:
 
     def noted() -> Any:
         for record in records:
-            ids.append(record["session"]["id"])
+            if record.get("type") != "app":
+                ids.append(record["session"]["id"])
             yield record
 
     count = write_output(path, lambda fp: dump_jsonl(noted(), fp))

@@ -20,6 +20,7 @@ from threadline.cli._common import (
     console,
     emit_json,
     open_store,
+    pick_app,
     positionals,
 )
 
@@ -172,7 +173,7 @@ def serve(
 def create_key(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: Annotated[
         str | None, typer.Option(show_default=False, help="Bind the key to this user.")
     ] = None,
@@ -182,6 +183,7 @@ def create_key(
     url, _ = positionals(ctx.args, [], db)
     server = _server()
     with open_store(url, write=True, create=True) as store:
+        app = pick_app(store, app)
         key = server.create_key(store, app, user=user)
     key_id = server.key_id_of(key)
     if as_json:

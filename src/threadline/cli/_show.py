@@ -10,10 +10,12 @@ from rich.text import Text
 
 from threadline.cli._render import body, clip, prefixed
 from threadline.cli._tree import covered_ids, layout
-from threadline.compaction.overlays import visible_overlays
+from threadline.compaction import superseded
+from threadline.compaction.overlays import overlays_cross_start, visible_overlays
 from threadline.messages import (
     TOOL_NAME_WINDOW,
     answers_of,
+    decode_message,
     is_overlay_id,
     is_result_only,
     is_tool_part,
@@ -22,7 +24,7 @@ from threadline.messages import (
 from threadline.store.base import SessionDump
 from threadline.types import Compaction, Message
 
-__all__ = ["draw_history", "draw_tree", "head_path"]
+__all__ = ["draw_history", "draw_tail", "draw_tree", "head_path"]
 
 _SHORT_LINES = 3  # body lines per message without --full
 _MIN_BODY = 40  # cells kept for content however deep the branch
@@ -40,19 +42,20 @@ def head_path(dump: SessionDump) -> list[str]:
 
 
 class _Overlays:
-    """Which overlay starts at which message, which messages each one covers, and which
-    overlays the head's history applies ("active")."""
+    """Which overlay starts at which message, which messages each one covers, which
+    overlays the head's history applies ("active") and which no read shows any more
+    ("superseded", :func:`threadline.compaction.superseded`)."""
 
     def __init__(self, dump: SessionDump, path: Sequence[str]) -> None:
         parent_of = {node.message["id"]: node.parent_id for node in dump.messages}
         by_id = {node.message["id"]: node.message for node in dump.messages}
         spans = visible_overlays([by_id[i] for i in path], dump.compactions)
         self.active = {span.compaction.id for span in spans}
+        self.superseded = superseded(dump.compactions, parent_of, dump.head_id)
         self.starting: dict[str, list[Compaction]] = {}
         self.covered: dict[str, int] = {}
         self.status: dict[str, str] = {}
         self.summarised: set[str] = set()
-        on_path = set(path)
         for compaction in dump.compactions:
             ids = covered_ids(
                 compaction.from_message_id, compaction.to_message_id, parent_of, len(parent_of)
@@ -62,10 +65,10 @@ class _Overlays:
             if compaction.id in self.active:
                 self.summarised.update(ids)
                 self.status[compaction.id] = "applied to the head's history"
-            elif ids and on_path.issuperset(ids):
-                self.status[compaction.id] = "not applied: a newer summary covers it"
+            elif compaction.id in self.superseded:
+                self.status[compaction.id] = "superseded: a newer summary is read instead"
             else:
-                self.status[compaction.id] = "not on the head's path"
+                self.status[compaction.id] = "not applied to the head's history"
 
 
 def _prefixes(row_level: int, opens: bool, cap: int) -> tuple[Text, Text, int]:
@@ -169,6 +172,94 @@ def draw_tree(dump: SessionDump, console: Console, *, full: bool) -> Iterator[Te
             answers=answers.get(row.message_id),
         )
         yield from prefixed(first, rest, clip(text, console, width - len(rest), max_lines))
+
+
+def tail_overlays(
+    rows: Sequence[tuple[str, str, int]], compactions: Sequence[Compaction], shown: int
+) -> tuple[dict[str, list[tuple[Compaction, str, int]]], set[str], bool]:
+    """For ``show --last``: the overlays touching the last ``shown`` of ``rows`` (the newest
+    part of the head's path, ``(id, stored JSON, depth)``, possibly read further back so that
+    every overlay ending in it is seen whole). Returns (start id → [(overlay, status,
+    messages covered)], ids drawn as summarised, whether more rows are needed: an overlay
+    ending in them starts before them and the path goes further back).
+
+    >>> from datetime import datetime, timezone
+    >>> c = Compaction("c1", "S", "m1", "m2", datetime(2026, 1, 1, tzinfo=timezone.utc))
+    >>> rows = [(f"m{i}", "{}", i) for i in (1, 2, 3)]
+    >>> starting, summarised, more = tail_overlays(rows, [c], 2)
+    >>> starting["m2"][0][1:], sorted(summarised), more
+    (("applied to the head's history; it starts before the messages shown", 2), ['m2'], False)
+    """
+    shown = min(shown, len(rows))
+    encoded = [(message_id, data) for message_id, data, _ in rows]
+    if rows and rows[0][2] > 1 and overlays_cross_start(encoded, compactions):
+        return {}, set(), True
+    ids = [message_id for message_id, _, _ in rows]
+    spans = visible_overlays([{"id": message_id} for message_id in ids], compactions)
+    active = {span.compaction.id: span for span in spans}
+    first_shown = len(ids) - shown
+    positions = {message_id: index for index, message_id in enumerate(ids)}
+    starting: dict[str, list[tuple[Compaction, str, int]]] = {}
+    summarised: set[str] = set()
+    for compaction in compactions:
+        start = positions.get(compaction.from_message_id)
+        end = positions.get(compaction.to_message_id)
+        if start is None or end is None or end < start or end < first_shown:
+            continue
+        status = (
+            "applied to the head's history"
+            if compaction.id in active
+            else "not applied: a newer summary covers it on this path"
+        )
+        if start < first_shown:
+            status += "; it starts before the messages shown"
+        if compaction.id in active:
+            summarised.update(ids[max(start, first_shown) : end + 1])
+        at = ids[max(start, first_shown)]
+        starting.setdefault(at, []).append((compaction, status, end - start + 1))
+    return starting, summarised, False
+
+
+def draw_tail(
+    rows: Sequence[tuple[str, str, int]],
+    compactions: Sequence[Compaction],
+    shown: int,
+    console: Console,
+    *,
+    full: bool,
+) -> Iterator[Text]:
+    """The lines of ``show --last``: the last ``shown`` messages of the head's path (``rows``
+    as :func:`tail_overlays` takes them, every overlay ending in them seen whole), one
+    level, the head last; a first line says how many earlier messages are not shown."""
+    width = console.width
+    max_lines = None if full else _SHORT_LINES
+    shown = min(shown, len(rows))
+    starting, summarised, _ = tail_overlays(rows, compactions, shown)
+    tail = rows[len(rows) - shown :]
+    if tail and tail[0][2] > 1:
+        earlier = tail[0][2] - 1
+        yield Text(
+            f"┄┄ {earlier} earlier message{'s' * (earlier != 1)} on the head's path "
+            f"(without --last: the whole tree) ┄┄",
+            style="bold magenta",
+        )
+    messages = [decode_message(data) for _, data, _ in tail]
+    answers = answers_of(messages)
+    rest = Text("  ")
+    for index, message in enumerate(messages):
+        message_id = str(message.get("id"))
+        for compaction, status, count in starting.get(message_id, ()):
+            text = _overlay_text(compaction, status, count)
+            yield from prefixed(Text(""), rest, clip(text, console, width - 2, max_lines))
+        text = _message_text(
+            message,
+            on_path=True,
+            is_head=index == len(messages) - 1,
+            summarised=message_id in summarised,
+            depth=None,
+            answers=answers,
+        )
+        yield from prefixed(Text(""), rest, clip(text, console, width - 2, max_lines))
 
 
 def draw_history(messages: Sequence[Message]) -> Iterator[Text]:

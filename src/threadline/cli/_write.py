@@ -1,9 +1,7 @@
-"""Commands that change a store: import, fork, checkout, delete, compact."""
+"""Commands that change a store: fork, checkout, delete, compact (import: _import)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -18,60 +16,22 @@ from threadline.cli._common import (
     emit_json,
     info_json,
     open_store,
+    pick_app,
     positionals,
-    removed_on_failure,
     require_session,
 )
 from threadline.compaction import create_compact_function
-from threadline.export import import_sessions, load_jsonl
 from threadline.manager import SessionManager
 from threadline.session import Session
 from threadline.summarizers import extractive
 
-__all__ = ["checkout", "compact", "delete", "fork", "import_"]
-
-
-def import_(
-    ctx: typer.Context,
-    db: DbOption = None,
-    app: Annotated[
-        str | None,
-        typer.Option(
-            "--app",
-            envvar="THREADLINE_APP",
-            show_default=False,
-            help="Import into this app (default: each record's own app).",
-        ),
-    ] = None,
-    user: UserOption = None,
-    replace: Annotated[
-        bool, typer.Option(help="Replace sessions that already exist (default: refuse).")
-    ] = False,
-    as_json: JsonOption = False,
-) -> None:
-    """Import sessions from a JSON Lines export. FILE is the export (- for standard
-    input). Every record is checked first; a session that already exists stops the import
-    unless --replace. Each session is written in one transaction."""
-    url, (source,) = positionals(ctx.args, ["FILE"], db)
-    if source == "-":
-        records = list(load_jsonl(sys.stdin))
-    else:
-        with Path(source).open(encoding="utf-8") as fp:
-            records = list(load_jsonl(fp))
-    if user is not None:
-        records = [r for r in records if (r.get("session") or {}).get("user_id") == user]
-    with removed_on_failure(url), open_store(url, write=True, create=True) as store:
-        ids = import_sessions(store, records, replace=replace, app=app)
-    if as_json:
-        emit_json({"imported": ids})
-    else:
-        console().print(f"Imported {len(ids)} session(s): {', '.join(ids)}", markup=False)
+__all__ = ["checkout", "compact", "delete", "fork"]
 
 
 def fork(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: UserOption = None,
     name: Annotated[
         str | None, typer.Option(show_default=False, help="The new session's name.")
@@ -82,6 +42,7 @@ def fork(
     MESSAGE_ID, with summaries applied."""
     url, (session_id, message_id) = positionals(ctx.args, ["SESSION_ID", "MESSAGE_ID"], db)
     with open_store(url, write=True) as store:
+        app = pick_app(store, app)
         require_session(store, app, session_id, user)
         _require_message(store, app, session_id, message_id)
         child = SessionManager(store, app_name=app).fork(session_id, message_id, name, user_id=user)
@@ -102,13 +63,14 @@ def _require_message(store: Any, app: str, session_id: str, message_id: str) -> 
 def checkout(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: UserOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Move a session's head to a message. Any message: the next append continues there."""
     url, (session_id, message_id) = positionals(ctx.args, ["SESSION_ID", "MESSAGE_ID"], db)
     with open_store(url, write=True) as store:
+        app = pick_app(store, app)
         require_session(store, app, session_id, user)
         _require_message(store, app, session_id, message_id)
         Session(store, session_id=session_id, app_name=app).checkout(message_id)
@@ -125,13 +87,14 @@ def checkout(
 def delete(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: UserOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Delete a session and everything of it. Messages, overlays, blocks, prompt, state."""
     url, (session_id,) = positionals(ctx.args, ["SESSION_ID"], db)
     with open_store(url, write=True) as store:
+        app = pick_app(store, app)
         info = require_session(store, app, session_id, user)
         SessionManager(store, app_name=app).delete(session_id, user_id=user)
     if as_json:
@@ -145,7 +108,7 @@ def delete(
 def compact(
     ctx: typer.Context,
     db: DbOption = None,
-    app: AppOption = "default",
+    app: AppOption = None,
     user: UserOption = None,
     keep_tokens: Annotated[
         int, typer.Option(min=0, help="Tokens of recent history to keep verbatim.")
@@ -157,6 +120,7 @@ def compact(
     nothing is deleted: the originals stay in the tree."""
     url, (session_id,) = positionals(ctx.args, ["SESSION_ID"], db)
     with open_store(url, write=True) as store:
+        app = pick_app(store, app)
         require_session(store, app, session_id, user)
         fn = create_compact_function(
             extractive(), protect_head=keep_first, tail_token_budget=keep_tokens

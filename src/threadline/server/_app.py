@@ -18,6 +18,7 @@ from threadline.errors import ThreadlineError
 from threadline.manager import SessionManager
 from threadline.server import _errors
 from threadline.server._auth import Authenticate
+from threadline.server._docs import install_docs, offline_assets
 from threadline.server._events import EventHub
 from threadline.server._freshness import HEADER as READ_AFTER_HEADER
 from threadline.server._freshness import ReadAfter
@@ -135,7 +136,10 @@ def create_app(
             if owned:
                 opened.close()
 
+    assets = offline_assets()
+    docs = {} if assets is None else {"docs_url": None, "redoc_url": None}
     service = FastAPI(
+        **docs,  # type: ignore[arg-type]
         title="threadline",
         summary="Durable, branching, searchable conversation memory for LLM agents",
         version=_version(),
@@ -146,6 +150,8 @@ def create_app(
     service.state.store = opened
     _install_error_handlers(service)
     _include_routes(service)
+    if assets is not None:
+        install_docs(service, assets)
     if STATIC.is_dir():
         service.mount("/ui", StaticFiles(directory=STATIC, html=True), name="ui")
     # Outermost last: paths are fixed first, then CORS answers (preflights need no key), then

@@ -171,6 +171,25 @@ class TreeOut(BaseModel):
     next_after_seq: int | None
 
 
+class PathNodeOut(BaseModel):
+    """One message of a path page: its depth (1 = a root), parent and children's ids."""
+
+    depth: int
+    parent_id: str | None
+    children: list[str]
+    message: Message
+
+
+class PathPageOut(BaseModel):
+    """A page of one root→leaf path, root side first: ``has_more`` when older messages lie
+    above the first; page back with ``before`` = the first node's id."""
+
+    head_id: str | None
+    leaf_id: str | None
+    nodes: list[PathNodeOut]
+    has_more: bool
+
+
 # -- search ------------------------------------------------------------------------------------
 class SearchHitOut(BaseModel):
     """A message matching a search."""
@@ -277,6 +296,13 @@ class StateOut(BaseModel):
     """The session's merged state (``app:``, ``user:`` and session keys)."""
 
     state: dict[str, Any]
+
+
+class KeyOut(BaseModel):
+    """What the calling key reaches: its app, and its user when it is bound to one."""
+
+    app: str
+    user: str | None
 
 
 class HealthOut(BaseModel):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from threadline.server._models import (
     Message,
     MessagesOut,
     PathLengthOut,
+    PathPageOut,
     TreeOut,
 )
 from threadline.server._tenancy import Tenant
@@ -287,3 +289,76 @@ def checkout(session_id: str, body: HeadIn, request: Request, tenant: Tenant = T
     tenant.session(session_id).checkout(body.leaf_id)
     changed(request, tenant, session_id)
     return {"head_id": body.leaf_id}
+
+
+# The longest branch ``descend`` follows down to its leaf (one indexed read a message).
+DESCEND_LIMIT = 100_000
+
+
+@routes.get("/sessions/{session_id}/path", response_model=PathPageOut, tags=["messages"])
+def get_path_page(
+    session_id: str,
+    tenant: Tenant = TenantDep,
+    leaf_id: str | None = Query(default=None, description="The path's end (default: the head)"),
+    descend: str | None = Query(
+        default=None,
+        description="Instead of leaf_id: the leaf reached from this message by following its "
+        "newest child (a branch's own leaf)",
+    ),
+    before: str | None = Query(
+        default=None, description="Page back: the messages above this one (its ancestors)"
+    ),
+    limit: int = Query(default=50, ge=1, le=500),
+    attachments: Literal["inline", "ref"] = "ref",
+) -> Any:
+    """A page of one root→leaf path, newest ``limit`` messages, root side first, raw
+    (overlays are not applied: ``GET .../compactions`` lists them), each with its depth and
+    its children's ids (where branches fork; one indexed read per message). Reads at most
+    ``limit`` + 2 path rows: a session of any size opens at its head in one request, and pages
+    back with ``before``."""
+    session = tenant.session(session_id)
+    store = tenant.manager.store
+    head = session.get_latest_leaf()
+    head_id = head["id"] if head else None
+    leaf = leaf_id
+    if descend is not None:
+        leaf = _leaf_below(session, descend)
+    # One row more than the page: the parent of the page's first message.
+    end = before if before is not None else leaf if leaf is not None else head_id
+    rows: list[tuple[str, str, int]] = []
+    if end is not None:
+        extra = 2 if before is not None else 1
+        rows = store.get_path_tail(
+            tenant.app, session_id, limit + extra, end, attachments=attachments
+        )
+        if before is not None:
+            rows = rows[:-1]
+    parent: str | None = None
+    if len(rows) > limit:
+        parent = rows[0][0]
+        rows = rows[1:]
+    nodes = []
+    for message_id, data, depth in rows:
+        children = [m["id"] for m in session.get_branches(message_id)]
+        node = {"depth": depth, "parent_id": parent, "children": children}
+        nodes.append({**node, "message": json.loads(data)})
+        parent = message_id
+    return {
+        "head_id": head_id,
+        "leaf_id": end if before is None else None,
+        "nodes": nodes,
+        "has_more": bool(rows) and rows[0][2] > 1,
+    }
+
+
+def _leaf_below(session: Any, message_id: str) -> str:
+    """The leaf reached from ``message_id`` by following the newest child at each step."""
+    if session.get_message(message_id) is None:
+        raise MessageNotFoundError(f"message {message_id!r} not in session")
+    current = message_id
+    for _ in range(DESCEND_LIMIT):
+        children = session.get_branches(current)
+        if not children:
+            return current
+        current = children[-1]["id"]
+    return current

@@ -12,6 +12,7 @@ from threadline.server._models import (
     DeletedOut,
     ForkIn,
     HeadOut,
+    KeyOut,
     RenameIn,
     RewindIn,
     SessionIn,
@@ -127,3 +128,10 @@ def forget_user(user_id: str, tenant: Tenant = TenantDep) -> Any:
     if not visible:
         raise NotFound(f"user {user_id!r} not found")
     return {"sessions_deleted": tenant.manager.forget_user(user_id)}
+
+
+@routes.get("/key", response_model=KeyOut, tags=["service"])
+def who_am_i(tenant: Tenant = TenantDep) -> Any:
+    """The app the calling key reaches and the user it is bound to (``null``: every user of
+    the app) — what a client (the studio) needs to offer only the writes the key may make."""
+    return {"app": tenant.app, "user": tenant.user}

@@ -22,12 +22,14 @@ from threadline.store._sql.dump_check import check_dump
 from threadline.store.base import (
     UNSET,
     ApiKey,
+    AppDump,
     Entry,
     OwnerKind,
     RecentPath,
     SessionDump,
     SkillLoad,
     Store,
+    StoredKey,
     StoredProfile,
     TreeNode,
 )
@@ -39,6 +41,7 @@ from threadline.store.sqlite._paths import is_memory
 __all__ = [
     "UNSET",
     "ApiKey",
+    "AppDump",
     "Entry",
     "LazyStore",
     "OwnerKind",
@@ -48,6 +51,7 @@ __all__ = [
     "SessionDump",
     "SkillLoad",
     "Store",
+    "StoredKey",
     "StoredProfile",
     "TreeNode",
     "check_dump",

@@ -1,18 +1,20 @@
-"""The storage contract, part four: a whole session read and written verbatim (backups,
-``threadline export`` / ``threadline import``, moving sessions between backends)."""
+"""The storage contract, part four: a whole session, and what an app holds outside its
+sessions, read and written verbatim (backups, ``threadline export`` / ``threadline import``,
+``threadline copy`` between backends)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from threadline.store._contract.values import SessionDump
+from threadline.store._contract.values import AppDump, SessionDump
 from threadline.types import SessionInfo
 
 
 @runtime_checkable
 class TransferContract(Protocol):
-    """Dump one session with everything hanging off it; load such a dump in one transaction."""
+    """Dump one session with everything hanging off it, or an app's own data; load such a
+    dump in one transaction."""
 
     def dump_session(self, app: str, session_id: str) -> SessionDump | None:
         """Everything stored for the session (``None`` if it does not exist), in one read:
@@ -73,4 +75,61 @@ class TransferContract(Protocol):
         >>> target.load_sessions(dumps)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         threadline.errors.SessionExistsError: session 's1' already exists in app 'a'
+        """
+
+    def list_app_names(self) -> list[str]:
+        """Every app the store holds anything for — sessions, blocks, state, keyed entries,
+        API keys — sorted (``list_apps`` counts only apps with sessions).
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.put_entry("docs-only", "docs", "faq", "Ask us anything.")
+        >>> _ = store.append_messages("travel", "s1", [{"id": "m1", "role": "user", "parts": []}])
+        >>> store.list_app_names(), store.list_apps()
+        (['docs-only', 'travel'], {'travel': 1})
+        """
+
+    def list_entry_labels(self, app: str) -> list[str]:
+        """The labels of ``app`` that hold keyed entries, sorted.
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.put_entry("default", "skills", "tea", "Brew it.")
+        >>> store.put_entry("default", "docs", "faq", "Ask us anything.")
+        >>> store.list_entry_labels("default"), store.list_entry_labels("other")
+        (['docs', 'skills'], [])
+        """
+
+    def dump_app(self, app: str, *, keys: bool = False) -> AppDump:
+        """What ``app`` holds outside its sessions, in one read: its stored profile, its
+        app-scoped blocks and ``app:`` state, every user's blocks and ``user:`` state (users
+        without sessions too), its keyed entries by label, and with ``keys=True`` its API
+        keys' rows (hashes included; never otherwise).
+
+        >>> import threadline
+        >>> store = threadline.connect(":memory:")
+        >>> store.update_state("travel", "s1", "ana", {"app:season": "fall", "user:home": "Porto"})
+        >>> dump = store.dump_app("travel")
+        >>> dump.state, dump.user_state
+        ({'app:season': 'fall'}, {'ana': {'user:home': 'Porto'}})
+        """
+
+    def load_app(self, app: str, dump: AppDump, *, replace: bool = False) -> None:
+        """Write an ``AppDump`` into ``app`` in one transaction. Without ``replace`` its
+        blocks, state and entries are upserted (other keys of the app are kept), its keys
+        (when ``dump.keys`` is not ``None``) added — a key id or hash the store already holds
+        with other values raises ``InvalidArgumentError``, the same row is skipped — and its
+        profile stored verbatim (version and time kept) unless the app has another one
+        (``InvalidArgumentError``). With ``replace=True`` the app's profile, blocks, state
+        and entries (and its keys, when the dump carries keys) are deleted first, so the app
+        ends up holding exactly the dump.
+        Sessions are untouched (``load_sessions`` writes them).
+
+        >>> import threadline
+        >>> source, target = threadline.connect(":memory:"), threadline.connect(":memory:")
+        >>> source.set_block("travel", "app", "", "policy", "Be brief.")
+        >>> target.set_block("travel", "app", "", "old", "Gone after a replace.")
+        >>> target.load_app("travel", source.dump_app("travel"), replace=True)
+        >>> target.dump_app("travel").blocks
+        {'policy': 'Be brief.'}
         """

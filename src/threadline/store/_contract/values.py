@@ -12,12 +12,14 @@ from threadline.types import Compaction, RecentHistory, Scope, SessionInfo
 __all__ = [
     "UNSET",
     "ApiKey",
+    "AppDump",
     "Change",
     "Entry",
     "OwnerKind",
     "RecentPath",
     "SessionDump",
     "SkillLoad",
+    "StoredKey",
     "StoredProfile",
     "TreeNode",
 ]
@@ -187,3 +189,53 @@ class SessionDump:
     user_state: dict[str, Any] = field(default_factory=dict)
     app_blocks: dict[str, str] = field(default_factory=dict)
     app_state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StoredKey:
+    """An HTTP API key row verbatim, its hash included: what ``Store.dump_app(keys=True)``
+    reads and ``Store.load_app`` writes back (``threadline copy`` moves keys this way; a key
+    itself is never stored). ``revoked_at`` is ``None`` for a live key.
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> _ = store.add_api_key("k1", "travel", "ana", "ab" * 32)
+    >>> key = store.dump_app("travel", keys=True).keys[0]
+    >>> key.id, key.user_id, key.key_hash == "ab" * 32, key.revoked_at
+    ('k1', 'ana', True, None)
+    """
+
+    id: str
+    app: str
+    user_id: str | None
+    key_hash: str
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class AppDump:
+    """What an app holds outside its sessions, verbatim: what ``Store.dump_app`` reads and
+    ``Store.load_app`` writes. ``profile`` is its stored profile (``None`` without one);
+    ``blocks``/``state`` are the app-scoped blocks and ``app:`` state;
+    ``user_blocks``/``user_state`` map each user id (sessions or not) to that user's blocks
+    and ``user:`` state; ``entries`` maps each keyed-entry label to its entries (ordered by
+    key); ``keys`` the app's API keys, or ``None`` when they were not read (``dump_app(app)``
+    leaves them out unless ``keys=True``: keys never leave by accident).
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> store.set_block("travel", "user", "ana", "profile", "Lives in Porto.")
+    >>> store.put_entry("travel", "docs", "faq", "Ask us anything.")
+    >>> dump = store.dump_app("travel")
+    >>> dump.user_blocks, [e.key for e in dump.entries["docs"]], dump.keys
+    ({'ana': {'profile': 'Lives in Porto.'}}, ['faq'], None)
+    """
+
+    blocks: dict[str, str] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+    user_blocks: dict[str, dict[str, str]] = field(default_factory=dict)
+    user_state: dict[str, dict[str, Any]] = field(default_factory=dict)
+    entries: dict[str, list[Entry]] = field(default_factory=dict)
+    keys: list[StoredKey] | None = None
+    profile: StoredProfile | None = None

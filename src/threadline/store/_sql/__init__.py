@@ -8,9 +8,10 @@ on top of a small **dialect interface** that a backend subclass fills in.
 The rooms, one mixin each: ``registry`` (sessions), ``tree`` (appends, updates, deletes, the
 head) on ``paths`` (the tree's reads), ``content`` (search, overlays, skill loads, blocks,
 prompt, entries), ``state`` (scoped state, rewind), ``attach`` (attachments), ``transfer``
-(dump and load), ``nodes`` (``get_tree``), ``keys`` (API keys), ``changes`` (the change
-log); under them ``base`` (``SQLBase``: transactions, rows, the abstract hooks), ``text``
-(the SQL both backends run), and the pure ``rows`` (row decoding, cursors, state undo) and
+(a session dumped and loaded), ``transfer_app`` (an app's own data dumped and loaded),
+``nodes`` (``get_tree``), ``keys`` (API keys), ``changes`` (the change log); under them
+``base`` (``SQLBase``: transactions, rows, the abstract hooks), ``text`` (the SQL both
+backends run), and the pure ``rows`` (row decoding, cursors, state undo) and
 ``dump_check`` (the consistency rules of a dump).
 
 Dialect interface (what ``SQLiteStore`` / ``PostgresStore`` provide)
@@ -104,11 +105,13 @@ from threadline.store._sql.profiles import ProfilesMixin
 from threadline.store._sql.registry import RegistryMixin
 from threadline.store._sql.state import StateMixin
 from threadline.store._sql.transfer import TransferMixin
+from threadline.store._sql.transfer_app import AppTransferMixin
 from threadline.store._sql.tree import TreeMixin
 
 
 class SQLStore(
     TransferMixin,
+    AppTransferMixin,
     RegistryMixin,
     TreeMixin,
     ChangesMixin,

@@ -7,9 +7,9 @@ runs them on every record before the first write, so an import is refused whole.
 from __future__ import annotations
 
 from threadline._state import scope_of
-from threadline._validate import check_json
+from threadline._validate import check_id, check_json, check_text
 from threadline.errors import InvalidArgumentError
-from threadline.store._contract.values import SessionDump
+from threadline.store._contract.values import AppDump, SessionDump
 from threadline.store._sql.rows import state_owner
 
 MAX_SEQ = 2**53
@@ -82,3 +82,49 @@ def check_dump(dump: SessionDump) -> None:
             if state_owner(key, session_id, user_id) != (owner, owner_id):
                 raise InvalidArgumentError(f"state key {key!r} is not {owner}-scoped")
             check_json(f"state value of {key!r}", state[key])
+
+
+def check_app_dump(dump: AppDump) -> None:
+    """Raise ``InvalidArgumentError`` unless ``dump`` is an app's data the library's own
+    writes could have made: ``app:`` state under the app, ``user:`` state under valid user
+    ids, JSON values, valid labels and entry keys (each once per label), API keys' ids once.
+
+    >>> check_app_dump(AppDump(state={"app:season": "spring"}))
+    >>> check_app_dump(AppDump(user_state={"ana": {"app:x": 1}}))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    threadline.errors.InvalidArgumentError: user_state['ana']: state key 'app:x' is not ...
+    """
+    if not isinstance(dump, AppDump):
+        raise InvalidArgumentError(f"dump must be an AppDump, got {type(dump).__name__}")
+    scoped = [("state", "app", dump.state)] + [
+        (f"user_state[{user_id!r}]", "user", state) for user_id, state in dump.user_state.items()
+    ]
+    for what, scope, state in scoped:
+        for key, value in state.items():
+            if scope_of(key) != scope:
+                raise InvalidArgumentError(f"{what}: state key {key!r} is not {scope}-scoped")
+            check_json(f"{what}[{key!r}]", value)
+    for user_id in (*dump.user_blocks, *dump.user_state):
+        check_id("user id", user_id)
+    scoped_blocks = [("blocks", dump.blocks)] + [
+        (f"user_blocks[{user_id!r}]", blocks) for user_id, blocks in dump.user_blocks.items()
+    ]
+    for what, blocks in scoped_blocks:
+        for label, content in blocks.items():
+            check_id(f"{what} label", label)
+            check_text(f"{what}[{label!r}]", content)
+    for label, entries in dump.entries.items():
+        check_id("entry label", label)
+        keys = [check_id(f"entries[{label!r}] key", entry.key) for entry in entries]
+        if len(set(keys)) != len(keys):
+            raise InvalidArgumentError(f"entries[{label!r}]: a key appears twice")
+    profile = dump.profile
+    if profile is not None:
+        version = profile.version
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise InvalidArgumentError(f"profile.version must be >= 1, got {version!r}")
+        check_json("profile.document", profile.document)
+    for field in ("id", "key_hash"):
+        values = [getattr(key, field) for key in dump.keys or ()]
+        if len(set(values)) != len(values):
+            raise InvalidArgumentError(f"keys: an API key {field} appears twice")

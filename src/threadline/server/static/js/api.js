@@ -29,10 +29,15 @@ function url(path, query) {
   return target;
 }
 
+// The commit position of this tab's last write (X-Threadline-Read-After): echoed on later
+// requests so a read served by any worker (or replica) sees what this tab wrote.
+let readAfter = null;
+
 async function request(method, path, { query, body, raw } = {}) {
   const headers = { Accept: "application/json" };
   const key = getKey();
   if (key) headers.Authorization = `Bearer ${key}`;
+  if (readAfter) headers["X-Threadline-Read-After"] = readAfter;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let response;
   try {
@@ -42,6 +47,8 @@ async function request(method, path, { query, body, raw } = {}) {
   } catch (error) {
     throw new ApiError(0, "NetworkError", `cannot reach the server (${error.message})`);
   }
+  const position = response.headers.get("X-Threadline-Read-After");
+  if (position) readAfter = position;
   if (!response.ok) {
     let type = response.statusText || "HTTPError";
     let message = `${method} ${path}: HTTP ${response.status}`;
@@ -64,7 +71,7 @@ async function request(method, path, { query, body, raw } = {}) {
 function overlaysOf(result) {
   return ((result && result.compactions) || []).map((c) => ({
     id: String(c.id), summary: String(c.summary ?? ""), from: c.from_message_id, to: c.to_message_id,
-    createdAt: String(c.created_at ?? ""),
+    createdAt: String(c.created_at ?? ""), superseded: Boolean(c.superseded),
   }));
 }
 
@@ -113,4 +120,37 @@ export const api = {
     const key = getKey();
     return new EventSource(url(`${sessionPath(id)}/events`, { access_token: key || undefined }));
   },
+  /** An EventSource on the session list's events (created, updated, gone). */
+  listEvents() {
+    const key = getKey();
+    return new EventSource(url("events", { access_token: key || undefined }));
+  },
+
+  // ---- the path, a page at a time (big sessions)
+  /** {head_id, leaf_id, nodes: [{depth, parent_id, children, message}], has_more} */
+  path: (id, query) => request("GET", `${sessionPath(id)}/path`, { query: { attachments: "ref", ...query } }),
+  head: (id) => request("GET", `${sessionPath(id)}/head`),
+  compactions: async (id) => overlaysOf(await request("GET", `${sessionPath(id)}/compactions`)),
+
+  // ---- writes (the studio)
+  replaceBlock: (id, label, content) =>
+    request("PUT", `${sessionPath(id)}/blocks/${seg(label)}`, { body: { content } }),
+  appendBlock: (id, label, content) =>
+    request("POST", `${sessionPath(id)}/blocks/${seg(label)}`, { body: { content } }),
+  patchState: (id, delta) => request("PATCH", `${sessionPath(id)}/state`, { body: delta }),
+  rename: (id, name) => request("PATCH", sessionPath(id), { body: { name } }),
+  fork: (id, atMessageId, name) =>
+    request("POST", `${sessionPath(id)}/fork`, { body: { at_message_id: atMessageId, name: name || null } }),
+  rewind: (id, beforeMessageId) =>
+    request("POST", `${sessionPath(id)}/rewind`, { body: { before_message_id: beforeMessageId } }),
+  deleteMessage: (id, messageId) => request("DELETE", `${sessionPath(id)}/messages/${seg(messageId)}`),
+  deleteSession: (id) => request("DELETE", sessionPath(id)),
+  compact: (id) => request("POST", `${sessionPath(id)}/compact`, { body: {} }),
+
+  // ---- what the model sees, and chat
+  context: (id, query) => request("GET", `${sessionPath(id)}/context`, { query }),
+  turn: (id, input) => request("POST", `${sessionPath(id)}/turns`, { body: { input } }),
+  profile: () => request("GET", "profile"),
+  /** {app, user}: what this key reaches (user: the user it is bound to, or null). */
+  whoami: () => request("GET", "key"),
 };

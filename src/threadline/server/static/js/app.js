@@ -2,8 +2,13 @@
 // the side panels and live updates.
 
 import { api, ApiError, forgetKey, getKey, setKey } from "./api.js";
+import { chatBox, contextView, loadProfile } from "./context.js";
 import { renderConversation } from "./conversation.js";
-import { clear, formatTime, h, icon, prettyJson, replaceChildren } from "./dom.js";
+import { hitList, hitsOf } from "./search.js";
+import { clear, formatTime, h, icon, replaceChildren } from "./dom.js";
+import { pagedView } from "./paged.js";
+import { loadPanels } from "./panels.js";
+import { checkout, messageActions } from "./studio.js";
 import { buildTree, previewText, revealPath } from "./tree.js";
 
 const $ = (selector) => document.querySelector(selector);
@@ -107,19 +112,24 @@ function sessionHash(sessionId, messageId) {
 }
 
 function parseHash() {
-  const match = /^#\/s\/([^/]+)(?:\/m\/([^/]+))?/.exec(location.hash);
-  if (!match) return { sessionId: null, messageId: null };
-  return { sessionId: decodeURIComponent(match[1]), messageId: match[2] ? decodeURIComponent(match[2]) : null };
+  const match = /^#\/s\/([^/]+)(?:\/m\/([^/]+)|\/(context))?/.exec(location.hash);
+  if (!match) return { sessionId: null, messageId: null, tab: "conversation" };
+  return {
+    sessionId: decodeURIComponent(match[1]),
+    messageId: match[2] ? decodeURIComponent(match[2]) : null,
+    tab: match[3] ? "context" : "conversation",
+  };
 }
 
 async function route() {
-  const { sessionId, messageId } = parseHash();
+  const { sessionId, messageId, tab } = parseHash();
   if (!sessionId) {
     closeSession();
     showWelcome();
     return;
   }
-  if (!state.current || state.current.id !== sessionId) await openSession(sessionId);
+  if (!state.current || state.current.id !== sessionId) await openSession(sessionId, tab);
+  else if (state.current.tab !== tab) { state.current.tab = tab; renderSession(); }
   if (messageId && state.current && state.current.id === sessionId) jumpTo(messageId);
 }
 
@@ -132,74 +142,197 @@ function showWelcome() {
 
 // ------------------------------------------------------------------------------ one session
 
+// Sessions with more messages than this open paged at their head (paged.js); smaller ones
+// are read whole and drawn as a tree.
+const TREE_LIMIT = 2000;
+
 function closeSession() {
   if (state.current && state.current.events) state.current.events.close();
+  if (state.current && state.current.paged) state.current.paged.stop();
+  if ($("#activity")) showActivity(false);
   state.current = null;
   setLive("off");
 }
 
-async function openSession(sessionId) {
-  closeSession();
-  state.current = {
-    id: sessionId, info: null, tree: null, expandedLines: new Set(), expandedSummaries: new Set(), events: null,
+/** What the studio's actions need to know about the open session. */
+function contextOf(current) {
+  const ctx = {
+    sessionId: current.id,
+    get info() { return current.info; },
+    // A key bound to a user may not write app-wide blocks or app: state: no controls for them.
+    get keyUser() { return state.key ? state.key.user : null; },
+    toast,
+    fail: handleError,
+    open: (sessionId) => { location.hash = sessionId ? sessionHash(sessionId) : "#/"; loadSessions(); },
+    refresh: (options) => refresh(current, options || {}),
+    jumpToSummary,
+    checkout: (leafId) => checkout(ctx, leafId),
+    messageText: (id) => messageText(current, id),
+    openPath: (where) => { current.where = where; reloadSession(); },
   };
+  ctx.messageActions = (id, flags) => messageActions(ctx, id, flags);
+  return ctx;
+}
+
+async function openSession(sessionId, tab = "conversation") {
+  closeSession();
+  const current = {
+    id: sessionId, info: null, tree: null, expandedLines: new Set(), expandedSummaries: new Set(), events: null,
+    tab, where: {}, paged: null,
+  };
+  current.ctx = contextOf(current);
+  state.current = current;
   renderSessionList();
   replaceChildren($("#main"), h("p", { class: "dim loading" }, "Loading…"));
-  await reloadSession();
+  await reloadSession({ scrollToHead: true });
   subscribe(sessionId);
 }
 
-async function reloadSession() {
+async function refresh(current, { jump, list, panelsOnly }) {
+  if (state.current !== current) return;
+  if (list) loadSessions();
+  if (panelsOnly) {
+    current.info = await api.getSession(current.id).catch(() => current.info);
+    await state.keyReady;
+    loadPanels(current.ctx, current.overlays || [], () => state.current === current);
+    return;
+  }
+  await reloadSession({});
+  if (jump) jumpTo(jump);
+}
+
+async function reloadSession({ scrollToHead } = {}) {
   const current = state.current;
   if (!current) return;
   try {
-    const [info, tree] = await Promise.all([api.getSession(current.id), api.tree(current.id)]);
+    // Opening: the first page of the path is asked for with the session (one round trip
+    // less for a big session; a small one just does not use it).
+    const early = scrollToHead ? pagedView(current.ctx, current.where) : null;
+    const first = early ? early.fetch() : null;
+    if (first) first.catch(() => {});
+    const info = await api.getSession(current.id);
     if (state.current !== current) return;
     current.info = info;
-    current.raw = tree;
-    current.tree = buildTree(tree.messages, tree.headId, tree.overlays);
+    if ((info.message_count ?? 0) > TREE_LIMIT) {
+      if (current.paged) current.paged.stop();
+      const paged = early || pagedView(current.ctx, current.where);
+      await paged.load(first);
+      if (state.current !== current) return;
+      current.paged = paged;
+      current.tree = null;
+      current.overlays = paged.view.overlays;
+    } else {
+      const tree = await api.tree(current.id);
+      if (state.current !== current) return;
+      current.raw = tree;
+      current.overlays = tree.overlays;
+      current.tree = buildTree(tree.messages, tree.headId, tree.overlays);
+      current.paged = null;
+    }
+    const main = $("#main");
+    const keep = main.scrollTop;
+    const atEnd = main.scrollHeight - main.scrollTop - main.clientHeight < 80;
     renderSession();
-    loadPanels(current);
+    showActivity(false);
+    if (current.paged) {
+      scrollToEnd();
+      current.paged.start();
+    } else if (scrollToHead && current.tree.headId && !parseHash().messageId) {
+      document.getElementById(`msg-${current.tree.headId}`)?.scrollIntoView({ block: "end" });
+    } else main.scrollTop = atEnd ? main.scrollHeight : keep; // at the end: follow new messages
+    await state.keyReady; // the panels offer only the writes this key may make
+    loadPanels(current.ctx, current.overlays, () => state.current === current);
   } catch (error) {
     if (state.current !== current) return;
     if (error.status === 404) {
       replaceChildren($("#main"), h("div", { class: "welcome" }, h("h1", {}, "Session not found"),
         h("p", { class: "dim" }, `No session “${current.id}” is visible with this key.`)));
+      clear($("#panels"));
       return;
     }
     handleError(error, "loading the session");
   }
 }
 
-function renderSession() {
-  const { info, tree } = state.current;
-  const leaves = [...tree.lines.values()].length;
+function nearEnd() {
   const main = $("#main");
-  const results = h("div", { id: "session-results", class: "results", hidden: true });
-  const headText = tree.headId ? previewText(findNode(tree, tree.headId), 60) : "";
+  return main.scrollHeight - main.scrollTop - main.clientHeight < 120;
+}
+
+function showActivity(on) {
+  let button = $("#activity");
+  if (!button) {
+    button = h("button", { type: "button", id: "activity", class: "activity primary", hidden: true,
+      onclick: () => { showActivity(false); reloadSession(); } }, "New activity · show the latest");
+    document.body.appendChild(button);
+  }
+  button.hidden = !on;
+}
+
+function scrollToEnd() {
+  const main = $("#main");
+  main.scrollTop = main.scrollHeight;
+}
+
+function tabs(current) {
+  const link = (tab, label) => h("a", {
+    class: `tab${current.tab === tab ? " active" : ""}`, id: `tab-${tab}`,
+    href: tab === "context" ? `${sessionHash(current.id)}/context` : sessionHash(current.id),
+    "aria-current": current.tab === tab ? "page" : null,
+  }, label);
+  return h("nav", { class: "tabs", "aria-label": "Session views" },
+    link("conversation", "Conversation"), link("context", "What the model sees"));
+}
+
+function renderSession() {
+  const current = state.current;
+  if (!current || !current.info || !(current.tree || current.paged)) return; // not loaded yet
+  const { info, tree, paged } = current;
+  const main = $("#main");
+  main.classList.toggle("paged-main", Boolean(paged));
+  // A redraw (a live update) keeps the search box's text, its results and the focus.
+  const oldQuery = $("#session-q");
+  const typed = oldQuery ? { value: oldQuery.value, focused: document.activeElement === oldQuery } : null;
+  const oldResults = $("#session-results");
+  const results = oldResults || h("div", { id: "session-results", class: "results", hidden: true });
+  const headId = tree ? tree.headId : paged.view.headId;
+  const headText = tree ? (headId ? previewText(findNode(tree, headId), 60) : "") : paged.headText();
+  const stats = tree
+    ? [stat(tree.messageCount, "message"), stat([...tree.lines.values()].length, "branch", "branches"),
+      stat(tree.overlayCount, "summary", "summaries")]
+    : [stat(info.message_count ?? 0, "message"), stat(paged.view.overlays.length, "summary", "summaries"),
+      h("span", { class: "pill" }, "paged")];
+  const body = current.tab === "context"
+    ? contextView(current.ctx)
+    : [results, tree
+      ? renderConversation(tree, {
+        sessionId: current.id,
+        expandedLines: current.expandedLines,
+        expandedSummaries: current.expandedSummaries,
+        actions: current.ctx.messageActions,
+      })
+      : paged.element, chatBox(current.ctx)];
   replaceChildren(main,
     h("section", { class: "session-head" },
       h("div", { class: "title-row" },
-        h("h1", {}, sessionTitle(info)),
+        h("h1", { id: "session-title" }, sessionTitle(info)),
         h("span", { class: "mono dim" }, info.name ? info.id : "")),
-      h("p", { class: "stats dim" },
-        stat(tree.messageCount, "message"), stat(leaves, "branch", "branches"),
-        stat(tree.overlayCount, "summary", "summaries"),
+      h("p", { class: "stats dim" }, stats,
         info.user_id ? h("span", {}, `user ${info.user_id}`) : null,
         h("span", {}, `updated ${formatTime(info.updated_at)}`)),
-      tree.headId ? h("p", { class: "head-line" }, h("span", { class: "pill head-pill" }, icon("head"), "HEAD"),
-        h("button", { type: "button", class: "link", id: "goto-head", onclick: () => jumpTo(tree.headId) }, headText || tree.headId)) : null,
-      h("form", { class: "search-form", role: "search", id: "session-search", onsubmit: searchSession },
+      headId ? h("p", { class: "head-line" }, h("span", { class: "pill head-pill" }, icon("head"), "HEAD"),
+        h("button", { type: "button", class: "link", id: "goto-head", onclick: () => jumpTo(headId) }, headText || headId)) : null,
+      tabs(current),
+      current.tab === "context" ? null : h("form", { class: "search-form", role: "search", id: "session-search", onsubmit: searchSession },
         icon("search"),
         h("input", { type: "search", id: "session-q", name: "q", placeholder: "Search this session", "aria-label": "Search this session", autocomplete: "off" }),
         h("button", { type: "submit" }, "Search"))),
-    results,
-    renderConversation(tree, {
-      sessionId: state.current.id,
-      expandedLines: state.current.expandedLines,
-      expandedSummaries: state.current.expandedSummaries,
-      onCheckout: checkout,
-    }));
+    body);
+  const query = $("#session-q");
+  if (typed && query) {
+    query.value = typed.value;
+    if (typed.focused) query.focus({ preventScroll: true });
+  }
 }
 
 function findNode(tree, id) {
@@ -213,27 +346,38 @@ function findNode(tree, id) {
   return null;
 }
 
-function stat(n, one, many) {
-  return h("span", {}, h("strong", {}, String(n)), ` ${n === 1 ? one : many || `${one}s`}`);
+/** A preview of message (or summary) `id` from what this view has loaded, else "". */
+function messageText(current, id) {
+  const overlay = (current.overlays || []).find((o) => `compaction_${o.id}` === id || o.id === id);
+  if (overlay) return previewText({ parts: [{ type: "text", text: overlay.summary }] }, 140);
+  if (current.tree) return previewText(findNode(current.tree, id), 140);
+  const node = current.paged && current.paged.view.nodes.find((n) => n.id === id);
+  return node ? previewText(node.message, 140) : "";
 }
 
-async function checkout(leafId) {
-  const current = state.current;
-  try {
-    await api.checkout(current.id, leafId);
-  } catch (error) {
-    handleError(error, "checking out");
-    return;
-  }
-  await reloadSession();
-  toast("Head moved: this branch is now the live conversation.");
-  jumpTo(leafId);
+function stat(n, one, many) {
+  return h("span", {}, h("strong", {}, String(n)), ` ${n === 1 ? one : many || `${one}s`}`);
 }
 
 /** Open whatever hides message `id` (branches, a summary), scroll to it and flash it. */
 function jumpTo(id) {
   const current = state.current;
-  if (!current || !current.tree) return;
+  if (!current || !id) return;
+  if (current.tab !== "conversation") {
+    current.tab = "conversation";
+    renderSession();
+  }
+  if (current.paged) {
+    if (!current.paged.reveal(id)) {
+      // Not loaded: open the path that ends at it.
+      current.where = { leafId: id };
+      reloadSession().then(() => flash(id));
+      return;
+    }
+    flash(id);
+    return;
+  }
+  if (!current.tree) return;
   const reveal = revealPath(current.tree, id);
   if (!reveal) {
     toast(`Message ${id} is not in this session's tree.`, "bad");
@@ -245,6 +389,10 @@ function jumpTo(id) {
     if (!current.expandedSummaries.has(overlay)) { current.expandedSummaries.add(overlay); changed = true; }
   }
   if (changed) renderSession();
+  flash(id);
+}
+
+function flash(id) {
   const node = document.getElementById(`msg-${id}`);
   if (!node) return;
   const card = node.querySelector(":scope > .card");
@@ -255,28 +403,15 @@ function jumpTo(id) {
   node.classList.add("flash");
 }
 
+function jumpToSummary(overlayId) {
+  const node = document.getElementById(`summary-${overlayId}`);
+  if (!node) { toast("This summary is not on a shown path.", "bad"); return; }
+  const card = node.querySelector(".card");
+  card.scrollIntoView({ block: "center", behavior: "smooth" });
+  card.focus({ preventScroll: true });
+}
+
 // ------------------------------------------------------------------------------ search
-
-/** `text` with the words of `query` marked (text nodes and <mark> elements only). */
-function highlight(text, query) {
-  const words = query.toLowerCase().split(/\s+/).map((w) => w.replace(/["']/g, "")).filter((w) => w.length > 1);
-  if (!words.length) return [text];
-  const pattern = new RegExp(`(${words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|")})`, "gi");
-  return text.split(pattern).map((chunk, i) => (i % 2 ? h("mark", {}, chunk) : chunk));
-}
-
-function snippet(content, query, size = 180) {
-  const text = String(content ?? "").replace(/\s+/g, " ");
-  const first = query.toLowerCase().split(/\s+/).filter(Boolean)
-    .map((w) => text.toLowerCase().indexOf(w)).filter((i) => i >= 0).sort((a, b) => a - b)[0] ?? 0;
-  const start = Math.max(0, first - 50);
-  return (start ? "…" : "") + text.slice(start, start + size) + (text.length > start + size ? "…" : "");
-}
-
-function hitsOf(result) {
-  if (Array.isArray(result)) return result;
-  return (result && (result.hits || result.results)) || [];
-}
 
 /** "in a summary" / "on a branch" for a hit the tree does not show as it stands. */
 function whereLabel(id) {
@@ -322,113 +457,13 @@ async function searchAll(event) {
 }
 
 function resultsList(hits, query, showSession, title) {
-  const close = h("button", { type: "button", class: "link", onclick: (e) => { e.target.closest(".results").hidden = true; } }, "close");
-  return [
-    h("div", { class: "results-head" }, h("span", {}, title), showSession ? null : close),
-    h("ol", { class: "hits" }, hits.map((hit) => {
-      const sessionId = hit.session_id;
-      const open = () => {
-        if (showSession) location.hash = sessionHash(sessionId, hit.id);
-        else jumpTo(hit.id);
-      };
-      return h("li", {},
-        h("button", { type: "button", class: "hit", "data-hit": hit.id, onclick: open },
-          h("span", { class: "hit-meta" },
-            h("span", { class: `role role-${String(hit.role).replace(/[^a-z]/gi, "")}` }, String(hit.role)),
-            showSession ? h("span", { class: "mono dim" }, sessionId) : whereLabel(hit.id),
-            h("span", { class: "dim" }, formatTime(hit.created_at))),
-          h("span", { class: "hit-text" }, highlight(snippet(hit.content, query), query))));
-    })),
-  ];
-}
-
-// ------------------------------------------------------------------------------ panels
-
-async function loadPanels(current) {
-  const [blocks, stateValues, compactions] = await Promise.all([
-    api.blocks(current.id).catch((error) => error),
-    api.state(current.id).catch((error) => error),
-    Promise.resolve(current.raw.overlays),
-  ]);
-  if (state.current !== current) return;
-  const info = current.info;
-  replaceChildren($("#panels"),
-    panel("Blocks", "blocks-panel", renderBlocks(blocks)),
-    panel("State", "state-panel", renderState(stateValues)),
-    panel("Summaries", "summaries-panel", renderCompactions(compactions)),
-    panel("Session", "info-panel", renderInfo(info)));
-}
-
-function panel(title, id, body) {
-  return h("section", { class: "panel", id, "aria-labelledby": `${id}-title` },
-    h("h2", { id: `${id}-title` }, title), body);
-}
-
-function failed(value) {
-  return value instanceof Error ? h("p", { class: "dim" }, `unavailable: ${value.message}`) : null;
-}
-
-function renderBlocks(result) {
-  const error = failed(result);
-  if (error) return error;
-  const blocks = Array.isArray(result) ? result : (result && result.blocks) || [];
-  if (!blocks.length) return h("p", { class: "dim" }, "No memory blocks.");
-  return h("div", { class: "blocks" }, blocks.map((block) => {
-    const tag = block.is_searchable ? "searchable" : block.is_skill ? "loadable" : block.writable ? "writable" : "readonly";
-    const usage = block.max_tokens ? Math.min(100, Math.round((100 * (block.tokens || 0)) / block.max_tokens)) : null;
-    return h("details", { class: "block", open: true },
-      h("summary", {},
-        h("span", { class: "block-label" }, String(block.label)),
-        h("span", { class: "pill" }, tag),
-        block.scope && block.scope !== "session" ? h("span", { class: "pill" }, String(block.scope)) : null),
-      block.description ? h("p", { class: "dim" }, String(block.description)) : null,
-      usage !== null ? h("div", { class: "meter", title: `${block.tokens}/${block.max_tokens} tokens` },
-        h("span", { style: `width:${usage}%` })) : null,
-      h("pre", { class: "block-content" }, block.content ? String(block.content) : "(empty)"));
-  }));
-}
-
-function renderState(result) {
-  const error = failed(result);
-  if (error) return error;
-  const values = result && typeof result === "object" && result.state && typeof result.state === "object" &&
-    Object.keys(result).length === 1 ? result.state : result || {};
-  const keys = Object.keys(values).sort();
-  if (!keys.length) return h("p", { class: "dim" }, "No state.");
-  return h("dl", { class: "state" }, keys.map((key) => [
-    h("dt", { class: "mono" }, key),
-    h("dd", {}, h("pre", { class: "code" }, prettyJson(values[key]))),
-  ]));
-}
-
-function renderCompactions(overlays) {
-  if (!overlays.length) return h("p", { class: "dim" }, "No compactions.");
-  return h("ol", { class: "compactions" }, overlays.map((overlay) => h("li", {},
-    h("button", {
-      type: "button", class: "hit", onclick: () => jumpToSummary(overlay.id),
-    }, h("span", { class: "hit-meta dim" }, `${formatTime(overlay.createdAt)} · ${overlay.from} → ${overlay.to}`),
-    h("span", { class: "hit-text" }, previewText({ parts: [{ type: "text", text: overlay.summary }] }, 120))))));
-}
-
-function jumpToSummary(overlayId) {
-  const node = document.getElementById(`summary-${overlayId}`);
-  if (!node) { toast("This summary is not on a shown path.", "bad"); return; }
-  const card = node.querySelector(".card");
-  card.scrollIntoView({ block: "center", behavior: "smooth" });
-  card.focus({ preventScroll: true });
-}
-
-function renderInfo(info) {
-  const rows = [
-    ["id", info.id], ["name", info.name], ["user", info.user_id], ["app", info.app_name],
-    ["forked from", info.parent_session_id], ["model", info.model],
-    ["tokens in / out", `${info.input_tokens ?? 0} / ${info.output_tokens ?? 0}`],
-    ["cost", info.estimated_cost ? String(info.estimated_cost) : null],
-    ["created", formatTime(info.created_at)], ["updated", formatTime(info.updated_at)],
-  ].filter(([, value]) => value !== null && value !== undefined && value !== "");
-  const metadata = info.metadata && Object.keys(info.metadata).length
-    ? h("details", {}, h("summary", {}, "metadata"), h("pre", { class: "code" }, prettyJson(info.metadata))) : null;
-  return [h("dl", { class: "info" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", { class: "mono" }, String(v))])), metadata];
+  return hitList(hits, query, {
+    showSession, title, where: whereLabel,
+    open: (hit) => {
+      if (showSession) location.hash = sessionHash(hit.session_id, hit.id);
+      else jumpTo(hit.id);
+    },
+  });
 }
 
 // ------------------------------------------------------------------------------ live updates
@@ -450,7 +485,17 @@ function subscribe(sessionId) {
   state.current.events = events;
   const onEvent = () => {
     clearTimeout(state.reloadTimer);
-    state.reloadTimer = setTimeout(() => reloadSession(), 200);
+    state.reloadTimer = setTimeout(() => {
+      const current = state.current;
+      // A big session read far back stays where the reader is: the panels follow, and a
+      // button offers the new messages (a reload reopens the view at its end).
+      if (current && current.paged && !nearEnd()) {
+        refresh(current, { panelsOnly: true });
+        showActivity(true);
+        return;
+      }
+      reloadSession();
+    }, 150);
   };
   for (const name of EVENT_NAMES) events.addEventListener(name, onEvent);
   events.addEventListener("gone", () => {
@@ -460,6 +505,19 @@ function subscribe(sessionId) {
   });
   events.onopen = () => setLive("on");
   events.onerror = () => setLive(events.readyState === EventSource.CLOSED ? "off" : "wait");
+}
+
+// GET /v1/events: the session list's changes (created, updated, gone) redraw the list.
+function subscribeList() {
+  if (typeof EventSource === "undefined" || state.listEvents) return;
+  let events;
+  try { events = api.listEvents(); } catch { return; }
+  state.listEvents = events;
+  const onEvent = () => {
+    clearTimeout(state.listTimer);
+    state.listTimer = setTimeout(() => loadSessions(), 250);
+  };
+  for (const name of ["created", "updated", "gone", "reset"]) events.addEventListener(name, onEvent);
 }
 
 function setLive(mode) {
@@ -472,7 +530,10 @@ function setLive(mode) {
 // ------------------------------------------------------------------------------ start
 
 function start() {
+  state.keyReady = api.whoami().then((key) => { state.key = key; }).catch(() => { state.key = null; });
   loadSessions();
+  subscribeList();
+  loadProfile().then(() => { if (state.current) renderSession(); });
   route();
 }
 
@@ -480,7 +541,12 @@ function init() {
   $("#key-form").addEventListener("submit", submitKey);
   // Escape would close the prompt and leave a viewer that can load nothing: keep it open.
   $("#key-dialog").addEventListener("cancel", (event) => { if (getKey() === null) event.preventDefault(); });
-  $("#forget-key").addEventListener("click", () => { forgetKey(); closeSession(); askForKey(""); });
+  $("#forget-key").addEventListener("click", () => {
+    forgetKey();
+    closeSession();
+    if (state.listEvents) { state.listEvents.close(); state.listEvents = null; }
+    askForKey("");
+  });
   $("#session-filter").addEventListener("input", renderSessionList);
   $("#more-sessions").addEventListener("click", () => loadSessions(true));
   $("#global-search").addEventListener("submit", searchAll);

@@ -38,7 +38,7 @@ function onHeadPath(tree, id) {
   return tree.headPathSet ? tree.headPathSet.has(id) : (tree.headPathSet = new Set(tree.headPath)).has(id);
 }
 
-function renderMessage(tree, item, view) {
+export function renderMessage(tree, item, view) {
   const message = item.node.message || {};
   const id = item.id;
   const role = typeof message.role === "string" ? message.role : "message";
@@ -53,7 +53,9 @@ function renderMessage(tree, item, view) {
   ];
   if (isHead) headerBits.push(h("span", { class: "pill head-pill", title: "The session's head: new messages go after it" }, icon("head"), "HEAD"));
   const actions = h("span", { class: "actions" });
-  if (isLeaf && !isHead) {
+  if (view.actions) {
+    for (const action of view.actions(id, { isLeaf, isHead })) actions.appendChild(action);
+  } else if (isLeaf && !isHead) {
     actions.appendChild(h("button", {
       type: "button", class: "checkout", "data-leaf": id,
       title: "Move the head here: this branch becomes the live conversation",
@@ -115,7 +117,7 @@ function firstMessage(line) {
   return item.kind === "summary" ? item.items[0] : item;
 }
 
-function renderSummary(tree, item, view, line) {
+export function renderSummary(tree, item, view, line) {
   const overlay = item.overlay;
   const open = view.expandedSummaries.has(overlay.id);
   const count = item.items.length;
@@ -128,8 +130,14 @@ function renderSummary(tree, item, view, line) {
   const fill = () => {
     if (originals.firstChild) return;
     const list = h("ol", { class: "thread originals-thread", role: "group" });
-    for (const original of item.items) list.appendChild(renderMessage(tree, original, view, line));
+    // A bounded view (paged.js) draws at most maxOriginals of them: the DOM stays bounded.
+    const shown = view.maxOriginals ? item.items.slice(0, view.maxOriginals) : item.items;
+    for (const original of shown) list.appendChild(renderMessage(tree, original, view, line));
     originals.appendChild(list);
+    if (shown.length < item.items.length) {
+      originals.appendChild(h("p", { class: "dim small more-originals" },
+        `and ${item.items.length - shown.length} more original messages (search finds them).`));
+    }
   };
   if (open) fill(); else originals.hidden = true;
   toggle.addEventListener("click", () => {
@@ -148,9 +156,11 @@ function renderSummary(tree, item, view, line) {
       branchCount ? h("span", { class: "pill wait" }, `${branchCount} branch${branchCount === 1 ? "" : "es"} inside`) : null,
       h("span", { class: "mono dim msg-id", title: `${OVERLAY_PREFIX}${overlay.id}` }, `${OVERLAY_PREFIX}${overlay.id}`.slice(0, 22))),
     h("div", { class: "card-body" }, renderParts({ parts: [{ type: "text", text: overlay.summary }] })),
+    overlay.superseded ? h("p", { class: "superseded-note" }, h("span", { class: "pill superseded-pill" }, "superseded"),
+      " a newer summary covers this range") : null,
     h("footer", { class: "card-foot" }, toggle));
   const li = h("li", {
-    class: `node summary${inPath ? " on-path" : ""}${open ? " open" : ""}`, role: "treeitem",
+    class: `node summary${inPath ? " on-path" : ""}${open ? " open" : ""}${overlay.superseded ? " superseded" : ""}`, role: "treeitem",
     "data-overlay": overlay.id, id: `summary-${overlay.id}`,
   }, h("span", { class: "dot", "aria-hidden": "true" }), card, originals);
   return li;

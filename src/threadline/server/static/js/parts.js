@@ -4,22 +4,16 @@
 
 import { api } from "./api.js";
 import { formatBytes, h, icon, prettyJson } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
 import { toolName, withAnswer } from "./tree.js";
 
 const ATTACHMENT_KEY = "$threadline.attachment";
 const SAFE_LINK = /^(https?:|mailto:)/i;
 const IMAGE_DATA_URL = /^data:image\/(png|jpe?g|gif|webp|avif|bmp);/i;
 
-/** Text with ``` fenced blocks shown as code; everything as text nodes. */
-export function renderText(text, className = "text") {
-  const chunks = String(text).split(/^```[^\n]*\n?/m);
-  const box = h("div", { class: className });
-  chunks.forEach((chunk, i) => {
-    if (!chunk) return;
-    if (i % 2 === 1) box.appendChild(h("pre", { class: "code" }, h("code", {}, chunk.replace(/\n$/, ""))));
-    else box.appendChild(h("p", {}, chunk.replace(/^\n+|\n+$/g, "")));
-  });
-  return box;
+/** A message text (or summary) as markdown: DOM nodes only, raw HTML shown as text. */
+export function renderText(text, className = "text md") {
+  return renderMarkdown(text, className);
 }
 
 function stateLabel(part) {
@@ -109,7 +103,7 @@ export function renderPart(part, context) {
   const type = typeof part.type === "string" ? part.type : "";
   if (type === "text") return renderText(part.text ?? "");
   if (type === "reasoning") {
-    return h("details", { class: "reasoning" }, h("summary", {}, "reasoning"), renderText(part.text ?? "", "text dim"));
+    return h("details", { class: "reasoning" }, h("summary", {}, "reasoning"), renderText(part.text ?? "", "text md dim"));
   }
   if (type.startsWith("tool-") || type === "dynamic-tool") {
     // A call answered by a later message is shown with that result (one step).

@@ -43,7 +43,7 @@ from threadline.errors import (
 )
 from threadline.manager import SessionManager
 from threadline.profile import Profile
-from threadline.runner import Hooks, RunContext, Runner, TurnResult
+from threadline.runner import ContextView, Hooks, RunContext, Runner, TurnResult
 from threadline.session import Session
 from threadline.store import PostgresStore, SQLiteStore, Store, connect
 from threadline.tokens import estimate_message_tokens, estimate_tokens
@@ -77,6 +77,7 @@ __all__ = [
     "CompactionError",
     "ContextBlock",
     "ContextConfig",
+    "ContextView",
     "DirectorySkillProvider",
     "HeadMovedError",
     "Hooks",

@@ -19,6 +19,7 @@ from typing import Any
 from threadline._async_calls import acall, to_thread
 from threadline._async_manager import AsyncSessionManager
 from threadline._async_session import AsyncSession
+from threadline._context_view import ContextView
 from threadline._run_turn import Turn, TurnResult
 from threadline._settings import returns_coroutine
 from threadline.manager import SessionManager
@@ -70,6 +71,7 @@ class AsyncRunner(Runner):
         max_steps: int = 8,
         memory: Callable[..., Any] | None = None,
         hooks: Hooks | None = None,
+        read_only_scopes: tuple[str, ...] = (),
     ) -> None:
         # An async compaction function lives on the async wrapper: kept, to run after appends.
         self._async_compact: Callable[..., Any] | None = None
@@ -84,8 +86,27 @@ class AsyncRunner(Runner):
             max_steps=max_steps,
             memory=memory,
             hooks=hooks,
+            read_only_scopes=read_only_scopes,
         )
         self._completing: set[asyncio.Future[TurnResult]] = set()  # tails of cancelled runs
+
+    async def acontext(
+        self,
+        session_id: str | None = None,
+        *,
+        user_id: str | None = None,
+        user_input: Any = None,
+    ) -> ContextView:
+        """What a run would send the model now, as ``Runner.context`` (off the event loop).
+
+        >>> import asyncio
+        >>> runner = AsyncRunner(AsyncSessionManager(":memory:"), lambda s, m, t: "ok")
+        >>> asyncio.run(runner.acontext("s", user_input="hi")).input_tokens
+        6
+        """
+        return await to_thread(
+            self.target, self.context, session_id, user_id=user_id, user_input=user_input
+        )
 
     async def arun(
         self, user_input: Any, *, session_id: str | None = None, user_id: str | None = None

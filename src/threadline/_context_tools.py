@@ -10,7 +10,7 @@ Re-exported by :mod:`threadline.tools`, the public home of these names.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Protocol
 
 from threadline._toolset import NO_RESULTS, Tool, Toolset, checked_tool, object_schema
@@ -181,7 +181,9 @@ def _set_context_description(writable: Sequence[ContextBlock]) -> str:
     return "\n".join(lines)
 
 
-def _set_context_tool(host: ToolHost, writable: Sequence[ContextBlock]) -> Tool:
+def _set_context_tool(
+    host: ToolHost, writable: Sequence[ContextBlock], refused: Collection[str]
+) -> Tool:
     properties: dict[str, Any] = {
         "label": {
             "type": "string",
@@ -215,6 +217,8 @@ def _set_context_tool(host: ToolHost, writable: Sequence[ContextBlock]) -> Tool:
         block = _find(host, label)
         if block is None:
             return f'Error: block "{label}" not found'
+        if block.scope in refused:
+            return f'Error: block "{label}" is shared by the whole app: not writable here'
         if not block.writable:
             return f'Error: block "{label}" is readonly'
         if block.is_skill or block.is_searchable:
@@ -308,22 +312,29 @@ def _search_tool(host: ToolHost, searchable: Sequence[ContextBlock]) -> Tool:
     return checked_tool("search_context", description, schema, run)
 
 
-def build_context_tools(host: ToolHost) -> Toolset:
+def build_context_tools(host: ToolHost, *, read_only_scopes: Collection[str] = ()) -> Toolset:
     """The memory tools the host's blocks call for, computed now.
 
     ``set_context`` if any block is writable, ``load_context``/``unload_context`` if any is a
-    skill block, ``search_context`` if any is searchable.
+    skill block, ``search_context`` if any is searchable. Blocks whose scope is in
+    ``read_only_scopes`` are not offered for writing, and a write naming one is refused (a
+    service acting for one user passes ``("app",)``: what every user sees stays the
+    operator's).
 
     >>> import threadline
     >>> session = threadline.Session.create(":memory:").with_context("memory")
     >>> list(build_context_tools(session))
     ['set_context']
+    >>> shared = session.with_context("rules", scope="app")
+    >>> list(build_context_tools(shared, read_only_scopes=("app",))["set_context"].parameters
+    ...      ["properties"]["label"]["enum"])
+    ['memory']
     """
     blocks = host.get_context_blocks()
     tools: list[Tool] = []
-    writable = [b for b in blocks if b.writable]
+    writable = [b for b in blocks if b.writable and b.scope not in read_only_scopes]
     if writable:
-        tools.append(_set_context_tool(host, writable))
+        tools.append(_set_context_tool(host, writable, frozenset(read_only_scopes)))
     skills = [b.label for b in blocks if b.is_skill]
     if skills:
         tools.extend(_skill_tools(host, skills))

@@ -6,7 +6,7 @@ does each step; the runners only order the steps and run the model, the hooks an
 
 >>> from types import SimpleNamespace
 >>> import threadline
->>> limits = SimpleNamespace(runs=None, max_context_tokens=None, memory=None)
+>>> limits = SimpleNamespace(runs=None, max_context_tokens=None, memory=None, read_only_scopes=())
 >>> turn = Turn(limits, threadline.Session.create(":memory:"), "hi")
 >>> turn.load_state(); turn.start()
 >>> turn.take("Hello!")
@@ -29,7 +29,15 @@ from threadline._run_edits import RunEdits
 from threadline._session_compaction import check_compact_result, overlay_ends
 from threadline._settings import async_compactor
 from threadline._state import split_delta, validate_delta
-from threadline._turns import as_messages, check_same_ids, context_window, fixed_cost, pending_calls
+from threadline._turns import (
+    ContextWindow,
+    as_messages,
+    check_same_ids,
+    context_window,
+    counts_of,
+    fixed_cost,
+    pending_calls,
+)
 from threadline.compaction.overlays import apply_overlays
 from threadline.errors import InvalidArgumentError
 from threadline.messages import is_overlay_id, normalize_message
@@ -37,7 +45,16 @@ from threadline.session import Session
 from threadline.tools import Toolset, build_context_tools
 from threadline.types import Compaction, Message
 
-__all__ = ["RunContext", "RunLimits", "Turn", "TurnResult", "tag"]
+__all__ = [
+    "RunContext",
+    "RunLimits",
+    "Turn",
+    "TurnResult",
+    "build_context",
+    "input_message",
+    "run_window",
+    "tag",
+]
 
 logger = logging.getLogger("threadline.runner")
 
@@ -117,6 +134,67 @@ class RunLimits(Protocol):
     runs: int | None
     max_context_tokens: int | None
     memory: Callable[..., Any] | None
+    read_only_scopes: tuple[str, ...]
+
+
+def build_context(
+    limits: RunLimits, session: Session, user: Message | None
+) -> tuple[str, ContextWindow]:
+    """What a run starts from: the system prompt as freezing would make it (saved, if cached,
+    only by the commit's refresh) and the history window (:func:`run_window`). A run and
+    ``Runner.context`` both call this.
+
+    >>> from types import SimpleNamespace
+    >>> import threadline
+    >>> limits = SimpleNamespace(runs=None, max_context_tokens=None, memory=None)
+    >>> session = threadline.Session.create(":memory:").with_context("soul", provider="Be brief.")
+    >>> system, window = build_context(limits, session, None)
+    >>> "Be brief." in system, window.kept
+    (True, [])
+    """
+    system = session._current_prompt()
+    return system, run_window(limits, session, system, user, session.get_history())
+
+
+def input_message(user_input: Any, invocation_id: str) -> Message:
+    """A run's input as the user message it stores: a string becomes a text message; a
+    message (UIMessage or OpenAI Chat) is normalised; any other role is refused.
+
+    >>> input_message("hi", "run-1")["parts"], input_message("hi", "run-1")["metadata"]
+    ([{'type': 'text', 'text': 'hi'}], {'invocationId': 'run-1'})
+    """
+    text = user_input if isinstance(user_input, str) else None
+    message = {"role": "user", "content": text} if text is not None else user_input
+    user = tag(normalize_message(message), invocation_id)
+    if user["role"] != "user":
+        raise InvalidArgumentError("a run's input must be a user message (or a string)")
+    return user
+
+
+def run_window(
+    limits: RunLimits, session: Session, system: str, user: Message | None, history: list[Message]
+) -> ContextWindow:
+    """The history window a run shows its model (``context_window`` with the runner's
+    ``runs`` and ``max_context_tokens``, the system prompt and the input counting against the
+    budget), counted with the session's ``token_counter`` (else the heuristic). The one
+    window of a run and of ``Runner.context``.
+
+    >>> from types import SimpleNamespace
+    >>> import threadline
+    >>> limits = SimpleNamespace(runs=1, max_context_tokens=None, memory=None)
+    >>> h = [{"id": "u1", "role": "user", "parts": []}, {"id": "u2", "role": "user", "parts": []}]
+    >>> session = threadline.Session.create(":memory:")
+    >>> [m["id"] for m in run_window(limits, session, "", None, h).kept]
+    ['u2']
+    """
+    counts = counts_of(session._settings.token_counter)
+    return context_window(
+        history,
+        runs=limits.runs,
+        max_tokens=limits.max_context_tokens,
+        fixed_tokens=fixed_cost(system, user, counts),
+        count=counts.messages,
+    )
 
 
 class Turn:
@@ -127,11 +205,7 @@ class Turn:
         self.runner = runner
         self.session = session
         self.invocation_id = uuid.uuid4().hex
-        text = user_input if isinstance(user_input, str) else None
-        message = {"role": "user", "content": text} if text is not None else user_input
-        self.user = tag(normalize_message(message), self.invocation_id)
-        if self.user["role"] != "user":
-            raise InvalidArgumentError("a run's input must be a user message (or a string)")
+        self.user = input_message(user_input, self.invocation_id)
         self._state: dict[str, Any] = {}
         self.context = RunContext(
             session.session_id, session.user_id, self.user, lambda key: self._state.get(key)
@@ -152,10 +226,9 @@ class Turn:
         self._state = dict(self.session.state)
 
     def start(self) -> None:
-        # The prompt as freezing would make it, saved (if cached) only by the commit's refresh.
-        self.system = self.session._current_prompt()
-        self.tools = build_context_tools(self.edits)
-        self._window(self.session.get_history())
+        self.system, window = build_context(self.runner, self.session, self.user)
+        self._keep(window)
+        self.tools = build_context_tools(self.edits, read_only_scopes=self.runner.read_only_scopes)
 
     def needs_memory(self) -> bool:
         return bool(self.overflow) and self.runner.memory is not None
@@ -191,13 +264,9 @@ class Turn:
         self.overflow = fell_out
 
     def _window(self, history: list[Message]) -> None:
-        runner = self.runner
-        window = context_window(
-            history,
-            runs=runner.runs,
-            max_tokens=runner.max_context_tokens,
-            fixed_tokens=fixed_cost(self.system, self.user),
-        )
+        self._keep(run_window(self.runner, self.session, self.system, self.user, history))
+
+    def _keep(self, window: ContextWindow) -> None:
         self.history, self.dropped = window.kept, window.dropped
         self.overflow = [m for m in window.dropped if not is_overlay_id(m.get("id"))]
 

@@ -23,9 +23,12 @@ from threadline.types import Message
 
 __all__ = [
     "ContextWindow",
+    "Counts",
     "as_messages",
     "check_same_ids",
     "context_window",
+    "counts_of",
+    "fixed_cost",
     "pending_calls",
 ]
 
@@ -47,11 +50,12 @@ def context_window(
 ) -> ContextWindow:
     """The newest part of ``history`` within ``runs`` whole runs (counted as
     ``get_history(runs=N)`` counts them) and ``max_tokens`` (which the system prompt and the new
-    input, ``fixed_tokens``, share). Oldest history goes first, whole runs at a time, then
-    single messages of the oldest run kept; the window never starts inside a run (a tool result
-    is never shown without its call). Summaries (overlay messages) standing right before the
-    window come in front of it while they fit: the model sees what fell out, in short, and the
-    window stays N runs long. Everything before the window is ``dropped``.
+    input, ``fixed_tokens``, share; each message costs ``count([message])``). Oldest history
+    goes first, whole runs at a time, then single messages of the oldest run kept; the window
+    never starts inside a run (a tool result is never shown without its call). Summaries
+    (overlay messages) standing right before the window come in front of it while they fit:
+    the model sees what fell out, in short, and the window stays N runs long. Everything before
+    the window is ``dropped``.
 
     >>> h = [{"id": f"m{i}", "role": "user" if i % 2 == 0 else "assistant", "parts": []}
     ...      for i in range(6)]
@@ -61,22 +65,64 @@ def context_window(
     >>> [m["id"] for m in context_window(h, runs=2, max_tokens=None, fixed_tokens=0).dropped]
     ['m0']
     """
-    kept = list(history) if runs is None else last_runs(history, runs)
+    size = len(history)
+    start = 0 if runs is None else size - len(last_runs(history, runs))
     if max_tokens is not None:
         budget = max_tokens - fixed_tokens
-        while kept and count(kept) > budget:
-            kept = kept[1:]
-            while kept and not starts_run(kept[0]) and not is_overlay_id(kept[0].get("id")):
-                kept = kept[1:]  # never start inside a run
-    start = len(history) - len(kept)
+        costs = {i: count([history[i]]) for i in range(start, size)}
+        total = sum(costs.values())
+        while start < size and total > budget:
+            total -= costs[start]
+            start += 1
+            while start < size and not starts_run(history[start]):
+                if is_overlay_id(history[start].get("id")):
+                    break
+                total -= costs[start]  # never start inside a run
+                start += 1
     lead = start
     while lead > 0 and is_overlay_id(history[lead - 1].get("id")):
         lead -= 1
     if lead < start:
-        with_summary = [*history[lead:start], *kept]
-        if max_tokens is None or count(with_summary) <= max_tokens - fixed_tokens:
-            kept, start = with_summary, lead
-    return ContextWindow(kept, list(history[:start]))
+        fits = max_tokens is None
+        if not fits:
+            extra = sum(count([m]) for m in history[lead:start])
+            fits = total + extra <= budget
+        if fits:
+            start = lead
+    return ContextWindow(list(history[start:]), list(history[:start]))
+
+
+class Counts(NamedTuple):
+    """How a run counts tokens: ``text(str)`` and ``messages(list)``, from the session's
+    ``token_counter`` (``counter(messages=..., system_prompt=..., blocks=...)``) when it has
+    one, else the heuristic (``threadline.tokens``).
+
+    >>> counts_of(None).text("Hello world"), counts_of(None).messages([])
+    (3, 0)
+    """
+
+    text: Callable[[str], int]
+    messages: Callable[[Sequence[Message]], int]
+
+
+def counts_of(counter: Callable[..., int] | None) -> Counts:
+    """The :class:`Counts` of a session-level counter (``None``: the heuristic).
+
+    >>> chars = lambda *, messages, system_prompt, blocks: len(system_prompt) + len(messages)
+    >>> counts_of(chars).text("abc"), counts_of(chars).messages([{}, {}])
+    (3, 2)
+    """
+    if counter is None:
+        return Counts(estimate_tokens, estimate_message_tokens)
+    found = counter
+
+    def text(value: str) -> int:
+        return int(found(messages=[], system_prompt=value, blocks=[])) if value else 0
+
+    def messages(values: Sequence[Message]) -> int:
+        return int(found(messages=list(values), system_prompt="", blocks=[]))
+
+    return Counts(text, messages)
 
 
 def as_messages(output: Any) -> list[Message]:
@@ -118,13 +164,14 @@ def pending_calls(message: Message, tool_names: Sequence[str]) -> list[dict[str,
     return found
 
 
-def fixed_cost(system: str, user_message: Message) -> int:
+def fixed_cost(system: str, user_message: Message | None, counts: Counts | None = None) -> int:
     """Tokens of the system prompt and the new input (both count against the budget).
 
-    >>> fixed_cost("", {"role": "user", "parts": []})
-    4
+    >>> fixed_cost("", {"role": "user", "parts": []}), fixed_cost("Hello world", None)
+    (4, 3)
     """
-    return estimate_tokens(system) + estimate_message_tokens([user_message])
+    counts = counts or counts_of(None)
+    return counts.text(system) + (counts.messages([user_message]) if user_message else 0)
 
 
 def _content(message: Message) -> tuple[Any, Any, Any]:

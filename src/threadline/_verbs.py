@@ -371,8 +371,9 @@ is a coroutine method of the twin, returning a copy (a ``Mapping`` property: a `
 TWIN_NAMES: Mapping[str, str] = MappingProxyType(dict(TWINS))
 """The one allowed annotation difference: a sync class named in it is its async twin."""
 
-TWIN_METHODS: Mapping[str, str] = MappingProxyType({"run": "arun"})
-"""The one allowed name difference between twins."""
+TWIN_METHODS: Mapping[str, str] = MappingProxyType({"run": "arun", "context": "acontext"})
+"""The allowed name differences between twins (the runner's: ``AsyncRunner`` inherits the
+sync ``run`` and ``context`` and adds the awaited ones)."""
 
 GET_SESSION: Mapping[str, str] = MappingProxyType(
     {

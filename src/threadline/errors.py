@@ -158,6 +158,21 @@ class CompactionError(ThreadlineError):
     """
 
 
+class ModelError(ThreadlineError):
+    """A model endpoint (an OpenAI-compatible ``/chat/completions``) failed or answered
+    something unusable; ``status`` is its HTTP status (``None``: it was not reached). The
+    message names the endpoint and quotes the start of its answer, never the API key.
+
+    >>> err = ModelError("model endpoint answered HTTP 500: boom", status=500)
+    >>> str(err), err.status
+    ('model endpoint answered HTTP 500: boom', 500)
+    """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class StoreError(ThreadlineError):
     """A storage driver failed; ``operation`` names what threadline was doing.
 
@@ -183,6 +198,7 @@ __all__ = [
     "InvalidMessageError",
     "MessageNotFoundError",
     "MessageTooLargeError",
+    "ModelError",
     "ReadOnlyBlockError",
     "SessionExistsError",
     "SessionNotFoundError",

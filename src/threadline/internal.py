@@ -21,6 +21,7 @@ from __future__ import annotations
 from threadline._async_calls import owning
 from threadline._attachments import ref_sha
 from threadline._checks import API_RULES, check_every_public_method
+from threadline._openai_http import openai_model
 from threadline._ownership import not_found, owned_by, visible_to
 from threadline._profile_check import check_document, check_for_tenant
 from threadline._search_query import Term, parse_query
@@ -57,6 +58,7 @@ __all__ = [
     "lazily",
     "not_found",
     "on_primary",
+    "openai_model",
     "owned_by",
     "owning",
     "parse_position",

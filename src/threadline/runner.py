@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Self
 
+from threadline._context_view import ContextView, PromptBlock, context_view
 from threadline._run_turn import RunContext, Turn, TurnResult
 from threadline._settings import async_compactor, returns_coroutine
 from threadline.errors import CompactionError, InvalidArgumentError, ThreadlineError
@@ -41,7 +42,7 @@ from threadline.session import Session
 from threadline.tools import Toolset
 from threadline.types import Message
 
-__all__ = ["Hooks", "RunContext", "Runner", "TurnResult"]
+__all__ = ["ContextView", "Hooks", "PromptBlock", "RunContext", "Runner", "TurnResult"]
 
 
 #: What a model function is: ``model(system, messages, tools)``.
@@ -76,10 +77,12 @@ class Runner:
     :class:`~threadline.Session` (module docstring).
 
     ``runs``: how many past runs the model sees; ``max_context_tokens``: the budget the system
-    prompt, the input and the history share (heuristic estimates, ``threadline.tokens``);
-    ``max_steps``: model calls per run; ``memory``: a compact function
-    (``create_compact_function``) that summarises what fell out of the window into an overlay;
-    ``hooks``: :class:`Hooks`.
+    prompt, the input and the history share (counted with the session's ``token_counter``,
+    else the heuristic of ``threadline.tokens``); ``max_steps``: model calls per run;
+    ``memory``: a compact function (``create_compact_function``) that summarises what fell out
+    of the window into an overlay; ``hooks``: :class:`Hooks`; ``read_only_scopes``: block
+    scopes the run's memory tools may not write (a service acting for one user passes
+    ``("app",)``). :meth:`context` shows what a run would send, without running one.
 
     >>> from threadline import Session
     >>> runner = Runner(Session.create(":memory:"), lambda system, messages, tools: "Hi!")
@@ -99,6 +102,7 @@ class Runner:
         max_steps: int = 8,
         memory: Callable[..., Any] | None = None,
         hooks: Hooks | None = None,
+        read_only_scopes: tuple[str, ...] = (),
     ) -> None:
         if not isinstance(target, (SessionManager, Session)):
             raise InvalidArgumentError("Runner needs a SessionManager or a Session")
@@ -108,6 +112,11 @@ class Runner:
                 raise InvalidArgumentError(f"{name} must be a non-negative int or None")
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise InvalidArgumentError("max_steps must be a positive int")
+        scopes = ("session", "user", "app")
+        if not isinstance(read_only_scopes, (tuple, list)) or any(
+            scope not in scopes for scope in read_only_scopes
+        ):
+            raise InvalidArgumentError(f"read_only_scopes must be a tuple of {', '.join(scopes)}")
         if not self._async:  # refused now, not at the first run that reaches them
             hooks_ = hooks or Hooks()
             for name, fn in (("model", model), ("before_run", hooks_.before_run),
@@ -123,6 +132,7 @@ class Runner:
         self.max_steps = max_steps
         self.memory = memory
         self.hooks = hooks or Hooks()
+        self.read_only_scopes = tuple(read_only_scopes)
         self._on_overflow: Callable[[list[Message]], Any] | None = None
 
     def on_overflow(self, handler: Callable[[list[Message]], Any]) -> Self:
@@ -153,6 +163,32 @@ class Runner:
         if user_id is not None and user_id != session.user_id:
             session = session.for_user(user_id)
         return session
+
+    def context(
+        self,
+        session_id: str | None = None,
+        *,
+        user_id: str | None = None,
+        user_input: Any = None,
+    ) -> ContextView:
+        """What a run would send the model now, built by the run's own steps and no model
+        call: the frozen system prompt block by block, the history window (``runs``,
+        ``max_context_tokens``), what falls out of it and the token counts (the session's
+        ``token_counter``). ``user_input``: count the input a run would take too (it shares
+        the budget). Nothing is stored.
+
+        >>> from threadline import SessionManager
+        >>> manager = SessionManager(":memory:").with_context("soul", provider="Be brief.")
+        >>> runner = Runner(manager, lambda s, m, t: "Sure.", max_context_tokens=60)
+        >>> for text in ("one", "two", "three"):
+        ...     _ = runner.run(text, session_id="s")
+        >>> view = runner.context("s")
+        >>> [b.label for b in view.blocks], len(view.messages), len(view.dropped)
+        (['soul'], 4, 2)
+        >>> view.total_tokens <= view.max_context_tokens
+        True
+        """
+        return context_view(self, self.session_for(session_id, user_id), user_input)
 
     def run(
         self, user_input: Any, *, session_id: str | None = None, user_id: str | None = None

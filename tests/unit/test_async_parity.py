@@ -1,7 +1,8 @@
 """Amendment 19: every public method of an async twin takes exactly the parameters of its sync
 twin (names, kinds, defaults) with the same annotations, its result awaitable.
 
-The allowed differences (clarification 26): ``run`` is ``arun``; a sync twin's class named in
+The allowed differences (clarification 26): ``run`` is ``arun`` (and ``context`` is
+``acontext``); a sync twin's class named in
 an annotation is its async twin (``Session`` -> ``AsyncSession``, ``Toolset`` ->
 ``AsyncToolset``...); builders and accessors listed in ``PLAIN`` stay plain (not awaitable).
 """
@@ -35,7 +36,7 @@ TWIN_NAMES = {
     "Toolset": "AsyncToolset",
     "StateView": "AsyncStateView",
 }
-METHOD_NAMES = {"run": "arun"}
+METHOD_NAMES = {"run": "arun", "context": "acontext"}
 
 # Methods that stay plain in the async twin (builders, documented in threadline.aio / client).
 BUILDERS = {
@@ -65,7 +66,7 @@ PLAIN: dict[type, set[str]] = {
     AsyncRemoteSession: {"__init__"},
 }
 WRAPPERS = (AsyncToolset, AsyncStateView)
-SAME_RESULT: dict[type, set[str]] = {AsyncRunner: {"session_for"}}
+SAME_RESULT: dict[type, set[str]] = {AsyncRunner: {"session_for", "context"}}
 
 
 def _instances() -> Iterator[tuple[Any, Any]]:

@@ -461,6 +461,8 @@ SESSION_ROUTES_NOT_VERBS = {
     ("GET", "/v1/sessions/{session_id}/path"),  # the studio's paged path (big sessions)
     ("POST", "/v1/sessions/{session_id}/tools/{name}"),  # Toolset.execute of tools()
     ("GET", "/v1/sessions/{session_id}/events"),  # server-sent events
+    ("GET", "/v1/sessions/{session_id}/context"),  # Runner.context
+    ("POST", "/v1/sessions/{session_id}/turns"),  # Runner.run with the profile's model
 }
 
 

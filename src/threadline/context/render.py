@@ -10,6 +10,7 @@ SOUL [readonly]
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from threadline.types import ContextBlock
@@ -20,6 +21,7 @@ __all__ = [
     "render_block",
     "render_header",
     "render_system_prompt",
+    "split_system_prompt",
     "usage_percent",
 ]
 
@@ -91,3 +93,32 @@ def render_system_prompt(blocks: Sequence[ContextBlock]) -> str:
     ''
     """
     return "\n\n".join(render_block(b) for b in blocks if not _is_skipped(b))
+
+
+_HEADER = re.compile(rf"(?:\A|\n\n){SEP}\n(.+?)\n{SEP}\n", re.S)
+
+
+def split_system_prompt(prompt: str) -> list[tuple[str, str]]:
+    """A rendered system prompt (possibly frozen long ago) cut back into its blocks:
+    ``(header, text)`` pairs, ``text`` being the block as rendered (separators, header and
+    content). Text before the first block (a prompt written by hand) comes first, with an
+    empty header.
+
+    >>> soul = ContextBlock("soul", None, "Be brief.", 3, None, False, False, False)
+    >>> memory = ContextBlock("memory", "Facts", "Likes tea.", 3, None, True, False, False)
+    >>> prompt = render_system_prompt([soul, memory])
+    >>> [(h, t.splitlines()[-1]) for h, t in split_system_prompt(prompt)]
+    [('SOUL [readonly]', 'Be brief.'), ('MEMORY (Facts) [writable]', 'Likes tea.')]
+    >>> split_system_prompt("You are terse.")
+    [('', 'You are terse.')]
+    """
+    found = list(_HEADER.finditer(prompt))
+    starts = [m.start() + (2 if m.start() > 0 else 0) for m in found]  # past the blank line
+    pieces: list[tuple[str, str]] = []
+    head = prompt[: found[0].start()] if found else prompt
+    if head:
+        pieces.append(("", head))
+    for i, match in enumerate(found):
+        end = found[i + 1].start() if i + 1 < len(found) else len(prompt)
+        pieces.append((match.group(1), prompt[starts[i] : end]))
+    return pieces

@@ -182,6 +182,7 @@ def _include_routes(app: FastAPI) -> None:
         _routes_profile,
         _routes_search,
         _routes_sessions,
+        _routes_turns,
     )
 
     @app.get("/healthz", response_model=HealthOut, tags=["service"])
@@ -201,6 +202,7 @@ def _include_routes(app: FastAPI) -> None:
         _routes_events,
         _routes_data,
         _routes_profile,
+        _routes_turns,
     ):
         app.include_router(module.routes)
 

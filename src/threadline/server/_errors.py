@@ -24,6 +24,7 @@ _STATUS: tuple[tuple[type[errors.ThreadlineError], int], ...] = (
     (errors.SessionExistsError, 409),
     (errors.HeadMovedError, 409),
     (errors.StoreError, 503),
+    (errors.ModelError, 502),  # the model endpoint behind a turn failed, not the request
 )
 
 _HTTP_NAMES = {
@@ -37,6 +38,7 @@ _HTTP_NAMES = {
     415: "UnsupportedMediaType",
     422: "ValidationError",
     500: "InternalServerError",
+    502: "BadGateway",
     503: "ServiceUnavailable",
 }
 
@@ -66,8 +68,8 @@ def body(kind: str, message: str) -> dict[str, Any]:
 
 
 def status_of(exc: errors.ThreadlineError) -> int:
-    """The HTTP status of a library error: 404 missing, 409 exists, 503 storage down, 400
-    for every other bad input.
+    """The HTTP status of a library error: 404 missing, 409 exists, 503 storage down, 502 model
+    endpoint failed, 400 for every other bad input.
 
     >>> status_of(errors.SessionNotFoundError("gone")), status_of(errors.InvalidArgumentError("x"))
     (404, 400)

@@ -33,7 +33,8 @@ __all__ = ["ManagerProfile"]
 #: use, api.md clarification 27; a deployment may raise it to save that read).
 PROFILE_TTL = 0.0
 
-Manager = TypeVar("Manager", bound="ManagerProfile")
+# Spelled as the class users hold (as in _manager_base): signatures read -> SessionManager.
+SessionManager = TypeVar("SessionManager", bound="ManagerProfile")
 
 
 class ManagerProfile(ManagerBase):
@@ -48,7 +49,7 @@ class ManagerProfile(ManagerBase):
 
     @classmethod
     def from_profile(
-        cls: type[Manager],
+        cls: type[SessionManager],
         store: Store | str,
         app_name: str = "default",
         *,
@@ -56,7 +57,7 @@ class ManagerProfile(ManagerBase):
         max_cached_sessions: int = 1024,
         size_policy: Literal["attach", "truncate", "error"] | None = None,
         max_message_bytes: int | None = None,
-    ) -> Manager:
+    ) -> SessionManager:
         """A manager configured by the app's stored profile (none stored: a plain manager
         that picks one up once written). Builder calls made on it afterwards override the
         profile; so do ``size_policy``/``max_message_bytes`` given here.
@@ -162,6 +163,6 @@ class ManagerProfile(ManagerBase):
             self._effective = effective
         return effective
 
-    def _changed(self: Manager) -> Manager:
+    def _changed(self: SessionManager) -> SessionManager:
         self._effective = None  # builder calls change what is laid over the profile
         return super()._changed()

@@ -54,7 +54,7 @@ BUILDERS = {
 }
 PLAIN: dict[type, set[str]] = {
     AsyncSession: BUILDERS | {"__init__", "create"},  # SessionManager.create stores a session
-    AsyncSessionManager: BUILDERS | {"__init__"},
+    AsyncSessionManager: BUILDERS | {"__init__", "from_profile"},  # a constructor: no I/O
     # ``session_for`` is the sync helper both runners share (AsyncRunner calls it in a worker
     # thread): the same method, so the same ``Session`` result.
     AsyncRunner: BUILDERS | {"__init__", "session_for"},

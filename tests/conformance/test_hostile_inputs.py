@@ -107,6 +107,7 @@ def _valid(name: str, ctx: dict[str, Any]) -> Any:
         "delta": {"k": 1},
         "state_delta": {"k": 2},
         "session_id": ctx["sid"],
+        "store": ctx["store"],  # from_profile
         "user_id": "u1",
         "app_name": APP,
         "name": "a name",
@@ -195,7 +196,7 @@ class _Env:
             "session": session,
             "manager": manager,
             "toolset": session.tools(),
-            "ctx": {"sid": sid, "m1": m1["id"], "m2": m2["id"]},
+            "ctx": {"sid": sid, "m1": m1["id"], "m2": m2["id"], "store": self.store},
         }
 
 

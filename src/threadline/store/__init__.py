@@ -256,6 +256,10 @@ def _url_text(url: object) -> str:
         raise InvalidArgumentError(f"connect() needs a store URL or path; supported: {SUPPORTED}")
     if "\x00" in text:
         raise InvalidArgumentError("url must not contain a NUL character")
+    try:
+        text.encode("utf-8")  # both drivers take UTF-8: a lone surrogate cannot reach them
+    except UnicodeEncodeError:
+        raise InvalidArgumentError("url must be UTF-8 text, not a lone surrogate") from None
     return text
 
 

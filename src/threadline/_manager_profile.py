@@ -137,18 +137,22 @@ class ManagerProfile(ManagerBase):
             return
         stored = self.store.get_profile(self.app_name)
         self._checked_at = now
-        version = stored.version if stored is not None else 0
-        current = self._profile.version if self._profile is not None else 0
-        if version != current:
+        # A stored profile is told apart by (version, updated_at): an import or copy with
+        # --replace writes another store's profile verbatim, whose version may be the same.
+        seen = None if stored is None else (stored.version, stored.updated_at)
+        current = self._profile
+        if seen != (None if current is None else (current.version, current.updated_at)):
             self._adopt(None if stored is None else Profile.of_stored(stored))
 
     def _adopt(self, profile: Profile | None) -> None:
+        # Built before anything is replaced: a profile this process cannot apply (a token
+        # counter it lacks) raises here, typed, and is tried again at the next use.
+        built = None if profile is None else settings_of(
+            profile.document(), self.store,
+            history=lambda scope: _HistorySearch(self, cast(Scope, scope)),
+        )  # fmt: skip
         with self._profile_lock:
-            self._profile = profile
-            self._profile_settings = None if profile is None else settings_of(
-                profile.document(), self.store,
-                history=lambda scope: _HistorySearch(self, cast(Scope, scope)),
-            )  # fmt: skip
+            self._profile, self._profile_settings = profile, built
             self._effective = None
         self._changed()
 
@@ -156,13 +160,14 @@ class ManagerProfile(ManagerBase):
         if not self._following:
             return self._settings
         self._refresh_profile()
-        effective = self._effective
-        if effective is None:
-            base = self._profile_settings
-            effective = self._settings if base is None else overlay(base, self._settings)
-            self._effective = effective
-        return effective
+        with self._profile_lock:  # one consistent (profile, builder) pair per computation
+            if self._effective is None:
+                base = self._profile_settings
+                self._effective = self._settings if base is None else overlay(base, self._settings)
+            return self._effective
 
     def _changed(self: SessionManager) -> SessionManager:
-        self._effective = None  # builder calls change what is laid over the profile
+        if self._following:
+            with self._profile_lock:
+                self._effective = None  # builder calls change what is laid over the profile
         return super()._changed()

@@ -67,6 +67,17 @@ def _excerpt(raw: bytes, key: str) -> str:
     return text[:EXCERPT_CHARS] + ("..." if len(text) > EXCERPT_CHARS else "")
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Refuse redirects: following one would send the key to wherever the endpoint points
+    (a 3xx then surfaces as ``ModelError`` with its status)."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect())
+
+
 def chat(
     base_url: str,
     model: str,
@@ -101,7 +112,7 @@ def chat(
         url, data=json.dumps(body).encode(), headers=headers, method="POST"
     )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with _OPENER.open(request, timeout=timeout) as response:
             raw = response.read()
     except urllib.error.HTTPError as exc:
         detail = _excerpt(exc.read() or b"", key)

@@ -27,6 +27,7 @@ from threadline.context import (
     provider_kind,
 )
 from threadline.context.providers import as_provider
+from threadline.errors import ThreadlineError
 from threadline.store.base import Store
 from threadline.summarizers import NamedSummarizer, named
 from threadline.tokens import default_token_counter, tiktoken_counter
@@ -84,7 +85,12 @@ def counter_named(name: str | None) -> Callable[..., int] | None:
         return None
     if name == "default":
         return default_token_counter
-    return tiktoken_counter(name.split(":", 1)[1])
+    try:
+        return tiktoken_counter(name.split(":", 1)[1])
+    except Exception as exc:  # not installed, or its encoding files unreachable here
+        raise ThreadlineError(
+            f"token_counter {name!r} cannot be used in this process: {exc}"
+        ) from exc
 
 
 def _block_of(config: ContextConfig, history: type) -> dict[str, Any]:

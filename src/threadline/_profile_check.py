@@ -37,7 +37,10 @@ BLOCK_KINDS = ("writable", "readonly", "skill", "search", "history", "code")
 _SCOPES = ("session", "user", "app")
 _PROVIDES = ("writable", "readonly", "skill", "search")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_COUNTER = re.compile(r"^(default|tiktoken:[A-Za-z0-9_.\-]+)$")
+# tiktoken's encodings: another name would only fail later, in every process reading it.
+TIKTOKEN_ENCODINGS = ("cl100k_base", "o200k_base", "o200k_harmony", "p50k_base", "p50k_edit",
+                      "r50k_base", "gpt2")  # fmt: skip
+_COUNTER = re.compile(rf"^(default|tiktoken:({'|'.join(TIKTOKEN_ENCODINGS)}))$")
 
 # Keys each block kind may hold besides label, kind, description and max_tokens.
 _BLOCK_KEYS: dict[str, tuple[str, ...]] = {
@@ -250,8 +253,12 @@ def check_document(document: object) -> dict[str, Any]:
             _int(size["max_message_bytes"], "size_policy.max_message_bytes", minimum=1)
         size = {k: v for k, v in size.items() if v is not None}
     counter = raw.get("token_counter")
-    if counter is not None and not (isinstance(counter, str) and _COUNTER.match(counter)):
-        raise _fail("token_counter", f'must be "default" or "tiktoken:<encoding>", got {counter!r}')
+    if counter is not None and not (isinstance(counter, str) and _COUNTER.fullmatch(counter)):
+        names = ", ".join(TIKTOKEN_ENCODINGS)
+        raise _fail(
+            "token_counter",
+            f'must be "default" or "tiktoken:<encoding>" ({names}), got {counter!r}',
+        )
     return {
         "blocks": tuple(blocks),
         "compaction": None if raw.get("compaction") is None else _compaction(raw["compaction"]),

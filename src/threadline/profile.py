@@ -66,8 +66,9 @@ class Profile:
         Traceback (most recent call last):
         threadline.errors.InvalidArgumentError: blocks[0].text is required for a readonly block
         """
-        parts = check_document(copy.deepcopy(dict(document)) if isinstance(document, Mapping)
-                               else document)  # fmt: skip
+        # The parts are built anew from checked scalars: nothing of ``document`` is kept, and
+        # no deep copy of it is made first (a hostile value may nest without end).
+        parts = check_document(document)
         version = document.get("version", 0)
         if isinstance(version, bool) or not isinstance(version, int) or version < 0:
             raise InvalidArgumentError(f"version must be an integer >= 0, got {version!r}")

@@ -500,10 +500,9 @@ def named(spec: dict[str, Any]) -> NamedSummarizer:
     endpoint = checked
 
     def call_endpoint(prompt: str) -> str:
-        import importlib
+        from threadline._openai_http import openai_summarize
 
-        http = importlib.import_module("threadline._openai_http")
-        return str(http.openai_summarize(endpoint)(prompt))
+        return openai_summarize(endpoint)(prompt)
 
     return NamedSummarizer(checked, call_endpoint)
 

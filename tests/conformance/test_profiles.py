@@ -107,6 +107,8 @@ def test_the_full_document_round_trips(store: Store) -> None:
         ({"runner": {"max_steps": 0}}, "runner.max_steps"),
         ({"size_policy": {"policy": "shrink"}}, "size_policy.policy"),
         ({"token_counter": "words"}, "token_counter"),
+        ({"token_counter": "tiktoken:nope"}, "token_counter"),
+        ({"token_counter": "tiktoken:gpt2\n"}, "token_counter"),
         ({"cached_prompt": "yes"}, "cached_prompt"),
         ({"surprise": 1}, "surprise"),
         ({"format": 9}, "format"),
@@ -261,3 +263,38 @@ def test_connect_options_win_over_the_profile_size_policy(tmp_path: Any) -> None
     with threadline.connect(url, size_policy="attach") as store:  # connect() wins
         stored = SessionManager.from_profile(store, "app").append("s1", big)
         assert stored["id"]
+
+
+def test_a_profile_this_process_cannot_apply_fails_typed_and_is_retried(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threadline._profile_build as build
+
+    def unavailable(name: str) -> Any:
+        raise RuntimeError("tiktoken is not installed")
+
+    monkeypatch.setattr(build, "tiktoken_counter", unavailable)
+    Profile.from_dict({"blocks": [{"label": "a"}], "token_counter": "tiktoken:cl100k_base"}).save(
+        store, "app"
+    )
+    follower = SessionManager.from_profile(store, "app")
+    for _ in range(2):  # not adopted half-way: every use says why
+        with pytest.raises(threadline.ThreadlineError, match="token_counter"):
+            follower.get_session("s")
+    Profile.from_dict({"blocks": [{"label": "b"}]}).save(store, "app")
+    assert [b.label for b in follower.get_session("s").get_context_blocks()] == ["b"]
+
+
+def test_a_profile_replaced_verbatim_with_the_same_version_is_picked_up(store: Store) -> None:
+    from datetime import timedelta
+
+    from threadline.store import StoredProfile
+
+    first = Profile.from_dict({"blocks": [{"label": "a"}]}).save(store, "app")
+    follower = SessionManager.from_profile(store, "app")
+    assert [b.label for b in follower.get_session("s").get_context_blocks()] == ["a"]
+    assert first.updated_at is not None
+    other = StoredProfile("app", {"format": 1, "blocks": [{"label": "b"}]}, first.version,
+                          first.updated_at + timedelta(seconds=1))  # fmt: skip
+    store.load_profile("app", other)  # what import/copy --replace do
+    assert [b.label for b in follower.get_session("s").get_context_blocks()] == ["b"]

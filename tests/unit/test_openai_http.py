@@ -172,3 +172,42 @@ def test_a_profiles_named_openai_summarizer_compacts_through_the_endpoint(
     assert result is not None and result.summary.startswith("## Covers")
     [request] = llm.requests
     assert "m0" in request["body"]["messages"][-1]["content"]
+
+
+def test_a_redirect_is_refused_and_the_key_goes_nowhere_else(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import http.server
+    import threading
+
+    monkeypatch.setenv("THREADLINE_TEST_LLM_KEY", KEY)
+    seen: list[str | None] = []  # the Authorization headers the redirect's target got
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            if self.path.startswith("/elsewhere"):
+                seen.append(self.headers.get("Authorization"))
+                self.send_response(404)
+            else:
+                self.send_response(302)
+                self.send_header("Location", "/elsewhere")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        with pytest.raises(ModelError) as refused:
+            chat(url, "m", "THREADLINE_TEST_LLM_KEY", [{"role": "user", "content": "hi"}])
+        assert refused.value.status == 302
+        assert KEY not in str(refused.value)
+        assert seen == []  # never followed: the key went nowhere else
+    finally:
+        server.shutdown()
+        server.server_close()

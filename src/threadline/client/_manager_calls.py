@@ -445,7 +445,7 @@ class ManagerCalls:
         >>> _ = client.append("s1", {"role": "user", "content": "hi"})
         >>> records = client.export_sessions(session_ids=["s1"])
         >>> [(record["format"], record["session"]["id"]) for record in records]
-        [('threadline.export/1', 's1')]
+        [('threadline.export/2', 's1')]
         """
         ids = None if session_ids is None else [str(sid) for sid in session_ids]
         records = yield from ask(w.Call("GET", "/v1/export", w.json_lines, {"session_id": ids}))

@@ -291,8 +291,9 @@ def checkout(session_id: str, body: HeadIn, request: Request, tenant: Tenant = T
     return {"head_id": body.leaf_id}
 
 
-# The longest branch ``descend`` follows down to its leaf (one indexed read a message).
-DESCEND_LIMIT = 100_000
+# The longest branch ``descend`` follows down to its leaf (one indexed read a message): it
+# bounds what one request may cost; a deeper branch is opened by its leaf_id.
+DESCEND_LIMIT = 10_000
 
 
 @routes.get("/sessions/{session_id}/path", response_model=PathPageOut, tags=["messages"])
@@ -361,4 +362,7 @@ def _leaf_below(session: Any, message_id: str) -> str:
         if not children:
             return current
         current = children[-1]["id"]
-    return current
+    raise InvalidArgumentError(
+        f"the branch below {message_id!r} is deeper than {DESCEND_LIMIT} messages: "
+        "open it with leaf_id"
+    )

@@ -25,7 +25,7 @@ routes = router()
 def get_profile(tenant: Tenant = TenantDep) -> Any:
     """The app's profile document (``Profile.to_dict()``); an app without one answers the
     empty profile, ``version`` 0."""
-    profile = tenant.manager.profile or Profile()
+    profile = Profile.load(tenant.manager.store, tenant.app) or Profile()
     return {"version": profile.version, **profile.to_dict()}
 
 
@@ -39,7 +39,7 @@ def put_profile(
     if tenant.user is not None:
         raise Forbidden("a key bound to a user may not change the app's profile")
     parts = check_document(document)
-    current = tenant.manager.profile
+    current = Profile.load(tenant.manager.store, tenant.app)
     before = None if current is None else check_document(current.document())
     check_for_tenant(parts, request.app.state.tenants.allowed_models, before)
     saved = Profile.from_dict(document).save(tenant.manager.store, tenant.app)

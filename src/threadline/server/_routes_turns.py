@@ -13,6 +13,7 @@ from fastapi import Query, Request
 
 from threadline.errors import InvalidArgumentError
 from threadline.internal import openai_model
+from threadline.profile import Profile
 from threadline.runner import Runner
 from threadline.server._deps import TenantDep, changed, router
 from threadline.server._tenancy import Tenant
@@ -30,7 +31,7 @@ NO_MODEL = (
 
 def _defaults(tenant: Tenant) -> dict[str, Any]:
     """The profile's ``runner`` document (``{}`` for an app without a stored profile)."""
-    profile = tenant.manager.profile
+    profile = Profile.load(tenant.manager.store, tenant.app)
     return dict(profile.runner) if profile is not None else {}
 
 
@@ -76,7 +77,7 @@ def run_turn(session_id: str, body: TurnIn, request: Request, tenant: Tenant = T
     on the first turn, owned by the key's user). 400 when the profile names no model; 502
     when the model endpoint fails (nothing stored). A user-bound key's turn cannot write
     app-wide blocks."""
-    profile = tenant.manager.profile
+    profile = Profile.load(tenant.manager.store, tenant.app)
     spec = profile.model if profile is not None else None
     if not spec:
         raise InvalidArgumentError(NO_MODEL)

@@ -27,7 +27,7 @@ def _document_text(document: object) -> str:
     try:
         # ASCII (the default): a lone surrogate in a text cannot reach the database.
         return json.dumps(dict(document), sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:  # RecursionError: nested too deep
         raise InvalidArgumentError(f"a profile document must be JSON: {exc}") from None
 
 

@@ -545,7 +545,7 @@ def test_each_command_carries_the_declared_parameters(verb: Verb) -> None:
 # The commands that are no per-session verb's: the manager's own calls and the tool's own.
 COMMANDS_NOT_VERBS = {
     "sessions", "show", "export", "import", "copy", "fork", "delete", "serve", "demo",
-    "rename", "rewind", "purge", "forget-user", "profile",
+    "rename", "rewind", "purge", "forget-user", "profile", "mcp",
 }  # fmt: skip
 
 

@@ -6,11 +6,13 @@ thread and wraps it in the ``mcp`` SDK's types. Every tool answers a string; a s
 starts with ``"Error: "`` is a tool error (the MCP result's ``isError``). A tool never raises.
 
 >>> import threadline
->>> tenant = Tenant("demo", None, threadline.SessionManager(":memory:", "demo").with_context("memory"))
+>>> manager = threadline.SessionManager(":memory:", "demo").with_context("memory")
+>>> tenant = Tenant("demo", None, manager)
 >>> [t["name"] for t in list_tools(tenant, "chat")]  # doctest: +NORMALIZE_WHITESPACE
 ['set_context', 'session_search', 'append_message', 'get_history', 'search_messages',
  'list_sessions']
->>> call_tool(tenant, "chat", "append_message", {"role": "user", "content": "I like tea"})  # doctest: +ELLIPSIS
+>>> said = {"role": "user", "content": "I like tea"}
+>>> call_tool(tenant, "chat", "append_message", said)  # doctest: +ELLIPSIS
 'Appended message ... to session chat.'
 >>> call_tool(tenant, None, "get_history", {})
 'Error: missing required argument "session_id" for tool "get_history"'
@@ -25,8 +27,8 @@ from typing import Any
 
 from threadline.errors import InvalidArgumentError, ThreadlineError
 from threadline.internal import text_in
-from threadline.session import Session
 from threadline.server._tenancy import Forbidden, NotFound, Tenant
+from threadline.session import Session
 from threadline.tools import Tool, Toolset, format_search_hits
 from threadline.tools import build_context_tools as _memory_tools
 

@@ -23,8 +23,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import mcp_types as types
-from mcp.server.lowlevel import Server
 from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 

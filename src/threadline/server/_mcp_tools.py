@@ -137,13 +137,9 @@ def _list_sessions(tenant: Tenant, args: dict[str, Any]) -> str:
     return "\n".join(rows) or "No sessions yet."
 
 
-def _toolset(tenant: Tenant, session_id: str) -> Toolset:
-    """Every tool, acting on ``session_id``: its memory tools (a tenant bound to a user may
-    not write app-scoped blocks, clarification 28), ``session_search`` and the conversation
-    tools."""
-    session = _session(tenant, session_id)
-    memory = _memory_tools(session, read_only_scopes=("app",) if tenant.user is not None else ())
-    tools = list(memory.values()) + list(tenant.manager.tools(user_id=tenant.user).values())
+def _own_tools(tenant: Tenant, session_id: str) -> list[Tool]:
+    """``session_search`` and the conversation tools (no memory block involved)."""
+    tools = list(tenant.manager.tools(user_id=tenant.user).values())
     for name, description, schema in CONVERSATION_TOOLS:
         if name == "list_sessions":
             tools.append(Tool(name, description, schema, lambda a: _list_sessions(tenant, a)))
@@ -156,7 +152,27 @@ def _toolset(tenant: Tenant, session_id: str) -> Toolset:
                     lambda a, n=name: _run_conversation(tenant, session_id, n, a),  # type: ignore[misc]
                 )
             )
-    return Toolset(tools)
+    return tools
+
+
+OWN_TOOLS = frozenset({"session_search", *(name for name, _, _ in CONVERSATION_TOOLS)})
+
+
+def _toolset(tenant: Tenant, session_id: str | None, *, memory: bool = True) -> Toolset:
+    """Every tool, acting on ``session_id``: its memory tools (a tenant bound to a user may
+    not write app-scoped blocks, clarification 28), ``session_search`` and the conversation
+    tools. ``None``: a probe session that is never written, owned by some user so that
+    ``scope="user"`` blocks list too (the schemas are the profile's, whatever the session)."""
+    if session_id is None:
+        session = tenant.manager.get_session(PROBE, user_id=tenant.user or PROBE)
+        session_id = PROBE
+    else:
+        session = _session(tenant, session_id)
+    tools: list[Tool] = []
+    if memory:
+        scopes = ("app",) if tenant.user is not None else ()
+        tools.extend(_memory_tools(session, read_only_scopes=scopes).values())
+    return Toolset([*tools, *_own_tools(tenant, session_id)])
 
 
 def list_tools(tenant: Tenant, bound: str | None) -> list[dict[str, Any]]:
@@ -169,7 +185,7 @@ def list_tools(tenant: Tenant, bound: str | None) -> list[dict[str, Any]]:
     >>> tool["inputSchema"]["properties"]["label"]["enum"], tool["inputSchema"]["required"]
     (['memory'], ['label', 'content', 'session_id'])
     """
-    entries = _toolset(tenant, bound or PROBE).to_mcp()
+    entries = _toolset(tenant, None).to_mcp()
     if bound is None:
         for entry in entries:
             if entry["name"] not in APP_TOOLS:
@@ -201,10 +217,11 @@ get_history, search_messages, list_sessions'
             return _fail(f'argument "session_id" for tool "{name}" must be of type string')
         session_id = given
     try:
-        toolset = _toolset(tenant, session_id or PROBE)
+        if session_id is None:  # an app-wide tool of an unbound server
+            return _toolset(tenant, None, memory=False).execute(name, args)
+        toolset = _toolset(tenant, session_id, memory=name not in OWN_TOOLS)
         if name == "set_context" and isinstance(args, dict) and name in toolset:
-            session = _session(tenant, session_id or PROBE)
-            tenant.check_block(session, args.get("label"))
+            tenant.check_block(_session(tenant, session_id), args.get("label"))
         return toolset.execute(name, args)
     except (ThreadlineError, NotFound, Forbidden) as exc:
         return _fail(str(exc) or type(exc).__name__)

@@ -11,12 +11,12 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp_served import APP, env
 
 import threadline
-from mcp import Client
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -93,6 +93,9 @@ def test_unbound_server_lists_calls_and_reads(db: str) -> None:
                 "threadline://sessions/{session_id}/blocks/{label}",
                 "threadline://sessions/{session_id}/prompt",
             }
+            uris = {r.uri for r in (await client.list_resources()).resources}
+            assert "threadline://sessions/s-1/history" in uris
+            assert not any("bob-1" in uri for uri in uris)
             read = await client.read_resource("threadline://sessions/s-1/history")
             messages = json.loads(read.contents[0].text)
             assert [m["role"] for m in messages] == ["user", "assistant"]
@@ -166,6 +169,12 @@ def test_user_and_session_bound_server(db: str) -> None:
                 await client.read_resource("threadline://sessions/bob-1/history")
             block = await client.read_resource("threadline://sessions/ana-chat/blocks/memory")
             assert block.contents[0].text == "ana"
+            listed_uris = {r.uri for r in (await client.list_resources()).resources}
+            assert {
+                "threadline://sessions/ana-chat/history",
+                "threadline://sessions/ana-chat/prompt",
+                "threadline://sessions/ana-chat/blocks/memory",
+            } <= listed_uris
 
     anyio.run(run)
     with threadline.connect(db) as store:

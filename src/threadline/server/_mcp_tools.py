@@ -24,6 +24,7 @@ import copy
 import json
 import re
 from typing import Any
+from urllib.parse import quote, unquote
 
 from threadline.errors import InvalidArgumentError, ThreadlineError
 from threadline.internal import text_in
@@ -236,6 +237,39 @@ def is_error(result: str) -> bool:
     return result.startswith(ERROR)
 
 
+def list_resources(tenant: Tenant, bound: str | None) -> list[tuple[str, str, str]]:
+    """``(uri, name, mime type)`` of concrete resources: the bound session's history, prompt
+    and blocks, or the history and prompt of the newest 50 sessions the tenant reaches.
+
+    >>> import threadline
+    >>> m = threadline.SessionManager(":memory:", "demo").with_context("memory")
+    >>> _ = m.append("s1", {"role": "user", "content": "hi"})
+    >>> for uri, _, _ in list_resources(Tenant("demo", None, m), "s1"):
+    ...     print(uri)
+    threadline://sessions/s1/history
+    threadline://sessions/s1/prompt
+    threadline://sessions/s1/blocks/memory
+    """
+    if bound is None:
+        ids = [s.id for s in tenant.manager.list(user_id=tenant.user, limit=50).sessions]
+    else:
+        ids = [bound]
+    found = []
+    for session_id in ids:
+        base = f"threadline://sessions/{quote(session_id, safe='')}"
+        found.append((f"{base}/history", f"{session_id} history", "application/json"))
+        found.append((f"{base}/prompt", f"{session_id} prompt", "text/plain"))
+    if bound is not None:
+        try:
+            blocks = _session(tenant, bound).get_context_blocks()
+        except ThreadlineError:
+            blocks = []  # e.g. a user-scoped block of a session without a user
+        for block in blocks:
+            uri = f"{base}/blocks/{quote(block.label, safe='')}"
+            found.append((uri, f"{bound} block {block.label}", "text/plain"))
+    return found
+
+
 def read_resource(tenant: Tenant, uri: str) -> tuple[str, str]:
     """``(mime type, text)`` of a ``threadline://sessions/{id}/...`` resource; a missing or
     another user's session, an unknown block or a malformed URI raise
@@ -247,8 +281,6 @@ def read_resource(tenant: Tenant, uri: str) -> tuple[str, str]:
     >>> read_resource(Tenant("demo", None, m), "threadline://sessions/s1/blocks/memory")
     ('text/plain', '')
     """
-    from urllib.parse import unquote
-
     found = _URI.match(uri) if isinstance(uri, str) else None
     if found is None:
         raise InvalidArgumentError(

@@ -32,7 +32,14 @@ import threadline
 from threadline.errors import InvalidArgumentError, ThreadlineError
 from threadline.server import _auth, _errors
 from threadline.server._limits import ASGIApp, Receive, Scope, Send
-from threadline.server._mcp_tools import RESOURCES, call_tool, is_error, list_tools, read_resource
+from threadline.server._mcp_tools import (
+    RESOURCES,
+    call_tool,
+    is_error,
+    list_resources,
+    list_tools,
+    read_resource,
+)
 from threadline.server._tenancy import Tenant, Tenants, Unauthorized
 from threadline.store import Store
 
@@ -95,7 +102,12 @@ def create_mcp_server(
     async def on_list_resources(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[])
+        found = await anyio.to_thread.run_sync(list_resources, tenant_of(ctx), session)
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(uri=uri, name=name, mime_type=mime) for uri, name, mime in found
+            ]
+        )
 
     async def on_list_templates(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None

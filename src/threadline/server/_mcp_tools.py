@@ -21,6 +21,7 @@ starts with ``"Error: "`` is a tool error (the MCP result's ``isError``). A tool
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from typing import Any
@@ -37,6 +38,7 @@ ERROR = "Error: "
 PROBE = "__threadline_mcp_schema__"  # a session id never written: schemas of unbound servers
 SESSION_ID: dict[str, Any] = {"type": "string", "description": "The conversation's session id."}
 ROLES = ["user", "assistant", "system"]
+HISTORY_LIMIT = 50  # get_history's default window: a long session must not flood the model
 # tools that act on no single session (never take session_id)
 APP_TOOLS = frozenset({"session_search", "list_sessions"})
 
@@ -75,7 +77,8 @@ CONVERSATION_TOOLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ),
     (
         "get_history",
-        "The conversation so far (root to head, compacted parts as their summaries).",
+        "The conversation so far, root to head (compacted parts as their summaries): the "
+        f"newest {HISTORY_LIMIT} messages unless limit is given.",
         _schema({"limit": _LIMIT}, []),
     ),
     (
@@ -107,7 +110,7 @@ def _session(tenant: Tenant, session_id: str) -> Session:
     return tenant.writable(session_id)
 
 
-def _history_text(session: Session, limit: int | None) -> str:
+def _history_text(session: Session, limit: int) -> str:
     lines = []
     for message in session.get_history(limit=limit):
         text = "\n".join(
@@ -123,7 +126,7 @@ def _run_conversation(tenant: Tenant, session_id: str, name: str, args: dict[str
         stored = session.append_message({"role": args["role"], "content": args["content"]})
         return f"Appended message {stored['id']} to session {session_id}."
     if name == "get_history":
-        return _history_text(session, args.get("limit"))
+        return _history_text(session, args.get("limit") or HISTORY_LIMIT)
     hits = session.search(args["query"], limit=args.get("limit") or 10)
     return format_search_hits(hits) or "No results found."
 
@@ -145,14 +148,8 @@ def _own_tools(tenant: Tenant, session_id: str) -> list[Tool]:
         if name == "list_sessions":
             tools.append(Tool(name, description, schema, lambda a: _list_sessions(tenant, a)))
         else:
-            tools.append(
-                Tool(
-                    name,
-                    description,
-                    schema,
-                    lambda a, n=name: _run_conversation(tenant, session_id, n, a),  # type: ignore[misc]
-                )
-            )
+            run = functools.partial(_run_conversation, tenant, session_id, name)
+            tools.append(Tool(name, description, schema, run))
     return tools
 
 
@@ -211,6 +208,8 @@ get_history, search_messages, list_sessions'
     args = dict(arguments) if isinstance(arguments, dict) else arguments
     session_id = bound
     if bound is None and name not in APP_TOOLS and isinstance(args, dict):
+        if name not in _toolset(tenant, None, memory=name not in OWN_TOOLS):
+            return _toolset(tenant, None).execute(name, args)  # unknown tool: names the known
         given = args.pop("session_id", None)
         if given is None:
             return _fail(f'missing required argument "session_id" for tool "{name}"')

@@ -93,10 +93,20 @@ def agents_dir(tmp: Path) -> Path:
     return agents
 
 
-@pytest.fixture
-def api_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    db = tmp_path / "adk.db"
-    uri = f"threadline:///{db.as_posix()}"  # four slashes: an absolute path
+@pytest.fixture(
+    params=[
+        pytest.param("sqlite", id="sqlite-file"),
+        pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
+    ]
+)
+def api_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """A running ``adk api_server`` on threadline, and the store URL it writes to."""
+    if request.param == "sqlite":
+        db = str(tmp_path / "adk.db")
+        uri = f"threadline:///{Path(db).as_posix()}"  # four slashes: an absolute path
+    else:
+        db = request.getfixturevalue("pg_dsn")  # a fresh schema
+        uri = f"threadline+{db}"
     port = free_port()
     args = [str(ADK), "api_server", "--host", "127.0.0.1", "--port", str(port)]
     args += ["--session_service_uri", uri, "--memory_service_uri", uri]
@@ -137,7 +147,7 @@ def api_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
             process.wait(timeout=10)
 
 
-def test_a_turn_over_adk_api_server_is_stored_in_threadline(api_server: tuple[str, Path]) -> None:
+def test_a_turn_over_adk_api_server_is_stored_in_threadline(api_server: tuple[str, str]) -> None:
     url, db = api_server
     with httpx.Client(base_url=url, timeout=60) as http:
         assert http.get("/list-apps").json() == [APP]
@@ -202,7 +212,7 @@ def test_a_turn_over_adk_api_server_is_stored_in_threadline(api_server: tuple[st
     reason="threadline.integrations.adk has no ThreadlineArtifactService yet (branch 'artifacts')",
 )
 def test_the_artifact_the_agent_saved_is_read_through_threadline(
-    api_server: tuple[str, Path],
+    api_server: tuple[str, str],
 ) -> None:
     url, db = api_server
     with httpx.Client(base_url=url, timeout=60) as http:

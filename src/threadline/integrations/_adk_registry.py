@@ -32,9 +32,10 @@ _ADK_KWARGS = frozenset({"agents_dir"})
 def store_url(uri: str, **kwargs: Any) -> str:
     """The threadline store URL a ``threadline`` service URI names.
 
-    ``kwargs`` are what ADK passes a factory: ``agents_dir`` is ignored; any other
-    (``--session_db_kwargs``) is an ``InvalidArgumentError`` naming it, as is an unknown
-    scheme or a host in a ``threadline://`` URI (it names a local SQLite file).
+    ``kwargs`` are what ADK passes a factory: ``agents_dir`` is ignored; any other (the
+    ``session_db_kwargs`` of ADK's ``get_fast_api_app``) is an ``InvalidArgumentError``
+    naming it, as is an unknown scheme or a host in a ``threadline://`` URI (it names a
+    local SQLite file).
 
     >>> store_url("threadline:///adk.db"), store_url("threadline:////var/lib/adk.db")
     ('sqlite:///adk.db', 'sqlite:////var/lib/adk.db')

@@ -12,6 +12,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -107,8 +108,17 @@ def api_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple
     else:
         db = request.getfixturevalue("pg_dsn")  # a fresh schema
         uri = f"threadline+{db}"
+    with adk_server(tmp_path, "api_server", uri) as url:
+        yield url, db
+
+
+@contextmanager
+def adk_server(tmp: Path, command: str, uri: str) -> Iterator[str]:
+    """Run ``adk <command>`` (in ``tmp``) on a fresh agents directory with threadline's
+    ``services.py``, every service URI ``uri`` (artifacts in memory while this threadline has
+    no artifact service); yield its base URL once it answers."""
     port = free_port()
-    args = [str(ADK), "api_server", "--host", "127.0.0.1", "--port", str(port)]
+    args = [str(ADK), command, "--host", "127.0.0.1", "--port", str(port)]
     args += ["--session_service_uri", uri, "--memory_service_uri", uri]
     args += ["--artifact_service_uri", uri if HAS_ARTIFACTS else "memory://"]
     env = {
@@ -116,11 +126,11 @@ def api_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple
         "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
         "GOOGLE_API_KEY": "",
     }
-    log = tmp_path / "adk.log"
+    log = tmp / f"adk-{command}.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [*args, str(agents_dir(tmp_path))],
-            cwd=tmp_path,
+            [*args, str(agents_dir(tmp))],
+            cwd=tmp,
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -137,7 +147,7 @@ def api_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple
                 pass
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.2)
-        yield url, db
+        yield url
     finally:
         process.terminate()
         try:
@@ -224,7 +234,7 @@ def test_the_artifact_the_agent_saved_is_read_through_threadline(
         assert listed.json() == ["note.txt"]
 
     async def read_back() -> None:
-        service = adk.ThreadlineArtifactService(db)  # type: ignore[attr-defined]
+        service = adk.ThreadlineArtifactService(db)
         part = await service.load_artifact(
             app_name=APP, user_id=USER, session_id=SESSION, filename="note.txt"
         )
@@ -252,6 +262,29 @@ def test_the_schemes_map_to_threadline_urls_and_refuse_what_they_cannot_open() -
         registry.create_session_service("threadline://db.example/adk.db")
     with pytest.raises(InvalidArgumentError, match="pool_size"):
         registry.create_session_service("threadline:///adk.db", agents_dir="/x", pool_size=5)
-    if not HAS_ARTIFACTS:
+    if HAS_ARTIFACTS:
+        artifacts = registry.create_artifact_service("threadline:///adk.db", agents_dir="/x")
+        assert type(artifacts).__name__ == "ThreadlineArtifactService"
+    else:
         with pytest.raises(InvalidArgumentError, match="no ThreadlineArtifactService"):
             registry.create_artifact_service("threadline:///adk.db", agents_dir="/x")
+
+
+def test_adk_web_takes_a_relative_threadline_path_from_its_working_directory(
+    tmp_path: Path,
+) -> None:
+    """``adk web`` (the dev UI's server) builds its services the same way; a relative
+    ``threadline:///adk.db`` is the file in the server's working directory."""
+    with adk_server(tmp_path, "web", "threadline:///adk.db") as url:
+        created = httpx.post(
+            f"{url}/apps/{APP}/users/{USER}/sessions", json={"state": {"k": 1}}, timeout=60
+        )
+        assert created.status_code == 200, created.text
+        session_id = created.json()["id"]
+    store = connect(tmp_path / "adk.db")
+    try:
+        info = store.get_session(APP, f"{USER}/{session_id}")
+        assert info is not None and info.user_id == USER
+        assert store.get_state(APP, f"{USER}/{session_id}", USER) == {"k": 1}
+    finally:
+        store.close()

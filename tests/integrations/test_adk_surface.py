@@ -12,6 +12,7 @@ EXPORTED = [
     "ThreadlineSessionService",
     "event_to_message",
     "message_to_event",
+    "register_services",
     "threadline_session_id",
 ]
 

@@ -30,7 +30,7 @@ from threadline.store.base import Store
 from threadline.tools import SEARCH_RESULT_LIMIT, format_search_hits
 from threadline.types import Scope, SessionInfo
 
-__all__ = ["ManagerBase", "confine_history"]
+__all__ = ["ManagerBase"]
 
 # The manager a builder was called on, returned for chaining: what `Self` says, spelled as
 # the class users hold (a signature reads `-> SessionManager` as before, and its async twin's
@@ -42,7 +42,7 @@ class ManagerBase:
     """Settings, ``Session`` cache and ownership check of a manager (see ``SessionManager``).
 
     >>> from threadline import SessionManager
-    >>> "ManagerBase" in [c.__name__ for c in SessionManager.__mro__]  # by name: see registry
+    >>> isinstance(SessionManager(":memory:"), ManagerBase)
     True
     """
 
@@ -73,10 +73,6 @@ class ManagerBase:
         self._sessions: OrderedDict[tuple[str, str | None], Session] = OrderedDict()
         self._max_cached = check_int("max_cached_sessions", max_cached_sessions, minimum=1)
         self._lock = threading.Lock()
-        self._epoch = 0  # settings changes so far (builder calls, a new profile version)
-        # Serving one user (a user-bound HTTP key): a scope="app" history block searches only
-        # that user's sessions, as every route does (confine_history).
-        self._history_confined = False
 
     # -- builder -----------------------------------------------------------------------------------
     def with_context(
@@ -211,7 +207,6 @@ class ManagerBase:
 
     def _changed(self: SessionManager) -> SessionManager:
         with self._lock:
-            self._epoch += 1  # a Session being built from the old settings is not cached
             self._sessions.clear()  # sessions handed out later pick up the new settings
         return self
 
@@ -269,7 +264,6 @@ class ManagerBase:
         owner = info.user_id if info else user_id
         self._current_settings()  # a new profile version drops the cached sessions first
         with self._lock:
-            epoch = self._epoch
             cached = self._sessions.get(key)
             if cached is not None and _current(cached, info, owner):
                 self._sessions.move_to_end(key)
@@ -281,8 +275,6 @@ class ManagerBase:
             present = self._sessions.get(key)
             if present is not None and _current(present, info, owner):
                 session = present  # another thread built it first
-            if epoch != self._epoch:  # settings changed while it was built: hand it out once
-                return session
             self._sessions[key] = session
             self._sessions.move_to_end(key)
             while len(self._sessions) > self._max_cached:
@@ -369,23 +361,6 @@ class ManagerBase:
         return info
 
 
-def confine_history(manager: ManagerBase) -> None:
-    """Make ``manager``'s ``scope="app"`` history blocks search only the session's user's
-    sessions: the manager the service builds for user-bound keys (a user's turn or tool
-    call must not read other users' messages).
-
-    >>> from threadline import SessionManager
-    >>> m = SessionManager(":memory:").with_searchable_history("history", scope="app")
-    >>> _ = m.append("b1", {"role": "user", "content": "Ben's hotel"}, user_id="ben")
-    >>> _ = m.append("a1", {"role": "user", "content": "Ana's hotel"}, user_id="ana")
-    >>> confine_history(m)
-    >>> m.get_session("new", user_id="ana").search_context_block("history", "hotel")
-    "[user] Ana's hotel"
-    """
-    manager._history_confined = True
-    manager._changed()
-
-
 def _current(session: Session, info: SessionInfo | None, owner: str | None) -> bool:
     """Whether a cached Session still stands for the session the registry now holds
     (``info``): bound to its generation, or not bound yet and built for its owner."""
@@ -412,7 +387,7 @@ class _HistorySearch:
         return _HistorySearch(self._manager, self._scope, user_id)
 
     def _owner(self) -> dict[str, Any]:
-        if self._scope == "app" and not self._manager._history_confined:
+        if self._scope == "app":
             return {}
         if self._user_id is None:
             return {"without_user": True}

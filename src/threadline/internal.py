@@ -21,7 +21,6 @@ from __future__ import annotations
 from threadline._async_calls import owning
 from threadline._attachments import ref_sha
 from threadline._checks import API_RULES, check_every_public_method
-from threadline._manager_base import confine_history
 from threadline._openai_http import openai_model
 from threadline._ownership import not_found, owned_by, visible_to
 from threadline._profile_check import check_document, check_for_tenant
@@ -53,7 +52,6 @@ __all__ = [
     "check_every_public_method",
     "check_for_tenant",
     "check_id",
-    "confine_history",
     "datetime_to_us",
     "format_position",
     "is_sqlite",

@@ -139,27 +139,3 @@ def test_a_profile_is_picked_up_by_a_running_server(bare: Server) -> None:
             assert labels == ["late"]
     finally:
         store.close()
-
-
-def test_a_user_bound_key_never_searches_other_users_history(bare: Server) -> None:
-    # An app-wide history block (scope "app") is the operator's choice for app-wide keys;
-    # a key bound to a user still reads only that user's sessions through it.
-    document = {"blocks": [{"label": "history", "kind": "history", "history": "app"}]}
-    with bare.client(bare.key("recall")) as admin:
-        assert admin.put("/v1/profile", json=document).status_code == 200
-        for sid, user, text in (("b1", "ben", "Ben's secret hotel"), ("a1", "ana", "Ana's hotel")):
-            assert admin.post("/v1/sessions", json={"session_id": sid, "user_id": user}).is_success
-            assert admin.post(f"/v1/sessions/{sid}/messages",
-                              json={"role": "user", "content": text}).is_success  # fmt: skip
-        wide = admin.post("/v1/sessions/a1/tools/search_context",
-                          json={"label": "history", "query": "hotel"})  # fmt: skip
-        assert "Ben's secret hotel" in wide.json()["result"]
-    with bare.client(bare.key("recall", "ana")) as ana:
-        assert ana.post("/v1/sessions", json={"session_id": "a2"}).is_success
-        found = ana.post("/v1/sessions/a2/tools/search_context",
-                         json={"label": "history", "query": "hotel"})  # fmt: skip
-        assert found.status_code == 200, found.text
-        assert "Ana's hotel" in found.json()["result"]
-        assert "Ben" not in found.json()["result"]
-        blocks = ana.get("/v1/sessions/a2/blocks").json()["blocks"]
-        assert blocks[0]["content"] == "2 sessions available for search."  # a1 and a2 only

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from threadline.errors import InvalidArgumentError, StoreError
-from threadline.internal import confine_history, not_found, owned_by, scope_of
+from threadline.internal import not_found, owned_by, scope_of
 from threadline.manager import SessionManager
 from threadline.server._keys import hash_key
 from threadline.session import Session
@@ -172,24 +172,20 @@ class Tenants:
         self._configure = configure
         # name -> (base_url, api_key_env) a tenant's profile may name (serve --allow-model)
         self.allowed_models = dict(allowed_models or {})
-        self._managers: dict[tuple[str, bool], SessionManager] = {}
+        self._managers: dict[str, SessionManager] = {}
         self._lock = threading.Lock()
         self._keys: dict[str, tuple[float, Tenant]] = {}  # key hash -> (expires, tenant)
 
-    def manager(self, app: str, *, user_bound: bool = False) -> SessionManager:
+    def manager(self, app: str) -> SessionManager:
         """The app's manager: its stored profile (followed as it changes), with the
-        ``configure`` hook's calls laid over it, built on first use. Requests of a key bound
-        to a user get a manager of their own, whose ``scope="app"`` history blocks search
-        only that user's sessions (a user's turn or tool call never reads another's)."""
+        ``configure`` hook's calls laid over it, built on first use."""
         with self._lock:
-            found = self._managers.get((app, user_bound))
+            found = self._managers.get(app)
             if found is None:
                 found = SessionManager.from_profile(self.store, app)
                 if self._configure is not None:
                     found = self._configure(found) or found
-                if user_bound:
-                    confine_history(found)
-                self._managers[(app, user_bound)] = found
+                self._managers[app] = found
             return found
 
     def cached(self, key: str) -> Tenant | None:
@@ -221,7 +217,7 @@ class Tenants:
             if user not in (None, self.user):
                 raise Unauthorized(f"this service serves user {self.user!r} only")
             user = self.user
-        tenant = Tenant(found.app, user, self.manager(found.app, user_bound=user is not None))
+        tenant = Tenant(found.app, user, self.manager(found.app))
         if self.key_cache_ttl:
             self._remember(digest, tenant)
         return tenant
@@ -274,4 +270,4 @@ class Tenants:
             raise InvalidArgumentError("X-Threadline-App must name an app")
         if self.app is not None and name != self.app:
             raise InvalidArgumentError(f"this service serves app {self.app!r} only")
-        return Tenant(name, self.user, self.manager(name, user_bound=self.user is not None))
+        return Tenant(name, self.user, self.manager(name))

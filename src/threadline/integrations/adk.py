@@ -1,4 +1,5 @@
-"""Google ADK backends: ``ThreadlineSessionService`` and ``ThreadlineMemoryService``.
+"""Google ADK backends: ``ThreadlineSessionService``, ``ThreadlineMemoryService`` and
+``ThreadlineArtifactService``.
 
 ``pip install 'threadline[adk]'``; replace ``DatabaseSessionService(db_url)`` with
 ``ThreadlineSessionService(url)`` (any threadline URL, or an open threadline ``Store``).
@@ -53,7 +54,8 @@ garbage collector alone.
 
 The code lives by concern in private modules: ``_adk_events`` (events <-> messages, pure),
 ``_adk_mapping`` (ids, owners, state values, pure), ``_adk_sessions`` (the session service),
-``_adk_memory`` (the memory service); this module is their public home.
+``_adk_memory`` (the memory service), ``_adk_artifacts`` (the artifact service, on the
+store's versioned stored files: ``Store.put_artifact``); this module is their public home.
 
 >>> import asyncio
 >>> service = ThreadlineSessionService(":memory:")
@@ -64,12 +66,14 @@ The code lives by concern in private modules: ``_adk_events`` (events <-> messag
 
 from __future__ import annotations
 
+from threadline.integrations._adk_artifacts import ThreadlineArtifactService
 from threadline.integrations._adk_events import event_to_message, message_to_event
 from threadline.integrations._adk_mapping import threadline_session_id
 from threadline.integrations._adk_memory import ThreadlineMemoryService
 from threadline.integrations._adk_sessions import ThreadlineSessionService
 
 __all__ = [
+    "ThreadlineArtifactService",
     "ThreadlineMemoryService",
     "ThreadlineSessionService",
     "event_to_message",

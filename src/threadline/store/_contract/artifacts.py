@@ -1,7 +1,7 @@
 """The storage contract, part seven: stored files with versions (what
 ``threadline.integrations.adk.ThreadlineArtifactService`` keeps ADK artifacts in).
 
-A file belongs to a user of an app, and to one of its sessions or (``session_id`` ``None``)
+A file belongs to a user of an app, and to one of its sessions or (``session`` ``None``)
 to the user alone. Each save adds a version (0 for the first); the content is an attachment
 of the app (content-addressed, stored once however many files or messages hold it), so an
 attachment a stored file refers to is never collected. Deleting the session deletes its
@@ -24,7 +24,7 @@ class ArtifactsContract(Protocol):
         self,
         app: str,
         user_id: str,
-        session_id: str | None,
+        session: str | None,
         filename: str,
         data: bytes | str,
         *,
@@ -49,7 +49,7 @@ class ArtifactsContract(Protocol):
         self,
         app: str,
         user_id: str,
-        session_id: str | None,
+        session: str | None,
         filename: str,
         version: int | None = None,
     ) -> StoredArtifact | None:
@@ -72,11 +72,11 @@ class ArtifactsContract(Protocol):
         self,
         app: str,
         user_id: str,
-        session_id: str | None = None,
+        session: str | None = None,
         filename: str | None = None,
     ) -> list[StoredArtifact]:
-        """Every version of the files of that scope (the session's, or the user's with
-        ``session_id`` ``None``), of ``filename`` only when given, by name then version;
+        """Every version of the files of that scope (the session ``session``'s, or the user's with
+        ``session`` ``None``), of ``filename`` only when given, by name then version;
         their ``content`` is ``None`` (not read).
 
         >>> import threadline
@@ -87,7 +87,7 @@ class ArtifactsContract(Protocol):
         [('a', 0, None), ('b', 0, None)]
         """
 
-    def delete_artifact(self, app: str, user_id: str, session_id: str | None, filename: str) -> int:
+    def delete_artifact(self, app: str, user_id: str, session: str | None, filename: str) -> int:
         """Delete every version of the file (and its content, unless something else holds
         it); how many versions there were.
 

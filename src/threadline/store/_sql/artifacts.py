@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from threadline._attachments import Blob, file_bytes
+from threadline._validate import check_id
 from threadline.errors import InvalidArgumentError
 from threadline.store._contract.values import StoredArtifact
 from threadline.store._sql.attach import AttachmentMixin
@@ -74,8 +75,8 @@ def _check_name(filename: object) -> str:
     return filename
 
 
-def _scope(session_id: str | None) -> str:
-    return "" if session_id is None else session_id
+def _scope(session: str | None) -> str:
+    return "" if session is None else check_id("session", session)
 
 
 class ArtifactsMixin(AttachmentMixin):
@@ -111,7 +112,7 @@ class ArtifactsMixin(AttachmentMixin):
         self,
         app: str,
         user_id: str,
-        session_id: str | None,
+        session: str | None,
         filename: str,
         data: bytes | str,
         *,
@@ -127,10 +128,10 @@ class ArtifactsMixin(AttachmentMixin):
         if mime_type is not None and not isinstance(mime_type, str):
             raise InvalidArgumentError(f"mime_type must be a string, got {mime_type!r:.80}")
         _blob_of(data)  # refused before the transaction
-        stored = StoredArtifact(user_id, session_id, _check_name(filename), 0, data,
+        stored = StoredArtifact(user_id, session, _check_name(filename), 0, data,
                                 dict(part or {}), mime_type, dict(metadata or {}),
                                 float(when))  # fmt: skip
-        key = (app, user_id, _scope(session_id), filename)
+        key = (app, user_id, _scope(session), filename)
 
         def run(tx: Tx) -> StoredArtifact:
             while True:  # a concurrent save took the version (PostgreSQL): take the next
@@ -145,12 +146,12 @@ class ArtifactsMixin(AttachmentMixin):
         self,
         app: str,
         user_id: str,
-        session_id: str | None,
+        session: str | None,
         filename: str,
         version: int | None = None,
     ) -> StoredArtifact | None:
         """One version with its content, or ``None`` (``ArtifactsContract.get_artifact``)."""
-        key = (app, user_id, _scope(session_id), _check_name(filename))
+        key = (app, user_id, _scope(session), _check_name(filename))
         if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
             raise InvalidArgumentError(f"version must be an int, got {version!r:.80}")
 
@@ -164,12 +165,12 @@ class ArtifactsMixin(AttachmentMixin):
         self,
         app: str,
         user_id: str,
-        session_id: str | None = None,
+        session: str | None = None,
         filename: str | None = None,
     ) -> list[StoredArtifact]:
         """Every version of the scope's files, content not read
         (``ArtifactsContract.list_artifacts``)."""
-        params: tuple[Any, ...] = (app, user_id, _scope(session_id))
+        params: tuple[Any, ...] = (app, user_id, _scope(session))
         sql = f"SELECT {_COLUMNS} FROM tl_artifacts WHERE {_SCOPE}"
         if filename is not None:
             sql, params = sql + " AND filename = ?", (*params, _check_name(filename))
@@ -177,10 +178,10 @@ class ArtifactsMixin(AttachmentMixin):
         rows = self._read("list_artifacts", lambda tx: tx.all(sql, params))
         return [self._row_of(None, app, row) for row in rows]
 
-    def delete_artifact(self, app: str, user_id: str, session_id: str | None, filename: str) -> int:
+    def delete_artifact(self, app: str, user_id: str, session: str | None, filename: str) -> int:
         """Delete every version of the file (``ArtifactsContract.delete_artifact``)."""
         where = f"{_SCOPE} AND filename = ?"
-        params = (app, user_id, _scope(session_id), _check_name(filename))
+        params = (app, user_id, _scope(session), _check_name(filename))
         return self._write("delete_artifact", lambda tx: self._drop_artifacts(tx, where, params))
 
     def _drop_artifacts(self, tx: Tx, where: str, params: Sequence[Any]) -> int:

@@ -14,9 +14,7 @@ from google.adk.artifacts.base_artifact_service import ArtifactVersion
 from google.adk.errors.input_validation_error import InputValidationError
 from google.genai import types
 
-import threadline
-from threadline.export import export_app, import_records
-from threadline.integrations.adk import ThreadlineArtifactService, ThreadlineSessionService
+from threadline.integrations.adk import ThreadlineArtifactService
 from threadline.store import Store
 
 pytestmark = pytest.mark.asyncio

@@ -88,7 +88,7 @@ def fill(store: Any) -> None:
     # attachment with the message's), and a user's file; times as ADK gives them.
     pdf = {"inline_data": {"mime_type": "application/pdf"}}
     store.put_artifact(APP, "ana", "trip", "plan.pdf", b"%PDF-1", part=pdf,
-                       mime_type="application/pdf", metadata={"pages": 1}, created=1.25)  # fmt: skip
+                       mime_type="application/pdf", metadata={"n": 1}, created=1.25)  # fmt: skip
     store.put_artifact(APP, "ana", "trip", "plan.pdf", bytes(range(256)) * 1000, part=pdf)
     store.put_artifact(APP, "ana", None, "user:cv.txt", "Ana, Porto.", mime_type="text/plain")
 

@@ -6,6 +6,9 @@ collected, ``forget_user``, deleting a session, export and ``threadline copy``."
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import json
 from typing import Any
 from unittest.mock import patch
 
@@ -14,7 +17,10 @@ from google.adk.artifacts.base_artifact_service import ArtifactVersion
 from google.adk.errors.input_validation_error import InputValidationError
 from google.genai import types
 
-from threadline.integrations.adk import ThreadlineArtifactService
+import threadline
+from threadline.errors import InvalidArgumentError
+from threadline.export import export_app, import_records
+from threadline.integrations.adk import ThreadlineArtifactService, ThreadlineSessionService
 from threadline.store import Store
 
 pytestmark = pytest.mark.asyncio
@@ -450,3 +456,106 @@ async def test_apps_are_isolated(service: ThreadlineArtifactService) -> None:
     )
     await service.delete_artifact(app_name="app-b", **scope)
     assert await service.load_artifact(app_name="app-a", **scope) == types.Part(text="secret-a")
+
+
+# -- what threadline adds --------------------------------------------------------------------
+
+
+def _attachment_count(store: Store, app: str) -> int:
+    rows = store._read(  # type: ignore[attr-defined]
+        "count", lambda tx: tx.all("SELECT COUNT(*) FROM tl_attachments WHERE app = ?", (app,))
+    )
+    return int(rows[0][0])
+
+
+async def test_an_artifact_is_an_attachment_shared_with_messages_and_kept_until_unused(
+    store: Store, service: ThreadlineArtifactService
+) -> None:
+    data = bytes(range(256)) * 1200  # the same file in a message (a data URL) and an artifact
+    url = "data:image/png;base64," + base64.b64encode(data).decode()
+    message = {"id": "m1", "role": "user", "parts": [{"type": "file", "url": url}]}
+    store.append_messages("app0", "user0/123", [message], user_id="user0")
+    image = types.Part.from_bytes(data=data, mime_type="image/png")
+    await service.save_artifact(**SCOPE, filename="photo.png", artifact=image)
+    await service.save_artifact(**SCOPE, filename="user:photo.png", artifact=image)
+    assert _attachment_count(store, "app0") == 1  # content-addressed: stored once
+    sha = hashlib.sha256(base64.b64encode(data)).hexdigest()
+    assert store.read_attachment("app0", f"sha256:{sha}") == data
+
+    store.delete_messages("app0", "user0/123", ["m1"])  # only artifacts refer to it now
+    assert _attachment_count(store, "app0") == 1
+    assert await service.load_artifact(**SCOPE, filename="photo.png") == image
+    await service.delete_artifact(**SCOPE, filename="photo.png")
+    assert _attachment_count(store, "app0") == 1  # the user: file still holds it
+    await service.delete_artifact(**SCOPE, filename="user:photo.png")
+    assert _attachment_count(store, "app0") == 0  # collected with the last reference
+
+
+async def test_deleting_the_adk_session_deletes_its_artifacts_not_the_users(
+    store: Store, service: ThreadlineArtifactService
+) -> None:
+    sessions = ThreadlineSessionService(store)
+    await sessions.create_session(app_name="app0", user_id="user0", session_id="123")
+    await service.save_artifact(**SCOPE, filename="a.txt", artifact=types.Part(text="session"))
+    await service.save_artifact(**SCOPE, filename="user:b.txt", artifact=types.Part(text="user"))
+    other = {**SCOPE, "session_id": "456"}
+    await service.save_artifact(**other, filename="a.txt", artifact=types.Part(text="other"))
+    await sessions.delete_session(app_name="app0", user_id="user0", session_id="123")
+    assert await service.list_artifact_keys(**SCOPE) == ["user:b.txt"]
+    assert await service.load_artifact(**other, filename="a.txt") == types.Part(text="other")
+    assert store.delete_session("app0", "user0/456") is True  # only artifacts: still deleted
+    assert await service.list_artifact_keys(**other) == ["user:b.txt"]
+
+
+async def test_forget_user_deletes_the_users_artifacts_and_collects_their_content(
+    store: Store, service: ThreadlineArtifactService
+) -> None:
+    big = types.Part.from_bytes(data=b"\x01" * 300_000, mime_type="application/octet-stream")
+    await service.save_artifact(**SCOPE, filename="a.bin", artifact=big)
+    await service.save_artifact(**SCOPE, filename="user:b.txt", artifact=types.Part(text="cv"))
+    ben = {**SCOPE, "user_id": "ben"}
+    await service.save_artifact(**ben, filename="a.bin", artifact=types.Part(text="bens"))
+    store.forget_user("app0", "user0")
+    assert await service.list_artifact_keys(**SCOPE) == []
+    assert store.list_artifacts("app0", "user0", None) == []
+    assert await service.list_artifact_keys(**ben) == ["a.bin"]
+    assert _attachment_count(store, "app0") == 1  # ben's text only
+
+
+async def test_export_v2_and_import_carry_artifacts(
+    store: Store, service: ThreadlineArtifactService
+) -> None:
+    png = types.Part(
+        inline_data=types.Blob(mime_type="image/png", data=b"\x89PNG", display_name="p.png")
+    )
+    await service.save_artifact(**SCOPE, filename="p.png", artifact=png, custom_metadata={"k": 1})
+    await service.save_artifact(**SCOPE, filename="user:cv.txt", artifact=types.Part(text="cv"))
+    record = json.loads(json.dumps(export_app(store, "app0")))  # JSON through and through
+    assert [(a["filename"], a["version"]) for a in record["artifacts"]] == [
+        ("user:cv.txt", 0),
+        ("p.png", 0),
+    ]
+    target = threadline.connect(":memory:")
+    import_records(target, [record])
+    copied = ThreadlineArtifactService(target)
+    assert await copied.load_artifact(**SCOPE, filename="p.png") == png
+    assert await copied.list_artifact_versions(
+        **SCOPE, filename="p.png"
+    ) == await service.list_artifact_versions(**SCOPE, filename="p.png")
+    assert target.dump_app("app0").artifacts == store.dump_app("app0").artifacts
+    import_records(target, [record])  # the same again: left alone
+    record["artifacts"][1]["base64"] = base64.b64encode(b"other").decode()
+    with pytest.raises(InvalidArgumentError, match="already exists with other values"):
+        import_records(target, [record])
+    record["artifacts"][1]["base64"] = "not base64!"
+    with pytest.raises(InvalidArgumentError, match=r"artifacts\[1\].base64"):
+        import_records(target, [record])
+
+
+async def test_the_service_opens_a_url_and_closes_what_it_opened(tmp_path: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    service = ThreadlineArtifactService(url)
+    await service.save_artifact(**SCOPE, filename="a.txt", artifact=types.Part(text="x"))
+    await service.close()
+    with threadline.connect(url) as store:
+        assert [a.filename for a in store.list_artifacts("app0", "user0", "user0/123")] == ["a.txt"]

@@ -9,6 +9,7 @@ import asyncio
 import base64
 import hashlib
 import json
+import sqlite3
 from typing import Any
 from unittest.mock import patch
 
@@ -559,3 +560,26 @@ async def test_the_service_opens_a_url_and_closes_what_it_opened(tmp_path: Any) 
     await service.close()
     with threadline.connect(url) as store:
         assert [a.filename for a in store.list_artifacts("app0", "user0", "user0/123")] == ["a.txt"]
+
+
+async def test_a_schema_8_sqlite_store_upgrades_to_9_and_keeps_its_data(tmp_path: Any) -> None:
+    path = tmp_path / "old.db"
+    with threadline.connect(str(path)) as store:
+        store.put_profile("app0", {"format": 1})
+        store.append_messages("app0", "s", [{"id": "m", "role": "user", "parts": []}])
+    con = sqlite3.connect(path)  # as version 8 left it: no tl_artifacts yet
+    con.execute("DROP TABLE tl_artifacts")
+    con.execute("UPDATE tl_meta SET value = '8' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    service = ThreadlineArtifactService(str(path))
+    await service.save_artifact(**SCOPE, filename="a.txt", artifact=types.Part(text="x"))
+    assert await service.load_artifact(**SCOPE, filename="a.txt") == types.Part(text="x")
+    await service.close()
+    con = sqlite3.connect(path)
+    version = con.execute("SELECT value FROM tl_meta WHERE key = 'schema_version'").fetchone()
+    con.close()
+    assert version == ("9",)
+    with threadline.connect(str(path)) as store:
+        assert store.get_profile("app0") is not None
+        assert store.get_message("app0", "s", "m") is not None

@@ -10,6 +10,7 @@ refers to it. The user scope is stored as the session id ``""`` (never a session
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import math
@@ -138,7 +139,7 @@ class ArtifactsMixin(AttachmentMixin):
                 row = tx.one(_SQL_NEXT, key)
                 version = int(row[0]) if row else 0
                 if self._insert_artifact(tx, app, stored, version):
-                    return StoredArtifact(**{**stored.__dict__, "version": version})
+                    return dataclasses.replace(stored, version=version)
 
         return self._write("put_artifact", run)
 

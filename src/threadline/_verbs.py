@@ -5,7 +5,7 @@ and ``docs/verbs.md`` is the same table for people (the test fails when they dis
 
 A verb's signature is not written here: it is ``Session.<name>``'s, taken by ``inspect``.
 Each transport is one column of :class:`Verb` (``None``: that transport does not carry the
-verb); adding a transport (MCP, next) is one more column and one more check in the test.
+verb); adding a transport is one more column and one more check in the test.
 
 How each column is derived from the home signature:
 
@@ -19,6 +19,8 @@ How each column is derived from the home signature:
 - ``http``: a :class:`Route`; each verb parameter travels at one place (:data:`WHERE`).
 - ``cli``: a :class:`Command` of ``threadline``; each carried parameter has an option or a
   positional argument.
+- ``mcp``: an :class:`Mcp` tool (or resource template) of ``threadline mcp``; each carried
+  parameter is one of its arguments (or a ``{name}`` of the template).
 
 >>> len(VERBS) > 30, VERBS_BY_NAME["append_message"].manager
 (True, 'append')
@@ -43,6 +45,7 @@ __all__ = [
     "VERBS_BY_NAME",
     "WHERE",
     "Command",
+    "Mcp",
     "Route",
     "Verb",
 ]
@@ -101,17 +104,34 @@ class Command:
 
 
 @dataclass(frozen=True)
+class Mcp:
+    """What carries a verb in ``threadline mcp``: a tool ``name`` or a resource template
+    ``threadline://...`` and, for each carried verb parameter, the tool argument (or URI
+    template variable) it travels as; ``fixed`` are tool arguments the verb implies
+    (``set_context``'s ``action``).
+
+    >>> Mcp("search_messages", {"query": "query"}).name
+    'search_messages'
+    """
+
+    name: str
+    params: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    fixed: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
 class Verb:
     """One per-session operation: ``Session.<name>`` is its home and signature; each other
     field is a transport column (``None`` / ``False``: not carried there).
 
     ``manager``: the ``SessionManager`` (and ``AsyncSessionManager``) method's name;
     ``client``: ``Client``/``AsyncClient`` carry that manager method too; ``remote``:
-    ``RemoteSession``/``AsyncRemoteSession`` carry ``<name>``; ``http`` / ``cli``: the route
-    and the command. ``kind`` is ``"method"`` or ``"property"``. ``manager_defaults``: the
-    parameters whose default differs at ``SessionManager``/``AsyncSessionManager``, as
-    ``(default, annotation)`` text (``get_history``'s ``limit`` is the manager's own
-    ``max_messages`` cap unless given: ``AUTO``).
+    ``RemoteSession``/``AsyncRemoteSession`` carry ``<name>``; ``http`` / ``cli`` / ``mcp``:
+    the route, the command and the MCP tool or resource. ``kind`` is ``"method"`` or
+    ``"property"``. ``manager_defaults``: the parameters whose default differs at
+    ``SessionManager``/``AsyncSessionManager``, as ``(default, annotation)`` text
+    (``get_history``'s ``limit`` is the manager's own ``max_messages`` cap unless given:
+    ``AUTO``).
 
     >>> Verb("get_message", remote=True).manager is None
     True
@@ -123,6 +143,7 @@ class Verb:
     remote: bool = False
     http: Route | None = None
     cli: Command | None = None
+    mcp: Mcp | None = None
     kind: str = "method"
     manager_defaults: Mapping[str, tuple[str, str]] = field(
         default_factory=lambda: MappingProxyType({})
@@ -136,6 +157,7 @@ def _p(**params: str) -> Mapping[str, str]:
 _S = "/v1/sessions/{session_id}"
 _APPEND = f"{_S}/messages"
 _ONE = f"{_S}/messages/{{message_id}}"
+_RES = "threadline://sessions/{session_id}"
 
 VERBS: tuple[Verb, ...] = (
     # -- messages and the tree
@@ -150,6 +172,7 @@ VERBS: tuple[Verb, ...] = (
             _p(message="body", parent_id="query:parent_id", state_delta="field:state_delta"),
             extra=("messages", "parent_id"),  # the batch form; its parent: query or body
         ),
+        mcp=Mcp("append_message", _p(message="role+content")),
     ),
     Verb(
         "append_messages",
@@ -227,6 +250,7 @@ VERBS: tuple[Verb, ...] = (
             ),
         ),
         cli=Command("history", _p(leaf_id="--leaf")),
+        mcp=Mcp("get_history", _p(limit="limit")),
     ),
     Verb("get_recent_history"),
     Verb(
@@ -244,6 +268,7 @@ VERBS: tuple[Verb, ...] = (
             caps=MappingProxyType({"limit": 1000}),
         ),
         cli=Command("search", _p(query="QUERY", limit="--limit"), session="--session"),
+        mcp=Mcp("search_messages", _p(query="query", limit="limit")),
     ),
     # -- compaction
     Verb("add_compaction", manager="add_compaction"),
@@ -265,6 +290,7 @@ VERBS: tuple[Verb, ...] = (
         "get_context_block",
         remote=True,
         http=Route("GET", f"{_S}/blocks/{{label}}", _p(label="path:label")),
+        mcp=Mcp(f"{_RES}/blocks/{{label}}", _p(label="label")),
     ),
     Verb(
         "get_context_blocks",
@@ -279,6 +305,7 @@ VERBS: tuple[Verb, ...] = (
             "PUT", f"{_S}/blocks/{{label}}", _p(label="path:label", content="field:content")
         ),
         cli=Command("blocks replace", _p(label="LABEL", content="TEXT")),
+        mcp=Mcp("set_context", _p(label="label", content="content"), _p(action="replace")),
     ),
     Verb(
         "append_context_block",
@@ -287,15 +314,21 @@ VERBS: tuple[Verb, ...] = (
             "POST", f"{_S}/blocks/{{label}}", _p(label="path:label", content="field:content")
         ),
         cli=Command("blocks append", _p(label="LABEL", content="TEXT")),
+        mcp=Mcp("set_context", _p(label="label", content="content"), _p(action="append")),
     ),
     Verb("add_context"),
     Verb("remove_context"),
-    Verb("freeze_system_prompt", remote=True, http=Route("GET", f"{_S}/prompt")),
+    Verb(
+        "freeze_system_prompt",
+        remote=True,
+        http=Route("GET", f"{_S}/prompt"),
+        mcp=Mcp(f"{_RES}/prompt"),
+    ),
     Verb("refresh_system_prompt", remote=True, http=Route("POST", f"{_S}/prompt/refresh")),
     Verb("write_context_entry"),
-    Verb("load_context_entry"),
-    Verb("search_context_block"),
-    Verb("unload_skill"),
+    Verb("load_context_entry", mcp=Mcp("load_context", _p(label="label", key="key"))),
+    Verb("search_context_block", mcp=Mcp("search_context", _p(label="label", query="query"))),
+    Verb("unload_skill", mcp=Mcp("unload_context", _p(label="label", key="key"))),
     Verb("loaded_skills", kind="property"),
     Verb("tools", remote=True, http=Route("GET", f"{_S}/tools", extra=("format",))),
     # -- state

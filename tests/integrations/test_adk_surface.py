@@ -13,6 +13,7 @@ EXPORTED = [
     "ThreadlineSessionService",
     "event_to_message",
     "message_to_event",
+    "register_services",
     "threadline_session_id",
 ]
 

@@ -545,7 +545,7 @@ def test_each_command_carries_the_declared_parameters(verb: Verb) -> None:
 # The commands that are no per-session verb's: the manager's own calls and the tool's own.
 COMMANDS_NOT_VERBS = {
     "sessions", "show", "export", "import", "copy", "fork", "delete", "serve", "demo",
-    "rename", "rewind", "purge", "forget-user", "profile",
+    "rename", "rewind", "purge", "forget-user", "profile", "mcp",
 }  # fmt: skip
 
 
@@ -560,14 +560,61 @@ def test_every_command_is_a_verbs_or_declared() -> None:
     assert commands - verbs == COMMANDS_NOT_VERBS
 
 
+# -- MCP: threadline mcp's own tool schemas and resource templates -----------------------------
+MCP_VERBS = [v for v in VERBS if v.mcp is not None]
+
+
+def _mcp_catalogue() -> tuple[dict[str, dict[str, Any]], set[str]]:
+    """``threadline mcp``'s tools (name -> input schema) for a profile with every block kind,
+    and its resource templates."""
+    pytest.importorskip("mcp")
+    from threadline.profile import Profile
+    from threadline.server._mcp_tools import RESOURCES, list_tools
+    from threadline.server._tenancy import Tenant
+
+    store = threadline.connect(":memory:")
+    Profile.from_dict(
+        {
+            "blocks": [
+                {"label": "notes", "kind": "writable"},
+                {"label": "faq", "kind": "search", "store": True},
+                {"label": "skills", "kind": "skill", "store": True},
+            ]
+        }
+    ).save(store, "a")
+    manager = SessionManager.from_profile(store, "a")
+    tools = {t["name"]: t["inputSchema"] for t in list_tools(Tenant("a", None, manager), None)}
+    return tools, {template for _, template, _, _ in RESOURCES}
+
+
+@pytest.mark.parametrize("verb", MCP_VERBS, ids=lambda v: v.name)
+def test_each_mcp_tool_or_resource_carries_the_verbs_parameters(verb: Verb) -> None:
+    assert verb.mcp is not None
+    tools, templates = _mcp_catalogue()
+    home = inspect.signature(getattr(Session, verb.name)).parameters
+    assert set(verb.mcp.params) <= set(home), verb.name
+    if verb.mcp.name.startswith("threadline://"):
+        assert verb.mcp.name in templates
+        for argument in verb.mcp.params.values():
+            assert "{" + argument + "}" in verb.mcp.name
+        return
+    schema = tools[verb.mcp.name]
+    assert "session_id" in schema["required"]  # unbound: the session is an argument
+    for argument in [*verb.mcp.params.values(), *verb.mcp.fixed]:
+        for name in argument.split("+"):
+            assert name in schema["properties"], (verb.name, name)
+    for argument, value in verb.mcp.fixed.items():
+        assert value in schema["properties"][argument]["enum"]
+
+
 # -- the table for people ------------------------------------------------------------------------
 def _render() -> str:
     def yes(flag: object) -> str:
         return "yes" if flag else ""
 
     lines = [
-        "| verb (`Session.`) | `SessionManager.` | Client | RemoteSession | HTTP | CLI |",
-        "|---|---|---|---|---|---|",
+        "| verb (`Session.`) | `SessionManager.` | Client | RemoteSession | HTTP | CLI | MCP |",
+        "|---|---|---|---|---|---|---|",
     ]
     for v in VERBS:
         name = f"`{v.name}`" + (" (property)" if v.kind == "property" else "")
@@ -581,7 +628,15 @@ def _render() -> str:
             cli = f"`threadline {v.cli.name}`"
             if v.cli.params:
                 cli += " (" + ", ".join(f"{k}→`{w}`" for k, w in v.cli.params.items()) + ")"
-        lines.append(f"| {name} | {manager} | {yes(v.client)} | {yes(v.remote)} | {http} | {cli} |")
+        mcp = ""
+        if v.mcp:
+            mcp = f"`{v.mcp.name.removeprefix('threadline://sessions/{session_id}')}`"
+            carried = [f"{k}→`{w}`" for k, w in v.mcp.params.items()]
+            carried += [f"{k}=`{w}`" for k, w in v.mcp.fixed.items()]
+            if carried:
+                mcp += " (" + ", ".join(carried) + ")"
+        row = f"| {name} | {manager} | {yes(v.client)} | {yes(v.remote)} | {http} | {cli} |"
+        lines.append(f"{row} {mcp} |")
     return "\n".join(lines) + "\n"
 
 

@@ -3,7 +3,7 @@
 Read: ``sessions``, ``show`` (the tree), ``history``, ``search``, ``export``. Write:
 ``import``, ``fork``, ``checkout``, ``delete``, ``compact``, ``rename``, ``rewind``,
 ``purge``, ``forget-user``, ``copy`` (whole apps between stores, verified). Memory:
-``blocks``, ``state``. Service: ``serve``, ``keys``.
+``blocks``, ``state``. Service: ``serve``, ``keys``, ``mcp``.
 And ``demo``. Every command takes ``--json`` and the same ``--db/--app/--user`` options
 (environment ``THREADLINE_DB`` and ``THREADLINE_APP`` as defaults); the database may also be
 the first argument (``threadline history agent.db chat-42``). Read commands open SQLite
@@ -29,6 +29,7 @@ from threadline.cli._common import CliError, register
 from threadline.cli._copy import copy
 from threadline.cli._demo import demo
 from threadline.cli._import import import_
+from threadline.cli._mcp import mcp
 from threadline.cli._profile import profile, set_profile, show_profile
 from threadline.cli._read import export, history, search, sessions, show
 from threadline.cli._service import create_key, keys, list_keys, revoke_key, serve
@@ -63,6 +64,7 @@ for _name, _command, _usage, _panel in (
     ("forget-user", forget_user, "[DB] USER", "Write"),
     ("copy", copy, "--from URL --to URL", "Write"),
     ("serve", serve, "[DB]", "Service"),
+    ("mcp", mcp, "[DB]", "Service"),
     ("demo", demo, "", "Start here"),
 ):
     register(app, _name, _command, _usage, _panel)

@@ -52,10 +52,19 @@ Every storage call runs in a worker thread of the loop's default executor
 blocks on the database. The adapter starts no thread of its own and leaves the process's
 garbage collector alone.
 
+**ADK's own servers** (``adk web``, ``adk api_server``) run on threadline through ADK's
+service registry: a one-line ``services.py`` in the agents directory (the directory given to
+``adk``), ``import threadline.integrations.adk_services``, registers the ``threadline`` schemes
+(:func:`register_services`), then ``--session_service_uri threadline:///adk.db`` (SQLite,
+relative to the working directory; ``threadline:////abs/adk.db`` absolute),
+``threadline+postgresql://...``, and the same for ``--memory_service_uri`` and
+``--artifact_service_uri``.
+
 The code lives by concern in private modules: ``_adk_events`` (events <-> messages, pure),
 ``_adk_mapping`` (ids, owners, state values, pure), ``_adk_sessions`` (the session service),
 ``_adk_memory`` (the memory service), ``_adk_artifacts`` (the artifact service, on the
-store's versioned stored files: ``Store.put_artifact``); this module is their public home.
+store's versioned stored files: ``Store.put_artifact``), ``_adk_registry`` (the URI schemes);
+this module is their public home.
 
 >>> import asyncio
 >>> service = ThreadlineSessionService(":memory:")
@@ -66,10 +75,13 @@ store's versioned stored files: ``Store.put_artifact``); this module is their pu
 
 from __future__ import annotations
 
+from typing import Any
+
 from threadline.integrations._adk_artifacts import ThreadlineArtifactService
 from threadline.integrations._adk_events import event_to_message, message_to_event
 from threadline.integrations._adk_mapping import threadline_session_id
 from threadline.integrations._adk_memory import ThreadlineMemoryService
+from threadline.integrations._adk_registry import register
 from threadline.integrations._adk_sessions import ThreadlineSessionService
 
 __all__ = [
@@ -78,5 +90,24 @@ __all__ = [
     "ThreadlineSessionService",
     "event_to_message",
     "message_to_event",
+    "register_services",
     "threadline_session_id",
 ]
+
+
+def register_services(registry: Any = None) -> None:
+    """Register threadline's URI schemes (``threadline``, ``threadline+postgresql``,
+    ``threadline+postgres``, ``threadline+sqlite``) for ADK's session, memory and artifact
+    services on ``registry`` (default: ADK's own, ``get_service_registry()``, which ``adk web``
+    and ``adk api_server`` build their services from). Idempotent. A ``services.py`` in the
+    agents directory that imports ``threadline.integrations.adk_services`` calls it.
+
+    >>> from google.adk.cli.service_registry import ServiceRegistry
+    >>> registry = ServiceRegistry()
+    >>> register_services(registry)
+    >>> service = registry.create_session_service("threadline:///adk.db", agents_dir=".")
+    >>> type(service).__name__, service.store
+    ('ThreadlineSessionService', LazyStore('sqlite:///adk.db', not opened))
+    """
+    # Looked up when ADK builds the artifact service: the class is this module's once it exists.
+    register(registry, lambda: globals().get("ThreadlineArtifactService"))

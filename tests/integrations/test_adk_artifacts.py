@@ -583,3 +583,22 @@ async def test_a_schema_8_sqlite_store_upgrades_to_9_and_keeps_its_data(tmp_path
     with threadline.connect(str(path)) as store:
         assert store.get_profile("app0") is not None
         assert store.get_message("app0", "s", "m") is not None
+
+
+async def test_a_stored_reference_changed_to_another_session_is_refused_on_load(
+    store: Store, service: ThreadlineArtifactService
+) -> None:
+    await service.save_artifact(**SCOPE, filename="source.txt", artifact=types.Part(text="a"))
+    other = {**SCOPE, "session_id": "sess1"}
+    await service.save_artifact(**other, filename="source.txt", artifact=types.Part(text="b"))
+    ref = types.Part(file_data=types.FileData(file_uri=_uri("source.txt", 0)))
+    await service.save_artifact(**SCOPE, filename="ref.txt", artifact=ref)
+    [row] = store._read(  # type: ignore[attr-defined]
+        "part", lambda tx: tx.all("SELECT part FROM tl_artifacts WHERE filename = 'ref.txt'")
+    )
+    changed = row[0].replace("/sessions/123/", "/sessions/sess1/")
+    assert changed != row[0]
+    sql = "UPDATE tl_artifacts SET part = ? WHERE filename = 'ref.txt'"
+    store._write("tamper", lambda tx: tx.execute(sql, (changed,)))  # type: ignore[attr-defined]
+    with pytest.raises(InputValidationError, match="same session scope"):
+        await service.load_artifact(**SCOPE, filename="ref.txt")

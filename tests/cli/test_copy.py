@@ -126,6 +126,7 @@ def test_sqlite_to_postgres_and_back_gives_an_identical_export(
         3, 3, 2, 2,
     )  # fmt: skip
     assert counts["users"] == 3  # ana, ben and cleo (the last two without sessions)
+    assert counts["artifacts"] == 3  # every version of every stored file
     with threadline.connect(pg_dsn) as store:
         assert _attachments(store) == held  # out of row again on PostgreSQL
         assert store.get_message(APP, "trip", "a1")["parts"][0]["text"] == LONG
@@ -133,6 +134,7 @@ def test_sqlite_to_postgres_and_back_gives_an_identical_export(
     again = run("copy", "--from", pg_dsn, "--to", back, "--all-apps")
     assert again.code == 0, again.err
     assert "3 sessions" in again.out and "verified: both exports are identical" in again.out
+    assert "3 artifact versions" in again.out
 
     for app in (APP, "docs"):
         assert _export(run, back, app) == _export(run, source, app)  # byte for byte

@@ -35,6 +35,11 @@ def service(store: Store) -> ThreadlineArtifactService:
     return ThreadlineArtifactService(store)
 
 
+def _canonical(filename: str, version: int, session: str | None = "123") -> str:
+    """The canonical URI of a version: ADK's in-memory service's form (memory://)."""
+    return "memory://" + _uri(filename, version, session).removeprefix("artifact://")
+
+
 def _uri(filename: str, version: int, session: str | None = "123") -> str:
     if session is None:
         return f"artifact://apps/app0/users/user0/artifacts/{filename}/versions/{version}"
@@ -167,7 +172,7 @@ async def test_list_artifact_versions_excludes_nested_artifact(
         )
     versions = await service.list_artifact_versions(**SCOPE, filename="doc")
     assert [v.version for v in versions] == [0]
-    assert versions[0].canonical_uri == _uri("doc", 0)
+    assert versions[0].canonical_uri == _canonical("doc", 0)
 
 
 async def test_delete_artifact_keeps_nested_artifact(service: ThreadlineArtifactService) -> None:
@@ -224,7 +229,7 @@ async def test_list_artifact_versions_and_get_artifact_version(
     expected = [
         ArtifactVersion(
             version=i,
-            canonical_uri=_uri(filename, i, session),
+            canonical_uri=_canonical(filename, i, session),
             custom_metadata={"key": f"value{i}"},
             mime_type="text/plain",
             create_time=FIXED_TIME,

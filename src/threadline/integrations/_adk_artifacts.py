@@ -125,10 +125,14 @@ class ThreadlineArtifactService(BaseArtifactService):
     def _version_of(
         app_name: str, user_id: str, session: str | None, stored: StoredArtifact
     ) -> ArtifactVersion:
-        uri = artifact_util.get_artifact_uri(
+        # The form of ADK's InMemoryArtifactService (memory://apps/...): code and tests written
+        # against ADK's reference service read the same canonical URIs from this one (ADK
+        # reads none back; an artifact:// reference is what loads another artifact).
+        reference = artifact_util.get_artifact_uri(
             app_name, user_id, stored.filename, stored.version,
             session if stored.session_id is not None else None,
         )  # fmt: skip
+        uri = "memory://" + reference.removeprefix("artifact://")
         return ArtifactVersion(
             version=stored.version,
             canonical_uri=uri,
@@ -317,7 +321,7 @@ class ThreadlineArtifactService(BaseArtifactService):
         >>> [v] = asyncio.run(service.list_artifact_versions(app_name="app", user_id="u1",
         ...                                                  session_id="s1", filename="a.txt"))
         >>> v.canonical_uri
-        'artifact://apps/app/users/u1/sessions/s1/artifacts/a.txt/versions/0'
+        'memory://apps/app/users/u1/sessions/s1/artifacts/a.txt/versions/0'
         >>> v.custom_metadata, v.mime_type
         ({'k': 1}, 'text/plain')
         """

@@ -1,6 +1,7 @@
 """App records of export format 2 (``threadline.export``): what an app holds outside its
 sessions — its stored profile, app- and user-scoped blocks and state (users without
-sessions too), keyed entries, and, only when asked, its API keys' hashes — as one JSON-able
+sessions too), keyed entries, stored files (ADK artifacts, every version, content in
+``base64`` or ``text``), and, only when asked, its API keys' hashes — as one JSON-able
 record, and such a record parsed back and checked. Pure, no I/O.
 
 >>> import threadline
@@ -14,7 +15,10 @@ record, and such a record parsed back and checked. Pure, no I/O.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,7 +35,13 @@ from threadline._export_fields import (
 from threadline._profile_check import check_document
 from threadline._validate import check_id, check_json, check_optional_id
 from threadline.errors import InvalidArgumentError
-from threadline.store._contract.values import AppDump, Entry, StoredKey, StoredProfile
+from threadline.store._contract.values import (
+    AppDump,
+    Entry,
+    StoredArtifact,
+    StoredKey,
+    StoredProfile,
+)
 from threadline.store._sql.dump_check import check_app_dump
 
 __all__ = ["FORMAT_2", "AppRecord", "app_record", "parse_app"]
@@ -57,8 +67,8 @@ class AppRecord:
 
 def app_record(app: str, dump: AppDump) -> dict[str, Any]:
     """The app record of ``app``: ``profile`` (or ``None``), ``blocks``/``state`` (app
-    scope), ``users`` (each user's ``blocks``/``state``), ``entries`` (by label), and
-    ``keys`` only when the dump carries them.
+    scope), ``users`` (each user's ``blocks``/``state``), ``entries`` (by label),
+    ``artifacts`` (stored files) and ``keys`` only when the dump carries them.
 
     >>> from threadline.store import AppDump, Entry
     >>> app_record("a", AppDump(entries={"docs": [Entry("faq", "Ask.", None)]}))["entries"]
@@ -90,6 +100,7 @@ def app_record(app: str, dump: AppDump) -> dict[str, Any]:
             for label, entries in sorted(dump.entries.items())
         },
     }
+    record["artifacts"] = [_artifact_record(artifact) for artifact in dump.artifacts]
     if dump.keys is not None:
         record["keys"] = [
             {
@@ -141,6 +152,7 @@ def parse_app(record: Mapping[str, Any], app: str | None) -> AppRecord:
         entries=entries,
         keys=None if keys is None else [_key_of(item, f"keys[{i}]") for i, item in enumerate(keys)],
         profile=_profile_of(record.get("profile"), target),
+        artifacts=_artifacts_of(record.get("artifacts", [])),
     )
     check_app_dump(dump)
     return AppRecord(target, dump)
@@ -189,3 +201,68 @@ def _profile_of(value: Any, app: str) -> StoredProfile | None:
         raise InvalidArgumentError("profile.version must be at least 1 (a stored profile's)")
     updated_at = parse_time(profile["updated_at"], "profile.updated_at")
     return StoredProfile(app, document, version, updated_at)
+
+
+def _artifact_record(artifact: StoredArtifact) -> dict[str, Any]:
+    content = artifact.content
+    record: dict[str, Any] = {
+        "user_id": artifact.user_id,
+        "session_id": artifact.session_id,
+        "filename": artifact.filename,
+        "version": artifact.version,
+        "part": artifact.part,
+        "mime_type": artifact.mime_type,
+        "metadata": artifact.metadata,
+        "created": artifact.created,
+    }
+    if isinstance(content, str):
+        record["text"] = content
+    else:
+        record["base64"] = base64.b64encode(content or b"").decode("ascii")
+    return record
+
+
+def _artifacts_of(items: Any) -> list[StoredArtifact]:
+    if not isinstance(items, list):
+        raise InvalidArgumentError("artifacts must be a JSON array")
+    out = []
+    for i, item in enumerate(items):
+        what = f"artifacts[{i}]"
+        item = as_object(item, what)
+        content: bytes | str
+        if isinstance(item.get("text"), str):
+            content = item["text"]
+        else:
+            try:
+                content = base64.b64decode(item["base64"], validate=True)
+            except (binascii.Error, TypeError, ValueError):
+                raise InvalidArgumentError(f"{what}.base64 must be base64 text") from None
+        filename, created = item["filename"], item["created"]
+        if not isinstance(filename, str) or not filename:
+            raise InvalidArgumentError(f"{what}.filename must be a non-empty string")
+        if isinstance(created, bool) or not isinstance(created, int | float):
+            raise InvalidArgumentError(f"{what}.created must be a number")
+        if not math.isfinite(created):
+            raise InvalidArgumentError(f"{what}.created must be finite")
+        mime_type = optional_text(item.get("mime_type"), f"{what}.mime_type")
+        part = as_object(item.get("part", {}), f"{what}.part")
+        metadata = as_object(item.get("metadata", {}), f"{what}.metadata")
+        check_json(f"{what}.part", part)
+        check_json(f"{what}.metadata", metadata)
+        version = as_int(item["version"], f"{what}.version")
+        if version < 0:
+            raise InvalidArgumentError(f"{what}.version must be at least 0")
+        out.append(
+            StoredArtifact(
+                user_id=check_id(f"{what}.user_id", item["user_id"]),
+                session_id=check_optional_id(f"{what}.session_id", item.get("session_id")),
+                filename=filename,
+                version=version,
+                content=content,
+                part=part,
+                mime_type=mime_type,
+                metadata=metadata,
+                created=float(created),
+            )
+        )
+    return out

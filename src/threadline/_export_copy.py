@@ -44,6 +44,7 @@ class CopyReport:
     entries: int = 0
     keys: int = 0
     profiles: int = 0
+    artifacts: int = 0
     verified: bool = False
 
 
@@ -174,6 +175,7 @@ def _copy_app(
     report.entries += written.entries
     report.keys += written.keys
     report.profiles += written.profiles
+    report.artifacts += written.artifacts
 
 
 def export_app_records(store: Store, app: str, *, keys: bool) -> Iterator[dict[str, Any]]:

@@ -35,7 +35,8 @@ FORMAT_1 = "threadline.export/1"
 @dataclass
 class ImportReport:
     """What an import wrote: the session ids (in record order), the apps whose app record
-    was loaded, and how many keyed entries, API keys and profiles those records held.
+    was loaded, and how many keyed entries, API keys, profiles and artifact versions (stored
+    files) those records held.
 
     >>> ImportReport(sessions=["s1"]).sessions
     ['s1']
@@ -46,6 +47,7 @@ class ImportReport:
     entries: int = 0
     keys: int = 0
     profiles: int = 0
+    artifacts: int = 0
 
 
 @dataclass
@@ -158,4 +160,5 @@ def write_records(store: Store, parsed: Parsed, *, replace: bool) -> ImportRepor
         entries=sum(len(e) for r in parsed.apps for e in r.dump.entries.values()),
         keys=sum(len(r.dump.keys or ()) for r in parsed.apps),
         profiles=sum(r.dump.profile is not None for r in parsed.apps),
+        artifacts=sum(len(r.dump.artifacts) for r in parsed.apps),
     )

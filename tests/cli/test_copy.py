@@ -84,6 +84,13 @@ def fill(store: Any) -> None:
     store.revoke_api_key("k2")
     Profile.from_dict({"blocks": []}).save(store, "docs")
     store.put_entry("docs", "docs", "manual", "Read me.")
+    # Stored files (ADK artifacts): two versions, the second the picture's bytes (one
+    # attachment with the message's), and a user's file; times as ADK gives them.
+    pdf = {"inline_data": {"mime_type": "application/pdf"}}
+    store.put_artifact(APP, "ana", "trip", "plan.pdf", b"%PDF-1", part=pdf,
+                       mime_type="application/pdf", metadata={"n": 1}, created=1.25)  # fmt: skip
+    store.put_artifact(APP, "ana", "trip", "plan.pdf", bytes(range(256)) * 1000, part=pdf)
+    store.put_artifact(APP, "ana", None, "user:cv.txt", "Ana, Porto.", mime_type="text/plain")
 
 
 def _export(run: Run, url: str, app: str) -> str:
@@ -104,7 +111,12 @@ def test_sqlite_to_postgres_and_back_gives_an_identical_export(
     with threadline.connect(source) as store:
         fill(store)
         held = _attachments(store)
+        files = store.dump_app(APP).artifacts
     assert ("travel", "text") in held and ("travel", "bytes") in held
+    assert len(held) == 4  # the picture and the second plan.pdf share one attachment
+    assert [(f.filename, f.version) for f in files] == [
+        ("user:cv.txt", 0), ("plan.pdf", 0), ("plan.pdf", 1),
+    ]  # fmt: skip
 
     there = run("copy", "--from", source, "--to", pg_dsn, "--all-apps", "--json")
     assert there.code == 0, there.err
@@ -114,6 +126,7 @@ def test_sqlite_to_postgres_and_back_gives_an_identical_export(
         3, 3, 2, 2,
     )  # fmt: skip
     assert counts["users"] == 3  # ana, ben and cleo (the last two without sessions)
+    assert counts["artifacts"] == 3  # every version of every stored file
     with threadline.connect(pg_dsn) as store:
         assert _attachments(store) == held  # out of row again on PostgreSQL
         assert store.get_message(APP, "trip", "a1")["parts"][0]["text"] == LONG
@@ -121,6 +134,7 @@ def test_sqlite_to_postgres_and_back_gives_an_identical_export(
     again = run("copy", "--from", pg_dsn, "--to", back, "--all-apps")
     assert again.code == 0, again.err
     assert "3 sessions" in again.out and "verified: both exports are identical" in again.out
+    assert "3 artifact versions" in again.out
 
     for app in (APP, "docs"):
         assert _export(run, back, app) == _export(run, source, app)  # byte for byte
@@ -134,6 +148,8 @@ def test_sqlite_to_postgres_and_back_gives_an_identical_export(
         assert store.get_message(APP, "trip", "raw") == {"id": "raw", "role": "user", "parts": []}
         assert store.get_block(APP, "user", "ben", "notes") == "Has no session yet."
         assert [e.key for e in store.search_entries(APP, "skills", "green tea")] == ["tea"]
+        assert store.dump_app(APP).artifacts == files  # versions, times and content kept
+        assert _attachments(store) == held
 
 
 def test_a_target_app_holding_data_is_refused_unless_replace(run: Run, tmp_path: Path) -> None:

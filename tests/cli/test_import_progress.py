@@ -49,6 +49,7 @@ def test_import_prints_counts_not_ids(run: Run, tmp_path: Path) -> None:
         "entries": 0,
         "keys": 0,
         "profiles": 0,
+        "artifacts": 0,
     }
 
 

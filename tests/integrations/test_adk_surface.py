@@ -8,6 +8,7 @@ import inspect
 import threadline.integrations.adk as adk
 
 EXPORTED = [
+    "ThreadlineArtifactService",
     "ThreadlineMemoryService",
     "ThreadlineSessionService",
     "event_to_message",

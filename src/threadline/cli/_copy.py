@@ -141,6 +141,7 @@ def _summary(report: CopyReport) -> str:
         (report.entries, "keyed entry", "keyed entries"),
         (report.keys, "API key", "API keys"),
         (report.profiles, "profile", "profiles"),
+        (report.artifacts, "artifact version", "artifact versions"),
     )
     listed = ", ".join(f"{n} {one if n == 1 else many}" for n, one, many in counts)
     verified = "; verified: both exports are identical" if report.verified else ""

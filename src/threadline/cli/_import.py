@@ -222,14 +222,15 @@ def import_(
                 "entries": report.entries,
                 "keys": report.keys,
                 "profiles": report.profiles,
+                "artifacts": report.artifacts,
             }
         )
     else:
         text = counts.describe(apps, user)
-        if report.entries or report.keys or report.profiles:
+        if report.entries or report.keys or report.profiles or report.artifacts:
             text += (
                 f"; app record(s) of {', '.join(map(repr, report.apps))}: {report.entries} "
                 f"keyed entr{'y' if report.entries == 1 else 'ies'}, {report.keys} API "
-                f"key(s), {report.profiles} profile(s)"
+                f"key(s), {report.profiles} profile(s), {report.artifacts} artifact version(s)"
             )
         console().print(text, markup=False, soft_wrap=True)

@@ -1,4 +1,5 @@
-"""Google ADK backends: ``ThreadlineSessionService`` and ``ThreadlineMemoryService``.
+"""Google ADK backends: ``ThreadlineSessionService``, ``ThreadlineMemoryService`` and
+``ThreadlineArtifactService``.
 
 ``pip install 'threadline[adk]'``; replace ``DatabaseSessionService(db_url)`` with
 ``ThreadlineSessionService(url)`` (any threadline URL, or an open threadline ``Store``).
@@ -61,8 +62,9 @@ relative to the working directory; ``threadline:////abs/adk.db`` absolute),
 
 The code lives by concern in private modules: ``_adk_events`` (events <-> messages, pure),
 ``_adk_mapping`` (ids, owners, state values, pure), ``_adk_sessions`` (the session service),
-``_adk_memory`` (the memory service), ``_adk_registry`` (the URI schemes); this module is
-their public home.
+``_adk_memory`` (the memory service), ``_adk_artifacts`` (the artifact service, on the
+store's versioned stored files: ``Store.put_artifact``), ``_adk_registry`` (the URI schemes);
+this module is their public home.
 
 >>> import asyncio
 >>> service = ThreadlineSessionService(":memory:")
@@ -75,6 +77,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from threadline.integrations._adk_artifacts import ThreadlineArtifactService
 from threadline.integrations._adk_events import event_to_message, message_to_event
 from threadline.integrations._adk_mapping import threadline_session_id
 from threadline.integrations._adk_memory import ThreadlineMemoryService
@@ -82,6 +85,7 @@ from threadline.integrations._adk_registry import register
 from threadline.integrations._adk_sessions import ThreadlineSessionService
 
 __all__ = [
+    "ThreadlineArtifactService",
     "ThreadlineMemoryService",
     "ThreadlineSessionService",
     "event_to_message",

@@ -166,7 +166,8 @@ class RegistryContract(Protocol):
 
     def delete_session(self, app: str, session_id: str, *, generation: int | None = None) -> bool:
         """Delete the row and everything of the session: messages, search rows, overlays,
-        session-scoped blocks, prompt, session state, skill loads. ``False`` if nothing existed.
+        session-scoped blocks, prompt, session state, skill loads, the session's stored files
+        (``put_artifact``). ``False`` if nothing existed.
 
         >>> import threadline
         >>> store = threadline.connect(":memory:")
@@ -240,8 +241,8 @@ class RegistryContract(Protocol):
 
     def forget_user(self, app: str, user_id: str) -> int:
         """Delete, in one transaction, every session of ``user_id`` in ``app`` (with all that
-        hangs off it), the user's user-scoped blocks and ``user:`` state. Returns the number of
-        sessions deleted.
+        hangs off it), the user's user-scoped blocks and ``user:`` state and their stored files
+        (``put_artifact``). Returns the number of sessions deleted.
 
         >>> import threadline
         >>> store = threadline.connect(":memory:")

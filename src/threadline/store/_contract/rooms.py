@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from threadline.store._contract.artifacts import ArtifactsContract
 from threadline.store._contract.content import ContentContract
 from threadline.store._contract.keys import KeysContract
 from threadline.store._contract.profiles import ProfilesContract
@@ -27,8 +28,9 @@ class StoreRooms(
     ContentContract,
     KeysContract,
     ProfilesContract,
+    ArtifactsContract,
     TransferContract,
     Protocol,
 ):
-    """The sessions, tree, content, keys, profiles and transfer rooms of the contract,
+    """The sessions, tree, content, keys, profiles, artifacts and transfer rooms of the contract,
     together."""

@@ -19,6 +19,7 @@ __all__ = [
     "RecentPath",
     "SessionDump",
     "SkillLoad",
+    "StoredArtifact",
     "StoredKey",
     "StoredProfile",
     "TreeNode",
@@ -192,6 +193,32 @@ class SessionDump:
 
 
 @dataclass(frozen=True)
+class StoredArtifact:
+    """One version of a stored file (an ADK artifact): who it belongs to (``session_id``
+    ``None``: the user's, shared by their sessions), its name and version (0, 1, ...), its
+    content (``bytes``, or ``str`` for text; ``None`` in listings, which do not read it),
+    ``part`` (a JSON object: how the file was given, without its content), its MIME type, its
+    metadata and its creation time (seconds since the epoch, as given).
+
+    >>> import threadline
+    >>> store = threadline.connect(":memory:")
+    >>> saved = store.put_artifact("app", "ana", None, "notes.txt", "hello")
+    >>> saved.version, saved.content, saved.session_id
+    (0, 'hello', None)
+    """
+
+    user_id: str
+    session_id: str | None
+    filename: str
+    version: int
+    content: bytes | str | None
+    part: dict[str, Any] = field(default_factory=dict)
+    mime_type: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created: float = 0.0
+
+
+@dataclass(frozen=True)
 class StoredKey:
     """An HTTP API key row verbatim, its hash included: what ``Store.dump_app(keys=True)``
     reads and ``Store.load_app`` writes back (``threadline copy`` moves keys this way; a key
@@ -221,7 +248,8 @@ class AppDump:
     ``user_blocks``/``user_state`` map each user id (sessions or not) to that user's blocks
     and ``user:`` state; ``entries`` maps each keyed-entry label to its entries (ordered by
     key); ``keys`` the app's API keys, or ``None`` when they were not read (``dump_app(app)``
-    leaves them out unless ``keys=True``: keys never leave by accident).
+    leaves them out unless ``keys=True``: keys never leave by accident); ``artifacts`` every
+    version of every stored file (ADK artifacts) of the app, content included.
 
     >>> import threadline
     >>> store = threadline.connect(":memory:")
@@ -239,3 +267,4 @@ class AppDump:
     entries: dict[str, list[Entry]] = field(default_factory=dict)
     keys: list[StoredKey] | None = None
     profile: StoredProfile | None = None
+    artifacts: list[StoredArtifact] = field(default_factory=list)

@@ -123,7 +123,8 @@ class SQLStore(
     ProfilesMixin,
 ):
     """Shared implementation of the Store protocol, room by room (registry, tree, content,
-    state, API keys, profiles, transfer); a backend subclass supplies the dialect hooks of
+    state, API keys, profiles, stored files (``ArtifactsMixin``, under the registry), transfer);
+    a backend subclass supplies the dialect hooks of
     :class:`SQLBase`."""
 
     def session(self, app: str, session_id: str, *, user_id: str | None = None) -> SessionStore:

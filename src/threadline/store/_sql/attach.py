@@ -43,7 +43,10 @@ SQL_SESSION_HAS_REFS = "SELECT 1 FROM tl_message_refs WHERE app = ? AND session_
 SQL_SESSION_SHAS = "SELECT DISTINCT sha256 FROM tl_message_refs WHERE app = ? AND session_id = ?"
 """The attachments a session's messages refer to (narrowed by ``AND message_id IN ...``)."""
 _SQL_LOCK = "SELECT 1 FROM tl_attachments WHERE app = ? AND sha256 = ?"
-_SQL_STILL_USED = "SELECT 1 FROM tl_message_refs WHERE app = ? AND sha256 = ? LIMIT 1"
+_SQL_STILL_USED = (  # a message or a stored file (store/_sql/artifacts.py) refers to it
+    "SELECT 1 FROM tl_message_refs WHERE app = ? AND sha256 = ? "
+    "UNION ALL SELECT 1 FROM tl_artifacts WHERE app = ? AND sha256 = ? LIMIT 1"
+)
 _SQL_SESSION_REFERS = (
     "SELECT 1 FROM tl_message_refs WHERE app = ? AND sha256 = ? AND session_id = ? LIMIT 1"
 )
@@ -68,18 +71,22 @@ class AttachmentMixin(SQLBase):
     ) -> None:
         # By SHA-256: the order ``_drop_refs`` locks attachments in too.
         for blob in sorted(blobs, key=lambda b: b.sha256):
-            count = max(1, -(-len(blob.data) // CHUNK_BYTES))
-            while not tx.execute(_SQL_PUT, (app, blob.sha256, blob.kind, len(blob.data), count)):
-                # Stored already: lock it (PostgreSQL; SQLite writes one at a time), so that a
-                # collector (``_drop_refs``) in another transaction either waits for this one
-                # and then sees its reference, or has deleted it first (no row: insert again).
-                if not self._FOR_UPDATE or tx.one(_SQL_LOCK + self._FOR_UPDATE, (app, blob.sha256)):
-                    break
-            else:
-                for idx in range(count):
-                    chunk = blob.data[idx * CHUNK_BYTES : (idx + 1) * CHUNK_BYTES]
-                    tx.send(_SQL_PUT_CHUNK, (app, blob.sha256, idx, chunk))
+            self._put_blob(tx, app, blob)
             tx.send(_SQL_REF, (app, session_id, message_id, blob.sha256))
+
+    def _put_blob(self, tx: Tx, app: str, blob: Blob) -> None:
+        """Store ``blob`` unless the app has it; the caller writes its reference in ``tx``."""
+        count = max(1, -(-len(blob.data) // CHUNK_BYTES))
+        while not tx.execute(_SQL_PUT, (app, blob.sha256, blob.kind, len(blob.data), count)):
+            # Stored already: lock it (PostgreSQL; SQLite writes one at a time), so that a
+            # collector (``_collect``) in another transaction either waits for this one
+            # and then sees its reference, or has deleted it first (no row: insert again).
+            if not self._FOR_UPDATE or tx.one(_SQL_LOCK + self._FOR_UPDATE, (app, blob.sha256)):
+                break
+        else:
+            for idx in range(count):
+                chunk = blob.data[idx * CHUNK_BYTES : (idx + 1) * CHUNK_BYTES]
+                tx.send(_SQL_PUT_CHUNK, (app, blob.sha256, idx, chunk))
 
     def _drop_refs(
         self,
@@ -108,8 +115,13 @@ class AttachmentMixin(SQLBase):
         # Locked before looking for other references: a writer reusing one holds its lock
         # until its reference is committed (``_put_blobs``).
         self._lock_attachments(tx, app, shas.union(blob.sha256 for blob in reused))
-        for sha in sorted(shas):
-            if tx.one(_SQL_STILL_USED, (app, sha)) is None:
+        self._collect(tx, app, shas)
+
+    def _collect(self, tx: Tx, app: str, shas: Iterable[str]) -> None:
+        """Delete those attachments of the app that nothing refers to any more (messages and
+        stored files); the caller has locked them (``_lock_attachments``)."""
+        for sha in sorted(set(shas)):
+            if tx.one(_SQL_STILL_USED, (app, sha, app, sha)) is None:
                 for table in ("tl_attachment_chunks", "tl_attachments"):
                     tx.send(f"DELETE FROM {table} WHERE app = ? AND sha256 = ?", (app, sha))
 

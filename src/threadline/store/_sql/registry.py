@@ -14,7 +14,7 @@ from threadline.errors import (
     SessionNotFoundError,
 )
 from threadline.store._contract.values import UNSET
-from threadline.store._sql.attach import AttachmentMixin
+from threadline.store._sql.artifacts import ArtifactsMixin
 from threadline.store._sql.base import (
     Tx,
     _owner_filter,
@@ -97,7 +97,7 @@ def _session_state(row: tuple[Any, ...]) -> SessionState:
     return (row[0], row[1], row[2], state, internal or {})
 
 
-class RegistryMixin(AttachmentMixin):
+class RegistryMixin(ArtifactsMixin):
     """The session registry: create, list, update, delete, purge, usage, forget a user."""
 
     # ------------------------------------------------------------------ session registry
@@ -273,6 +273,7 @@ class RegistryMixin(AttachmentMixin):
         changed += tx.execute(
             "DELETE FROM tl_state WHERE app = ? AND owner = 'session' AND owner_id = ?", key
         )
+        changed += self._drop_artifacts(tx, "app = ? AND session_id = ?", key)
         forget_changes(tx, app, session_id, self._now_us(), existed)
         tx.send("DELETE FROM tl_sessions WHERE app = ? AND id = ?", key)
         return existed or changed > 0
@@ -348,8 +349,8 @@ class RegistryMixin(AttachmentMixin):
 
     def forget_user(self, app: str, user_id: str) -> int:
         """Delete everything of ``user_id`` in ``app`` in one transaction: their sessions
-        (with all that hangs off them), user-scoped blocks and ``user:`` state. Returns the
-        number of sessions deleted."""
+        (with all that hangs off them), user-scoped blocks and ``user:`` state, and their
+        stored files. Returns the number of sessions deleted."""
 
         def run(tx: Tx) -> int:
             ids = self._lock_sessions(tx, app, "user_id = ?", (user_id,))
@@ -360,6 +361,7 @@ class RegistryMixin(AttachmentMixin):
                     f"DELETE FROM {table} WHERE app = ? AND owner = 'user' AND owner_id = ?",
                     (app, user_id),
                 )
+            self._drop_artifacts(tx, "app = ? AND user_id = ?", (app, user_id))
             return len(ids)
 
         return self._write("forget_user", run)

@@ -1,6 +1,6 @@
 """What an app holds outside its sessions, dumped and loaded verbatim (``Store.dump_app`` /
 ``load_app``): its profile, app- and user-scoped blocks and state, keyed entries, API keys'
-rows."""
+rows, stored files (every version, content included)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 from threadline.errors import InvalidArgumentError
 from threadline.store._contract.values import AppDump, Entry, StoredKey, StoredProfile
-from threadline.store._sql.base import SQLBase, Tx
+from threadline.store._sql.artifacts import SQL_APP_ARTIFACTS, ArtifactsMixin
+from threadline.store._sql.base import Tx
 from threadline.store._sql.dump_check import check_app_dump
 from threadline.store._sql.profiles import _document_text
 from threadline.store._sql.rows import datetime_to_us, dumps, us_to_datetime
@@ -19,7 +20,7 @@ from threadline.store._sql.text import SQL_STATE_UPSERT
 _SQL_APPS = (
     "SELECT app FROM tl_sessions UNION SELECT app FROM tl_blocks UNION SELECT app FROM tl_state "
     "UNION SELECT app FROM tl_entries UNION SELECT app FROM tl_api_keys "
-    "UNION SELECT app FROM tl_profiles ORDER BY 1"
+    "UNION SELECT app FROM tl_profiles UNION SELECT app FROM tl_artifacts ORDER BY 1"
 )
 _SQL_LABELS = "SELECT DISTINCT label FROM tl_entries WHERE app = ? ORDER BY label"
 _SQL_SHARED = (
@@ -55,7 +56,7 @@ def _key_of(row: Any) -> StoredKey:
     return StoredKey(row[0], row[1], row[2], row[3], us_to_datetime(int(row[4])), revoked)
 
 
-class AppTransferMixin(SQLBase):
+class AppTransferMixin(ArtifactsMixin):
     """``list_app_names``, ``list_entry_labels``, ``dump_app`` and ``load_app`` on the
     shared SQL (both backends)."""
 
@@ -86,6 +87,8 @@ class AppTransferMixin(SQLBase):
             into[key] = json.loads(value)
         for label, key, content, description in tx.all(_SQL_ENTRIES, (app,)):
             dump.entries.setdefault(label, []).append(Entry(key, content, description))
+        rows = tx.all(SQL_APP_ARTIFACTS, (app,))
+        dump.artifacts.extend(self._row_of(tx, app, row) for row in rows)
         return dump
 
     def load_app(self, app: str, dump: AppDump, *, replace: bool = False) -> None:
@@ -104,6 +107,7 @@ class AppTransferMixin(SQLBase):
             if dump.keys is not None:
                 tx.send("DELETE FROM tl_api_keys WHERE app = ?", (app,))
             tx.send("DELETE FROM tl_profiles WHERE app = ?", (app,))
+            self._drop_artifacts(tx, "app = ?", (app,))
         shared = [("app", "", dump.blocks, dump.state)] + [
             ("user", user_id, dump.user_blocks.get(user_id, {}), dump.user_state.get(user_id, {}))
             for user_id in sorted(set(dump.user_blocks) | set(dump.user_state))
@@ -120,6 +124,8 @@ class AppTransferMixin(SQLBase):
             self._load_key(tx, app, key)
         if dump.profile is not None:
             self._load_app_profile(tx, app, dump.profile)
+        for artifact in dump.artifacts:
+            self._load_artifact(tx, app, artifact)
 
     def _load_app_profile(self, tx: Tx, app: str, profile: StoredProfile) -> None:
         held = tx.one(_SQL_PROFILE, (app,))

@@ -230,7 +230,20 @@ _V7 = [
         updated_at BIGINT NOT NULL)""",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
+# Version 8: stored files with versions (store/_sql/artifacts.py, ADK artifacts), their
+# content an attachment of the app.
+_V8 = [
+    """CREATE TABLE IF NOT EXISTS tl_artifacts (
+        app TEXT NOT NULL, user_id TEXT NOT NULL, session_id TEXT NOT NULL,
+        filename TEXT NOT NULL, version BIGINT NOT NULL, sha256 TEXT NOT NULL,
+        kind TEXT NOT NULL, part TEXT NOT NULL, mime_type TEXT, metadata TEXT NOT NULL,
+        created DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (app, user_id, session_id, filename, version))""",
+    "CREATE INDEX IF NOT EXISTS tl_artifacts_sha ON tl_artifacts (app, sha256)",
+    "CREATE INDEX IF NOT EXISTS tl_artifacts_session ON tl_artifacts (app, session_id)",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8]
 """``MIGRATIONS[i]`` upgrades schema version ``i`` to ``i + 1`` (version 0: no tables yet)."""
 
 SCHEMA_VERSION = len(MIGRATIONS)  # derived, so adding a migration cannot leave it behind

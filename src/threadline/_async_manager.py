@@ -101,19 +101,15 @@ class AsyncSessionManager:
         >>> asyncio.run(main())
         ['notes']
         """
-        manager = cls.__new__(cls)
-        manager._sync = owning(
-            lambda source: SessionManager.from_profile(
-                source,
-                app_name,
-                max_messages=max_messages,
-                max_cached_sessions=max_cached_sessions,
-                size_policy=size_policy,
-                max_message_bytes=max_message_bytes,
-            ),
+        manager = cls(
             store,
+            app_name,
+            max_messages=max_messages,
+            max_cached_sessions=max_cached_sessions,
+            size_policy=size_policy,
+            max_message_bytes=max_message_bytes,
         )
-        manager._async_compact = None
+        manager._sync._follow()
         return manager
 
     async def save_profile(

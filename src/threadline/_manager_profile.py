@@ -77,10 +77,15 @@ class ManagerProfile(ManagerBase):
             size_policy=size_policy,
             max_message_bytes=max_message_bytes,
         )
-        manager._following = True
-        manager._profile_lock = threading.Lock()
-        # Read at the first use, not here: the async twin builds this on the event loop.
+        manager._follow()
         return manager
+
+    def _follow(self) -> None:
+        """Follow the app's stored profile from now on (``from_profile``; the async twin
+        calls it on its sync manager). No I/O: the profile is read at the first use, which
+        for the async twin is in a worker thread, never on the event loop."""
+        self._following = True
+        self._profile_lock = threading.Lock()
 
     @property
     def profile(self) -> Profile | None:

@@ -29,9 +29,8 @@ NO_MODEL = (
 )
 
 
-def _defaults(tenant: Tenant) -> dict[str, Any]:
+def _defaults(profile: Profile | None) -> dict[str, Any]:
     """The profile's ``runner`` document (``{}`` for an app without a stored profile)."""
-    profile = Profile.load(tenant.manager.store, tenant.app)
     return dict(profile.runner) if profile is not None else {}
 
 
@@ -56,7 +55,7 @@ def get_context(
     window (``runs``, ``max_context_tokens``; absent: the profile's ``runner`` defaults), what
     falls out of it (``dropped_limit``: only the newest N listed; ``dropped_count`` and
     ``totals.dropped`` count all), and totals against the budget (the app's token counter)."""
-    defaults = _defaults(tenant)
+    defaults = _defaults(Profile.load(tenant.manager.store, tenant.app))
     runner = Runner(
         tenant.session(session_id),
         _no_model,
@@ -86,7 +85,7 @@ def run_turn(session_id: str, body: TurnIn, request: Request, tenant: Tenant = T
             "this app's model is provided by code in some process, not by the profile: the "
             "service cannot call it. " + NO_MODEL.split(": a turn needs one. ", 1)[1]
         )
-    defaults = _defaults(tenant)
+    defaults = _defaults(profile)
     runner = Runner(
         tenant.writable(session_id),
         openai_model(spec),
